@@ -1,0 +1,4 @@
+//! # fhelium-examples
+//!
+//! Shared helpers of the example binaries (`automatic_residency`, `explicit_residency`,
+//! `basic_ckks`): table printing, byte formatting, device selection and trace export.
