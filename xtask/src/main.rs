@@ -147,9 +147,12 @@ fn cargo() -> Command {
 
 /// True when a real CUDA driver library is where cust's build script looks for it.
 fn system_cuda_present() -> bool {
-    ["/usr/local/cuda/lib64/libcuda.so", "/opt/cuda/lib64/libcuda.so"]
-        .iter()
-        .any(|p| Path::new(p).exists())
+    [
+        "/usr/local/cuda/lib64/libcuda.so",
+        "/opt/cuda/lib64/libcuda.so",
+    ]
+    .iter()
+    .any(|p| Path::new(p).exists())
 }
 
 /// Finds the `cust_raw` bindings in cargo's registry, to list every driver symbol it declares.
@@ -271,7 +274,10 @@ fn sha256_file(path: &Path) -> Result<String> {
 
 fn ptx_path(src: &Path) -> PathBuf {
     let stem = src.file_stem().and_then(|s| s.to_str()).unwrap_or("kernel");
-    root().join("kernels").join("ptx").join(format!("{stem}.ptx"))
+    root()
+        .join("kernels")
+        .join("ptx")
+        .join(format!("{stem}.ptx"))
 }
 
 fn ptx_check() -> Result<()> {
@@ -302,7 +308,10 @@ fn ptx_check() -> Result<()> {
         }
     }
     if bad.is_empty() {
-        println!("ptx --check: {} kernel(s) in step with their sources", sources.len());
+        println!(
+            "ptx --check: {} kernel(s) in step with their sources",
+            sources.len()
+        );
         Ok(())
     } else {
         Err(format!(
@@ -323,9 +332,7 @@ fn find_nvcc() -> Result<PathBuf> {
     let find = |venv: &Path| -> Option<PathBuf> {
         let lib = venv.join("lib");
         fs::read_dir(&lib).ok()?.flatten().find_map(|py| {
-            let nvcc = py
-                .path()
-                .join("site-packages/nvidia/cu13/bin/nvcc");
+            let nvcc = py.path().join("site-packages/nvidia/cu13/bin/nvcc");
             nvcc.exists().then_some(nvcc)
         })
     };
@@ -350,7 +357,13 @@ fn ptx_build() -> Result<()> {
         let rel = src.strip_prefix(root()).unwrap_or(&src).to_path_buf();
         run(Command::new(&nvcc)
             .current_dir(root())
-            .args(["-ptx", &format!("-arch={PTX_ARCH}"), "-O3", "-std=c++17", "-lineinfo"])
+            .args([
+                "-ptx",
+                &format!("-arch={PTX_ARCH}"),
+                "-O3",
+                "-std=c++17",
+                "-lineinfo",
+            ])
             .arg(&rel)
             .arg("-o")
             .arg(&tmp))?;
@@ -362,8 +375,11 @@ fn ptx_build() -> Result<()> {
             .filter(|l| !l.starts_with("// Compiler Build ID") && !l.starts_with("// Based on"))
             .map(|l| format!("{l}\n"))
             .collect();
-        fs::write(&ptx, format!("{PTX_HEADER} {hash} file: kernels/{name}\n{body}"))
-            .map_err(|e| e.to_string())?;
+        fs::write(
+            &ptx,
+            format!("{PTX_HEADER} {hash} file: kernels/{name}\n{body}"),
+        )
+        .map_err(|e| e.to_string())?;
         let _ = fs::remove_file(&tmp);
         println!("ptx: {} -> {}", src.display(), ptx.display());
     }
@@ -390,7 +406,16 @@ fn run_bin(package: &str, bin: &str, device: &str, release: bool, args: &[String
     if release {
         cmd.arg("--release");
     }
-    cmd.args(["--quiet", "--package", package, "--bin", bin, "--", "--device", device]);
+    cmd.args([
+        "--quiet",
+        "--package",
+        package,
+        "--bin",
+        bin,
+        "--",
+        "--device",
+        device,
+    ]);
     cmd.args(args);
     run(&mut cmd)
 }
@@ -452,7 +477,10 @@ fn gpu_bundle(out: &Path) -> Result<()> {
         };
         let is_test = msg["profile"]["test"].as_bool().unwrap_or(false);
         let kind = msg["target"]["kind"][0].as_str().unwrap_or("");
-        let name = msg["target"]["name"].as_str().unwrap_or("x").replace('-', "_");
+        let name = msg["target"]["name"]
+            .as_str()
+            .unwrap_or("x")
+            .replace('-', "_");
         let pkg = msg["package_id"]
             .as_str()
             .and_then(|p| p.split('#').next())
@@ -466,7 +494,10 @@ fn gpu_bundle(out: &Path) -> Result<()> {
         };
         let dest = bin_dir.join(&dest_name);
         fs::copy(exe, &dest).map_err(|e| format!("copy {exe}: {e}"))?;
-        let _ = Command::new("strip").arg("--strip-debug").arg(&dest).status();
+        let _ = Command::new("strip")
+            .arg("--strip-debug")
+            .arg(&dest)
+            .status();
         if is_test && kind != "bench" {
             tests.push(dest_name);
         } else if !is_test {
@@ -514,7 +545,14 @@ fn gpu_bundle(out: &Path) -> Result<()> {
 
 fn ci() -> Result<()> {
     run(cargo().args(["fmt", "--all", "--check"]))?;
-    run(cargo().args(["clippy", "--workspace", "--all-targets", "--", "-D", "warnings"]))?;
+    run(cargo().args([
+        "clippy",
+        "--workspace",
+        "--all-targets",
+        "--",
+        "-D",
+        "warnings",
+    ]))?;
     run(cuda_cargo()?.args([
         "clippy",
         "--workspace",

@@ -22,13 +22,21 @@ fn device_or_skip() -> Option<Context> {
 #[test]
 fn modadd_kernel_matches_cpu_on_random_limbs() {
     let Some(_ctx) = device_or_skip() else { return };
-    let moduli: [u64; 3] = [1_099_510_054_913, 1_099_515_691_009, 1_152_921_504_606_748_673];
+    let moduli: [u64; 3] = [
+        1_099_510_054_913,
+        1_099_515_691_009,
+        1_152_921_504_606_748_673,
+    ];
     let n: u32 = 16384;
     let limbs = moduli.len() as u32;
     let mut rng = rand_chacha::ChaCha20Rng::seed_from_u64(0x5eed);
     let total = (n * limbs) as usize;
-    let a: Vec<u64> = (0..total).map(|i| rng.random_range(0..moduli[i / n as usize])).collect();
-    let b: Vec<u64> = (0..total).map(|i| rng.random_range(0..moduli[i / n as usize])).collect();
+    let a: Vec<u64> = (0..total)
+        .map(|i| rng.random_range(0..moduli[i / n as usize]))
+        .collect();
+    let b: Vec<u64> = (0..total)
+        .map(|i| rng.random_range(0..moduli[i / n as usize]))
+        .collect();
     let module = Module::from_ptx(fhelium_cuda::MODADD_PTX, &[]).expect("PTX loads");
     let stream = Stream::new(StreamFlags::NON_BLOCKING, None).expect("stream");
     let d_a = DeviceBuffer::from_slice(&a).unwrap();

@@ -22,7 +22,10 @@ fn every_ptx_header_matches_its_source_hash() {
             header.starts_with("// fhelium-ptx source-sha256:") && header.contains(&hash),
             "kernels/ptx/{stem}.ptx is stale: header {header:?}, source hash {hash}; run `cargo xtask ptx`"
         );
-        assert!(ptx.contains(".target sm_90"), "{stem}.ptx must target sm_90");
+        assert!(
+            ptx.contains(".target sm_90"),
+            "{stem}.ptx must target sm_90"
+        );
         checked += 1;
     }
     assert!(checked >= 1, "no kernels found in {}", kernels.display());

@@ -16,4 +16,6 @@ pub mod error;
 pub mod location;
 
 pub use error::ModelError;
-pub use location::{ResidencyLocation, ResidencyLocationKind, MAX_DEVICE_INDEX, PAGEABLE_HOST, PINNED_HOST};
+pub use location::{
+    ResidencyLocation, ResidencyLocationKind, MAX_DEVICE_INDEX, PAGEABLE_HOST, PINNED_HOST,
+};

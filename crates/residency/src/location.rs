@@ -159,11 +159,11 @@ impl FromStr for ResidencyLocation {
             }
             _ => {}
         }
-        let (prefix, digits) = text
-            .split_once(':')
-            .ok_or_else(|| ModelError::UnsupportedLocation {
-                text: text.to_owned(),
-            })?;
+        let (prefix, digits) =
+            text.split_once(':')
+                .ok_or_else(|| ModelError::UnsupportedLocation {
+                    text: text.to_owned(),
+                })?;
         let build: fn(u8) -> Self = match prefix {
             "cuda" => Self::Cuda,
             "sim" => Self::Sim,
@@ -212,19 +212,35 @@ mod tests {
 
     #[test]
     fn names_round_trip() {
-        for text in ["pageable-host", "pinned-host", "cuda:0", "cuda:7", "cuda:127", "sim:0", "sim:12"] {
+        for text in [
+            "pageable-host",
+            "pinned-host",
+            "cuda:0",
+            "cuda:7",
+            "cuda:127",
+            "sim:0",
+            "sim:12",
+        ] {
             let loc: ResidencyLocation = text.parse().unwrap();
             assert_eq!(loc.to_string(), text);
             let json = serde_json::to_string(&loc).unwrap();
-            assert_eq!(serde_json::from_str::<ResidencyLocation>(&json).unwrap(), loc);
+            assert_eq!(
+                serde_json::from_str::<ResidencyLocation>(&json).unwrap(),
+                loc
+            );
         }
     }
 
     #[test]
     fn non_canonical_indices_are_rejected() {
-        for text in ["cuda:00", "cuda:01", "cuda:-1", "cuda:", "cuda:1a", "sim:007"] {
+        for text in [
+            "cuda:00", "cuda:01", "cuda:-1", "cuda:", "cuda:1a", "sim:007",
+        ] {
             let err = text.parse::<ResidencyLocation>().unwrap_err();
-            assert!(matches!(err, ModelError::NonCanonicalIndex { .. }), "{text}: {err}");
+            assert!(
+                matches!(err, ModelError::NonCanonicalIndex { .. }),
+                "{text}: {err}"
+            );
             assert!(err.to_string().contains("canonical"));
         }
     }
@@ -237,7 +253,10 @@ mod tests {
             assert!(err.to_string().contains("between 0 and 127"));
         }
         assert!(ResidencyLocation::cuda(128).is_err());
-        assert_eq!(ResidencyLocation::cuda(127).unwrap(), ResidencyLocation::Cuda(127));
+        assert_eq!(
+            ResidencyLocation::cuda(127).unwrap(),
+            ResidencyLocation::Cuda(127)
+        );
         assert!(ResidencyLocation::sim(300).is_err());
     }
 
