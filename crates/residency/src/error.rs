@@ -33,4 +33,18 @@ pub enum ModelError {
         /// The text that was parsed.
         text: String,
     },
+    /// A value type tag that is empty or only whitespace.
+    #[error("value type name must be non-empty")]
+    EmptyValueType,
+    /// A reservation label that is empty or only whitespace.
+    #[error("reservation label must be non-empty")]
+    EmptyLabel,
+    /// A value spec whose storage charge is below its logical payload.
+    #[error("storage_nbytes ({storage_nbytes} bytes) must be at least logical_nbytes ({logical_nbytes} bytes)")]
+    StorageBelowLogical {
+        /// Logical payload bytes.
+        logical_nbytes: u64,
+        /// Storage bytes given.
+        storage_nbytes: u64,
+    },
 }

@@ -14,8 +14,13 @@
 
 pub mod error;
 pub mod location;
+pub mod model;
 
 pub use error::ModelError;
 pub use location::{
     ResidencyLocation, ResidencyLocationKind, MAX_DEVICE_INDEX, PAGEABLE_HOST, PINNED_HOST,
+};
+pub use model::{
+    MemoryReservation, Recoverability, ReplicaMode, ResidencyAction, ResidencyHandle,
+    ResidencyValueSpec,
 };
