@@ -425,6 +425,13 @@ fn example(device: &str, bin: &str, release: bool, args: &[String]) -> Result<()
 }
 
 fn bench(device: &str, args: &[String]) -> Result<()> {
+    if !root().join("examples/src/bin/oplat.rs").exists() {
+        return Err(
+            "the per-operation benchmark (examples/src/bin/oplat.rs) is not built yet; \
+             it arrives with the [ckks-cpu] and [ckks-gpu] issues"
+                .into(),
+        );
+    }
     run_bin("fhelium-examples", "oplat", device, true, args)
 }
 
