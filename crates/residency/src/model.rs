@@ -8,6 +8,15 @@ use serde::{Deserialize, Serialize};
 use crate::error::ModelError;
 use crate::location::ResidencyLocation;
 
+/// The owned text, or `err` when it is empty or only whitespace.
+fn non_blank(text: &str, err: ModelError) -> Result<String, ModelError> {
+    if text.trim().is_empty() {
+        Err(err)
+    } else {
+        Ok(text.to_owned())
+    }
+}
+
 /// How many steady materializations a logical value may have.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
@@ -63,13 +72,10 @@ impl ResidencyHandle {
     /// # Errors
     /// [`ModelError::EmptyValueType`] when `value_type` is empty or blank.
     pub fn new(manager_id: u64, handle_id: u64, value_type: &str) -> Result<Self, ModelError> {
-        if value_type.trim().is_empty() {
-            return Err(ModelError::EmptyValueType);
-        }
         Ok(Self {
             manager_id,
             handle_id,
-            value_type: value_type.to_owned(),
+            value_type: non_blank(value_type, ModelError::EmptyValueType)?,
         })
     }
 
@@ -128,9 +134,7 @@ impl ResidencyValueSpec {
         replica_mode: ReplicaMode,
         recoverability: Recoverability,
     ) -> Result<Self, ModelError> {
-        if value_type.trim().is_empty() {
-            return Err(ModelError::EmptyValueType);
-        }
+        let value_type = non_blank(value_type, ModelError::EmptyValueType)?;
         if storage_nbytes < logical_nbytes {
             return Err(ModelError::StorageBelowLogical {
                 logical_nbytes,
@@ -138,7 +142,7 @@ impl ResidencyValueSpec {
             });
         }
         Ok(Self {
-            value_type: value_type.to_owned(),
+            value_type,
             logical_nbytes,
             storage_nbytes,
             replica_mode,
@@ -207,13 +211,10 @@ impl MemoryReservation {
     /// # Errors
     /// [`ModelError::EmptyLabel`] when `label` is empty or blank.
     pub fn new(location: ResidencyLocation, nbytes: u64, label: &str) -> Result<Self, ModelError> {
-        if label.trim().is_empty() {
-            return Err(ModelError::EmptyLabel);
-        }
         Ok(Self {
             location,
             nbytes,
-            label: label.to_owned(),
+            label: non_blank(label, ModelError::EmptyLabel)?,
         })
     }
     /// Where the headroom is held.
