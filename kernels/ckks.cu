@@ -1,0 +1,502 @@
+// CKKS kernels for fhelium-ckks's CUDA engine (N = 16384, up to 9 RNS primes below 2^61).
+//
+// Layout: every polynomial is a row of N u64 words; a value is [component][limb][N], limb l
+// holding prime id (prime_off + l). Outputs are canonical [0, q) unless a kernel says "lazy".
+//
+// Modular arithmetic:
+//   * Shoup multiply by a known constant w < q with wp = floor(w * 2^64 / q): exact x*w mod q
+//     for ANY 64-bit x, lazy result in [0, 2q) (Harvey). With w = 1, wp = floor(2^64 / q) it
+//     reduces an arbitrary 64-bit word modulo q.
+//   * Montgomery multiply with R = 2^64 for products of two variables: a*b*2^-64 mod q. The host
+//     folds the 2^64 factor (and whatever residue form the CPU engine stores) into per-prime
+//     Shoup constants applied where the data is touched anyway, so results equal the CPU's.
+//
+// NTT (spec ckks.md 4.1): negacyclic, forward Cooley-Tukey with bit-reversed output, inverse
+// Gentleman-Sande; twiddle rows hold psi^br(k) (forward) and psi^-br(k) (inverse) as (w, wp)
+// pairs, standard form. N = 128 x 128: the forward transform is a column pass (stages 0..6,
+// pairs 128*2^k apart, one block per 8 columns of one limb) and a row pass (stages 7..13 on
+// rows of 128 contiguous words); the inverse runs the row pass first, then the column pass.
+// Each pass keeps its tile (1024 words) in shared memory through its 7 stages.
+#include <stdint.h>
+
+typedef unsigned long long u64;
+typedef long long i64;
+
+#define LOGN 14
+#define NN (1u << LOGN)
+#define SUB 128          // N = SUB * SUB
+#define TILE_COLS 8      // columns per block in the column pass
+#define TILE_ROWS 8      // rows per block in the row pass
+#define TILE (SUB * 8)   // words per tile (both passes)
+#define NTT_THREADS 512  // one butterfly per thread per stage (TILE / 2)
+
+struct Prime {
+    u64 q;
+    u64 qinv_neg;    // -q^-1 mod 2^64
+    u64 red_wp;      // floor(2^64 / q): Shoup constant of w = 1 (reduction)
+    u64 pad;
+};
+
+// Shoup constant pair (w, wp)
+struct WP {
+    u64 w;
+    u64 wp;
+};
+
+__device__ __forceinline__ u64 shoup_lazy(u64 x, u64 w, u64 wp, u64 q) {
+    u64 hi = __umul64hi(x, wp);
+    return x * w - hi * q;  // in [0, 2q)
+}
+
+__device__ __forceinline__ u64 csub(u64 x, u64 q) { return x >= q ? x - q : x; }
+
+__device__ __forceinline__ u64 shoup(u64 x, u64 w, u64 wp, u64 q) {
+    return csub(shoup_lazy(x, w, wp, q), q);
+}
+
+__device__ __forceinline__ u64 reduce64(u64 x, const Prime& p) {
+    return csub(shoup_lazy(x, 1, p.red_wp, p.q), p.q);
+}
+
+// a*b*2^-64 mod q for a*b < q*2^64; canonical.
+__device__ __forceinline__ u64 mont(u64 a, u64 b, const Prime& p) {
+    u64 lo = a * b;
+    u64 hi = __umul64hi(a, b);
+    u64 m = lo * p.qinv_neg;
+    u64 t = __umul64hi(m, p.q);
+    u64 r = hi + t + (lo != 0 ? 1ull : 0ull);
+    return csub(r, p.q);
+}
+
+__device__ __forceinline__ u64 addmod(u64 a, u64 b, u64 q) { return csub(a + b, q); }
+__device__ __forceinline__ u64 submod(u64 a, u64 b, u64 q) { return a >= b ? a - b : a + q - b; }
+__device__ __forceinline__ u64 negmod(u64 a, u64 q) { return a == 0 ? 0 : q - a; }
+
+// Coefficient automorphism gather: destination p of sigma_g(a) with ginv = g^-1 mod 2N.
+// Returns the canonical residue (source row `row`, prime q).
+__device__ __forceinline__ u64 aut_gather(const u64* row, uint32_t p, uint32_t ginv, u64 q) {
+    uint32_t i = (uint32_t)(((u64)ginv * p) & (2 * NN - 1));
+    if (i < NN) return row[i];
+    return negmod(row[i - NN], q);
+}
+
+// ------------------------------------------------------------------------------------------
+// Forward butterflies on a shared tile.
+
+// Column tile: s[a * TILE_COLS + c], a in [0,128) (high index bits), c the column.
+__device__ __forceinline__ void fwd_col_stages(u64* s, const WP* tw, u64 q) {
+    const u64 two_q = 2 * q;
+    const uint32_t tid = threadIdx.x;
+    const uint32_t c = tid % TILE_COLS;
+    const uint32_t bpos = tid / TILE_COLS;  // 0..63
+#pragma unroll
+    for (int st = 0; st < 7; st++) {
+        __syncthreads();
+        uint32_t tl = 64u >> st;
+        uint32_t i = bpos / tl;
+        uint32_t jj = bpos % tl;
+        uint32_t a = i * 2 * tl + jj;
+        WP w = tw[(1u << st) + i];
+        u64 x = s[a * TILE_COLS + c];
+        u64 y = s[(a + tl) * TILE_COLS + c];
+        x = x >= two_q ? x - two_q : x;
+        u64 t = shoup_lazy(y, w.w, w.wp, q);
+        s[a * TILE_COLS + c] = x + t;
+        s[(a + tl) * TILE_COLS + c] = x - t + two_q;
+    }
+    __syncthreads();
+}
+
+// Row tile: s[r * SUB + b], global index j = (row0 + r) * SUB + b.
+__device__ __forceinline__ void fwd_row_stages(u64* s, const WP* tw, u64 q, uint32_t row0) {
+    const u64 two_q = 2 * q;
+    const uint32_t tid = threadIdx.x;
+    const uint32_t r = tid / 64;
+    const uint32_t bpos = tid % 64;
+#pragma unroll
+    for (int st = 0; st < 7; st++) {
+        __syncthreads();
+        uint32_t t = 64u >> st;
+        uint32_t il = bpos / t;
+        uint32_t jj = bpos % t;
+        uint32_t b = il * 2 * t + jj;
+        uint32_t j = (row0 + r) * SUB + b;
+        WP w = tw[(1u << (st + 7)) + j / (2 * t)];
+        u64 x = s[r * SUB + b];
+        u64 y = s[r * SUB + b + t];
+        x = x >= two_q ? x - two_q : x;
+        u64 tt = shoup_lazy(y, w.w, w.wp, q);
+        s[r * SUB + b] = x + tt;
+        s[r * SUB + b + t] = x - tt + two_q;
+    }
+    __syncthreads();
+}
+
+// Inverse (Gentleman-Sande) on a row tile: half-spans t = 1..64; inputs in [0, 2q), outputs
+// in [0, 2q).
+__device__ __forceinline__ void inv_row_stages(u64* s, const WP* itw, u64 q, uint32_t row0) {
+    const u64 two_q = 2 * q;
+    const uint32_t tid = threadIdx.x;
+    const uint32_t r = tid / 64;
+    const uint32_t bpos = tid % 64;
+#pragma unroll
+    for (int st = 0; st < 7; st++) {
+        __syncthreads();
+        uint32_t t = 1u << st;
+        uint32_t il = bpos / t;
+        uint32_t jj = bpos % t;
+        uint32_t b = il * 2 * t + jj;
+        uint32_t j = (row0 + r) * SUB + b;
+        uint32_t m = NN / (2 * t);
+        WP w = itw[m + j / (2 * t)];
+        u64 x = s[r * SUB + b];
+        u64 y = s[r * SUB + b + t];
+        u64 u = x + y;
+        u = u >= two_q ? u - two_q : u;
+        u64 v = shoup_lazy(x + two_q - y, w.w, w.wp, q);
+        s[r * SUB + b] = u;
+        s[r * SUB + b + t] = v;
+    }
+    __syncthreads();
+}
+
+// Inverse on a column tile: half-spans t = 128 * (1..64).
+__device__ __forceinline__ void inv_col_stages(u64* s, const WP* itw, u64 q) {
+    const u64 two_q = 2 * q;
+    const uint32_t tid = threadIdx.x;
+    const uint32_t c = tid % TILE_COLS;
+    const uint32_t bpos = tid / TILE_COLS;
+#pragma unroll
+    for (int st = 0; st < 7; st++) {
+        __syncthreads();
+        uint32_t tl = 1u << st;
+        uint32_t i = bpos / tl;
+        uint32_t jj = bpos % tl;
+        uint32_t a = i * 2 * tl + jj;
+        uint32_t m = SUB / (2 * tl);  // = N / (2 * t) with t = tl * SUB
+        WP w = itw[m + i];
+        u64 x = s[a * TILE_COLS + c];
+        u64 y = s[(a + tl) * TILE_COLS + c];
+        u64 u = x + y;
+        u = u >= two_q ? u - two_q : u;
+        u64 v = shoup_lazy(x + two_q - y, w.w, w.wp, q);
+        s[a * TILE_COLS + c] = u;
+        s[(a + tl) * TILE_COLS + c] = v;
+    }
+    __syncthreads();
+}
+
+// ------------------------------------------------------------------------------------------
+// Forward NTT, column pass (stages 0..6). Grid: (SUB / TILE_COLS, limbs, components).
+// Row (y, z) of the input is in + z * in_zs + y * in_ys; output out + z * out_zs + y * out_ys.
+// Each loaded word x becomes x * pre[pid] mod q (Shoup; pre = (1, floor(2^64/q)) reduces).
+// mode 0: plain rows. mode 1: input words are signed int64 (lifted to [0, q)).
+// ginv != 0: the input row is first permuted by the coefficient automorphism sigma_g
+// (ginv = g^-1 mod 2N); its sign is applied modulo the source prime src_pid(y, z) =
+// src_off + (src_by_z ? z : y) (ModUp of a rotated digit reads prime j, writes prime r).
+// Output lazy in [0, 4q).
+extern "C" __global__ void __launch_bounds__(NTT_THREADS)
+ntt_fwd_cols(const u64* __restrict__ in, u64* __restrict__ out, const Prime* __restrict__ primes,
+             const WP* __restrict__ twf, const WP* __restrict__ pre, uint32_t prime_off,
+             u64 in_ys, u64 in_zs, u64 out_ys, u64 out_zs, uint32_t mode, uint32_t ginv,
+             uint32_t src_off, uint32_t src_by_z) {
+    __shared__ u64 s[TILE];
+    const uint32_t y = blockIdx.y, z = blockIdx.z;
+    const uint32_t pid = prime_off + y;
+    const Prime p = primes[pid];
+    const WP pw = pre[pid];
+    const u64* src = in + z * in_zs + y * in_ys;
+    u64* dst = out + z * out_zs + y * out_ys;
+    const uint32_t b0 = blockIdx.x * TILE_COLS;
+    const u64 src_q = primes[src_off + (src_by_z ? z : y)].q;
+    for (uint32_t idx = threadIdx.x; idx < TILE; idx += NTT_THREADS) {
+        uint32_t a = idx / TILE_COLS, c = idx % TILE_COLS;
+        uint32_t pos = a * SUB + b0 + c;
+        u64 x;
+        if (mode == 1) {
+            i64 v = (i64)src[pos];
+            u64 mag = v < 0 ? (u64)(-v) : (u64)v;
+            u64 r = reduce64(mag, p);
+            x = v < 0 ? negmod(r, p.q) : r;
+        } else if (ginv != 0) {
+            x = aut_gather(src, pos, ginv, src_q);
+        } else {
+            x = src[pos];
+        }
+        s[idx] = shoup_lazy(x, pw.w, pw.wp, p.q);
+    }
+    fwd_col_stages(s, twf + (u64)pid * NN, p.q);
+    for (uint32_t idx = threadIdx.x; idx < TILE; idx += NTT_THREADS) {
+        uint32_t a = idx / TILE_COLS, c = idx % TILE_COLS;
+        dst[a * SUB + b0 + c] = s[idx];
+    }
+}
+
+// Forward NTT, row pass (stages 7..13), in place or out of place. Grid: (SUB / TILE_ROWS,
+// limbs, components). Input lazy [0, 4q); output canonical.
+extern "C" __global__ void __launch_bounds__(NTT_THREADS)
+ntt_fwd_rows(const u64* __restrict__ in, u64* __restrict__ out, const Prime* __restrict__ primes,
+             const WP* __restrict__ twf, uint32_t prime_off, u64 in_ys, u64 in_zs, u64 out_ys,
+             u64 out_zs) {
+    __shared__ u64 s[TILE];
+    const uint32_t y = blockIdx.y, z = blockIdx.z;
+    const uint32_t pid = prime_off + y;
+    const u64 q = primes[pid].q;
+    const u64* src = in + z * in_zs + y * in_ys + blockIdx.x * TILE;
+    u64* dst = out + z * out_zs + y * out_ys + blockIdx.x * TILE;
+    for (uint32_t idx = threadIdx.x; idx < TILE; idx += NTT_THREADS) s[idx] = src[idx];
+    fwd_row_stages(s, twf + (u64)pid * NN, q, blockIdx.x * TILE_ROWS);
+    for (uint32_t idx = threadIdx.x; idx < TILE; idx += NTT_THREADS) {
+        u64 x = s[idx];
+        x = csub(x, 2 * q);
+        dst[idx] = csub(x, q);
+    }
+}
+
+// Inverse NTT, row pass (half-spans 1..64). Input canonical (or lazy < 2q); output lazy
+// [0, 2q). Grid: (SUB / TILE_ROWS, limbs, components).
+extern "C" __global__ void __launch_bounds__(NTT_THREADS)
+ntt_inv_rows(const u64* __restrict__ in, u64* __restrict__ out, const Prime* __restrict__ primes,
+             const WP* __restrict__ twi, uint32_t prime_off, u64 in_ys, u64 in_zs, u64 out_ys,
+             u64 out_zs) {
+    __shared__ u64 s[TILE];
+    const uint32_t y = blockIdx.y, z = blockIdx.z;
+    const uint32_t pid = prime_off + y;
+    const u64 q = primes[pid].q;
+    const u64* src = in + z * in_zs + y * in_ys + blockIdx.x * TILE;
+    u64* dst = out + z * out_zs + y * out_ys + blockIdx.x * TILE;
+    for (uint32_t idx = threadIdx.x; idx < TILE; idx += NTT_THREADS) s[idx] = src[idx];
+    inv_row_stages(s, twi + (u64)pid * NN, q, blockIdx.x * TILE_ROWS);
+    for (uint32_t idx = threadIdx.x; idx < TILE; idx += NTT_THREADS) dst[idx] = s[idx];
+}
+
+// Inverse NTT, column pass (half-spans 128..8192), then x * post[pid] (N^-1 and the residue
+// form change folded in by the host). Output canonical. Grid: (SUB / TILE_COLS, limbs, comps).
+extern "C" __global__ void __launch_bounds__(NTT_THREADS)
+ntt_inv_cols(const u64* __restrict__ in, u64* __restrict__ out, const Prime* __restrict__ primes,
+             const WP* __restrict__ twi, const WP* __restrict__ post, uint32_t prime_off,
+             u64 in_ys, u64 in_zs, u64 out_ys, u64 out_zs) {
+    __shared__ u64 s[TILE];
+    const uint32_t y = blockIdx.y, z = blockIdx.z;
+    const uint32_t pid = prime_off + y;
+    const u64 q = primes[pid].q;
+    const WP pw = post[pid];
+    const u64* src = in + z * in_zs + y * in_ys;
+    u64* dst = out + z * out_zs + y * out_ys;
+    const uint32_t b0 = blockIdx.x * TILE_COLS;
+    for (uint32_t idx = threadIdx.x; idx < TILE; idx += NTT_THREADS) {
+        uint32_t a = idx / TILE_COLS, c = idx % TILE_COLS;
+        s[idx] = src[a * SUB + b0 + c];
+    }
+    inv_col_stages(s, twi + (u64)pid * NN, q);
+    for (uint32_t idx = threadIdx.x; idx < TILE; idx += NTT_THREADS) {
+        uint32_t a = idx / TILE_COLS, c = idx % TILE_COLS;
+        dst[a * SUB + b0 + c] = shoup(s[idx], pw.w, pw.wp, q);
+    }
+}
+
+// ------------------------------------------------------------------------------------------
+// Key switching, fused middle: forward row pass of every extended digit, inner product with
+// the key, inverse row pass of both accumulators. Grid: (SUB / TILE_ROWS, L + 1 target rows).
+// ext: [digits][L + 1][N] after ntt_fwd_cols (lazy). key: digit d (prime id of the digit),
+// component c, row pid at key + d * key_ds + c * key_cs + pid * N. acc: [2][L + 1][N], output
+// lazy [0, 2q) in "NTT product" form (the host's post constant of ntt_inv_cols finishes it).
+extern "C" __global__ void __launch_bounds__(NTT_THREADS)
+ks_inner(const u64* __restrict__ ext, const u64* __restrict__ key, u64* __restrict__ acc,
+         const Prime* __restrict__ primes, const WP* __restrict__ twf,
+         const WP* __restrict__ twi, uint32_t prime_off, uint32_t digits, uint32_t rows,
+         u64 key_ds, u64 key_cs) {
+    __shared__ u64 s[TILE];
+    const uint32_t y = blockIdx.y;
+    const uint32_t pid = prime_off + y;
+    const Prime p = primes[pid];
+    const uint32_t row0 = blockIdx.x * TILE_ROWS;
+    const u64 off = (u64)blockIdx.x * TILE;
+    const uint32_t tid = threadIdx.x;
+    u64 a0[2] = {0, 0}, a1[2] = {0, 0};
+    for (uint32_t d = 0; d < digits; d++) {
+        const u64* src = ext + ((u64)d * rows + y) * NN + off;
+        __syncthreads();
+        for (uint32_t idx = tid; idx < TILE; idx += NTT_THREADS) s[idx] = src[idx];
+        fwd_row_stages(s, twf + (u64)pid * NN, p.q, row0);
+        const u64* k0 = key + (u64)(prime_off + d) * key_ds + (u64)pid * NN + off;
+        const u64* k1 = k0 + key_cs;
+#pragma unroll
+        for (int e = 0; e < 2; e++) {
+            uint32_t idx = tid + e * NTT_THREADS;
+            u64 x = s[idx];
+            x = csub(csub(x, 2 * p.q), p.q);
+            a0[e] = addmod(a0[e], mont(x, k0[idx], p), p.q);
+            a1[e] = addmod(a1[e], mont(x, k1[idx], p), p.q);
+        }
+    }
+    for (int comp = 0; comp < 2; comp++) {
+        __syncthreads();
+        s[tid] = comp == 0 ? a0[0] : a1[0];
+        s[tid + NTT_THREADS] = comp == 0 ? a0[1] : a1[1];
+        inv_row_stages(s, twi + (u64)pid * NN, p.q, row0);
+        u64* dst = acc + ((u64)comp * rows + y) * NN + off;
+        for (uint32_t idx = tid; idx < TILE; idx += NTT_THREADS) dst[idx] = s[idx];
+    }
+}
+
+// ModDown by P and the final add. acc: [2][L + 1][N] standard canonical (row L = P).
+// out[c][i] = (acc[c][i] - (acc[c][L] mod q_i)) * P^-1 mod q_i + add_c[i] where add_0 is
+// sigma_g(add0) when ginv != 0, add_1 is add1 (nullptr = nothing). Grid: (N / 256, L, 2).
+extern "C" __global__ void ks_moddown(const u64* __restrict__ acc, const u64* __restrict__ add0,
+                                      const u64* __restrict__ add1, u64* __restrict__ out,
+                                      const Prime* __restrict__ primes, const WP* __restrict__ pinv,
+                                      uint32_t prime_off, uint32_t L, uint32_t ginv) {
+    const uint32_t k = blockIdx.x * blockDim.x + threadIdx.x;
+    const uint32_t i = blockIdx.y, c = blockIdx.z;
+    const uint32_t pid = prime_off + i;
+    const Prime p = primes[pid];
+    const WP w = pinv[pid];
+    const u64* ac = acc + (u64)c * (L + 1) * NN;
+    u64 xp = reduce64(ac[(u64)L * NN + k], p);
+    u64 v = shoup(submod(ac[(u64)i * NN + k], xp, p.q), w.w, w.wp, p.q);
+    if (c == 0 && add0 != nullptr) {
+        const u64* row = add0 + (u64)i * NN;
+        u64 a = ginv != 0 ? aut_gather(row, k, ginv, p.q) : row[k];
+        v = addmod(v, a, p.q);
+    }
+    if (c == 1 && add1 != nullptr) v = addmod(v, add1[(u64)i * NN + k], p.q);
+    out[((u64)c * L + i) * NN + k] = v;
+}
+
+// ------------------------------------------------------------------------------------------
+// Elementwise kernels. Grid: (N / 256, limbs, components), 256 threads. Element (z, y, k) is
+// at z * L * N + y * N + k in every operand unless a stride says otherwise.
+
+extern "C" __global__ void ew_add(const u64* __restrict__ a, const u64* __restrict__ b,
+                                  u64* __restrict__ out, const Prime* __restrict__ primes,
+                                  uint32_t prime_off) {
+    const u64 e = ((u64)blockIdx.z * gridDim.y + blockIdx.y) * NN + blockIdx.x * blockDim.x + threadIdx.x;
+    const u64 q = primes[prime_off + blockIdx.y].q;
+    out[e] = addmod(a[e], b[e], q);
+}
+
+extern "C" __global__ void ew_sub(const u64* __restrict__ a, const u64* __restrict__ b,
+                                  u64* __restrict__ out, const Prime* __restrict__ primes,
+                                  uint32_t prime_off) {
+    const u64 e = ((u64)blockIdx.z * gridDim.y + blockIdx.y) * NN + blockIdx.x * blockDim.x + threadIdx.x;
+    const u64 q = primes[prime_off + blockIdx.y].q;
+    out[e] = submod(a[e], b[e], q);
+}
+
+extern "C" __global__ void ew_neg(const u64* __restrict__ a, u64* __restrict__ out,
+                                  const Prime* __restrict__ primes, uint32_t prime_off) {
+    const u64 e = ((u64)blockIdx.z * gridDim.y + blockIdx.y) * NN + blockIdx.x * blockDim.x + threadIdx.x;
+    const u64 q = primes[prime_off + blockIdx.y].q;
+    out[e] = negmod(a[e], q);
+}
+
+// out = mont(a, b) * fix[pid] (Shoup), i.e. a * b * 2^-64 * fix: the host picks fix so the
+// product has the CPU engine's residue form. b_zs: component stride of b (0 = broadcast a
+// plaintext over the components).
+extern "C" __global__ void ew_mul(const u64* __restrict__ a, const u64* __restrict__ b,
+                                  u64* __restrict__ out, const Prime* __restrict__ primes,
+                                  const WP* __restrict__ fix, uint32_t prime_off, u64 b_zs) {
+    const uint32_t k = blockIdx.x * blockDim.x + threadIdx.x;
+    const u64 e = ((u64)blockIdx.z * gridDim.y + blockIdx.y) * NN + k;
+    const u64 eb = blockIdx.z * b_zs + (u64)blockIdx.y * NN + k;
+    const uint32_t pid = prime_off + blockIdx.y;
+    const Prime p = primes[pid];
+    const WP f = fix[pid];
+    out[e] = shoup(mont(a[e], b[eb], p), f.w, f.wp, p.q);
+}
+
+// x * c[pid] for every element (Shoup), canonical.
+extern "C" __global__ void ew_mul_const(const u64* __restrict__ a, u64* __restrict__ out,
+                                        const Prime* __restrict__ primes,
+                                        const WP* __restrict__ c, uint32_t prime_off) {
+    const u64 e = ((u64)blockIdx.z * gridDim.y + blockIdx.y) * NN + blockIdx.x * blockDim.x + threadIdx.x;
+    const uint32_t pid = prime_off + blockIdx.y;
+    const WP w = c[pid];
+    out[e] = shoup(a[e], w.w, w.wp, primes[pid].q);
+}
+
+// Tensor product of two 2-component NTT-domain ciphertexts: d0 = a0 b0, d1 = a0 b1 + a1 b0,
+// d2 = a1 b1, each product in the CPU's form (see ew_mul). Grid: (N / 256, limbs, 1).
+extern "C" __global__ void ew_tensor(const u64* __restrict__ a, const u64* __restrict__ b,
+                                     u64* __restrict__ out, const Prime* __restrict__ primes,
+                                     const WP* __restrict__ fix, uint32_t prime_off, uint32_t L) {
+    const uint32_t k = blockIdx.x * blockDim.x + threadIdx.x;
+    const uint32_t y = blockIdx.y;
+    const uint32_t pid = prime_off + y;
+    const Prime p = primes[pid];
+    const WP f = fix[pid];
+    const u64 cs = (u64)L * NN;
+    const u64 e = (u64)y * NN + k;
+    u64 a0 = a[e], a1 = a[cs + e], b0 = b[e], b1 = b[cs + e];
+    u64 d0 = mont(a0, b0, p);
+    u64 d1 = addmod(mont(a0, b1, p), mont(a1, b0, p), p.q);
+    u64 d2 = mont(a1, b1, p);
+    out[e] = shoup(d0, f.w, f.wp, p.q);
+    out[cs + e] = shoup(d1, f.w, f.wp, p.q);
+    out[2 * cs + e] = shoup(d2, f.w, f.wp, p.q);
+}
+
+// Coefficient automorphism sigma_g (ginv = g^-1 mod 2N). Grid: (N / 256, limbs, comps).
+extern "C" __global__ void aut_coeff(const u64* __restrict__ a, u64* __restrict__ out,
+                                     const Prime* __restrict__ primes, uint32_t prime_off,
+                                     uint32_t ginv) {
+    const uint32_t k = blockIdx.x * blockDim.x + threadIdx.x;
+    const u64 row = ((u64)blockIdx.z * gridDim.y + blockIdx.y) * NN;
+    const u64 q = primes[prime_off + blockIdx.y].q;
+    out[row + k] = aut_gather(a + row, k, ginv, q);
+}
+
+__device__ __forceinline__ uint32_t brev14(uint32_t x) { return __brev(x) >> (32 - LOGN); }
+
+// NTT-domain automorphism sigma_g: out[j] = in[br(((g (2 br(j) + 1)) mod 2N - 1) / 2)].
+extern "C" __global__ void aut_ntt(const u64* __restrict__ a, u64* __restrict__ out,
+                                   uint32_t g) {
+    const uint32_t j = blockIdx.x * blockDim.x + threadIdx.x;
+    const u64 row = ((u64)blockIdx.z * gridDim.y + blockIdx.y) * NN;
+    uint32_t e = (uint32_t)(((u64)g * (2 * brev14(j) + 1)) & (2 * NN - 1));
+    out[row + j] = a[row + brev14((e - 1) / 2)];
+}
+
+// Rescale by the leading prime (id prime_off) with nearest rounding (spec 3.12). in: [C][L][N]
+// canonical coefficient form; out: [C][L - 1][N]. qinv[pid] = q_drop^-1 mod q_pid (Shoup).
+// Grid: (N / 256, L - 1, C).
+extern "C" __global__ void rescale(const u64* __restrict__ in, u64* __restrict__ out,
+                                   const Prime* __restrict__ primes, const WP* __restrict__ qinv,
+                                   uint32_t prime_off, uint32_t L, uint32_t floor_mode) {
+    const uint32_t k = blockIdx.x * blockDim.x + threadIdx.x;
+    const uint32_t i = blockIdx.y + 1, c = blockIdx.z;
+    const uint32_t pid = prime_off + i;
+    const Prime p = primes[pid];
+    const u64 qd = primes[prime_off].q;
+    const WP w = qinv[pid];
+    const u64* base = in + (u64)c * L * NN;
+    u64 cd = base[k];
+    u64 cdr = reduce64(cd, p);
+    u64 v = shoup(submod(base[(u64)i * NN + k], cdr, p.q), w.w, w.wp, p.q);
+    if (!floor_mode && cd > qd / 2) v = addmod(v, 1, p.q);
+    out[((u64)c * (L - 1) + (i - 1)) * NN + k] = v;
+}
+
+// Copy rows [drop, L) of each component: out [C][L - drop][N]. Grid: (N / 256, L - drop, C).
+extern "C" __global__ void drop_rows(const u64* __restrict__ in, u64* __restrict__ out,
+                                     uint32_t L, uint32_t drop) {
+    const uint32_t k = blockIdx.x * blockDim.x + threadIdx.x;
+    const uint32_t i = blockIdx.y, c = blockIdx.z;
+    out[((u64)c * (L - drop) + i) * NN + k] = in[((u64)c * L + i + drop) * NN + k];
+}
+
+// out[z][y][k] = (a[z][y][k] + lift(s[z][k])) mod q, s signed int64 rows (one per component,
+// shared by every limb; s_zs = 0 shares one row across components). Grid: (N / 256, L, C).
+extern "C" __global__ void add_signed(const u64* __restrict__ a, const i64* __restrict__ s,
+                                      u64* __restrict__ out, const Prime* __restrict__ primes,
+                                      uint32_t prime_off, u64 s_zs) {
+    const uint32_t k = blockIdx.x * blockDim.x + threadIdx.x;
+    const u64 e = ((u64)blockIdx.z * gridDim.y + blockIdx.y) * NN + k;
+    const Prime p = primes[prime_off + blockIdx.y];
+    i64 v = s[blockIdx.z * s_zs + k];
+    u64 mag = v < 0 ? (u64)(-v) : (u64)v;
+    u64 r = reduce64(mag, p);
+    r = v < 0 ? negmod(r, p.q) : r;
+    out[e] = addmod(a[e], r, p.q);
+}
