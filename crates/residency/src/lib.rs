@@ -12,15 +12,39 @@
 //!
 //! The reference behaviour is FHElium 0.10's residency subsystem (see `docs/architecture.md`).
 
+pub mod decision;
 pub mod error;
+pub mod explain;
 pub mod location;
 pub mod model;
+pub mod plan;
+pub mod planner;
+pub mod policy;
+pub mod report;
+pub mod snapshot;
 
+pub use decision::{EvictionReason, ResidencyDecision, ResidencyDecisionParts, ResidencyEviction};
 pub use error::ModelError;
+pub use explain::explain;
 pub use location::{
     ResidencyLocation, ResidencyLocationKind, MAX_DEVICE_INDEX, PAGEABLE_HOST, PINNED_HOST,
 };
 pub use model::{
     MemoryReservation, Recoverability, ReplicaMode, ResidencyAction, ResidencyHandle,
-    ResidencyValueSpec,
+    ResidencySource, ResidencyValueSpec,
+};
+pub use plan::{ResidencyPlan, ResidencyRequest, ResidencyRequirement};
+pub use planner::{decide, decide_with_limit, DEFAULT_SEARCH_STATE_LIMIT};
+pub use policy::{
+    DeterministicTieredLRU, DeterministicTieredLRUConfig, PolicyConfig, ResidencyEvictionCandidate,
+    ResidencyPolicy, ResidencyPolicyMetadata, ResidencyRecency,
+};
+pub use report::{
+    ResidencyActionExplanation, ResidencyPlanExplanation, ResidencyPlanReport,
+    ResidencyTransitionReport, ResidencyTransitionReportParts,
+};
+pub use snapshot::{
+    MaterializationSnapshot, ResidencyLocationSnapshot, ResidencyLocationSnapshotParts,
+    ResidencyReservationSnapshot, ResidencySnapshot, ResidencySnapshotBuilder,
+    ResidencySnapshotParts, ResidencyValueSnapshot, ResidencyValueSnapshotParts,
 };

@@ -60,6 +60,7 @@ impl fmt::Display for Recoverability {
 /// It never changes while the value moves. `value_type` is the runtime type tag of the concrete
 /// value (used to validate source outputs and typed lookups).
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(try_from = "HandleRepr")]
 pub struct ResidencyHandle {
     manager_id: u64,
     handle_id: u64,
@@ -112,6 +113,7 @@ impl fmt::Display for ResidencyHandle {
 
 /// The fixed facts of a logical value that admission needs (spec 1.4).
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(try_from = "ValueSpecRepr")]
 pub struct ResidencyValueSpec {
     value_type: String,
     logical_nbytes: u64,
@@ -199,6 +201,7 @@ impl ResidencyValueSpec {
 
 /// Named accounting headroom at a location; allocates nothing (spec 1.8).
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(try_from = "ReservationRepr")]
 pub struct MemoryReservation {
     location: ResidencyLocation,
     nbytes: u64,
@@ -231,6 +234,82 @@ impl MemoryReservation {
     #[must_use]
     pub fn label(&self) -> &str {
         &self.label
+    }
+}
+
+/// The unvalidated serde form of [`ResidencyHandle`].
+#[derive(Deserialize)]
+struct HandleRepr {
+    manager_id: u64,
+    handle_id: u64,
+    value_type: String,
+}
+
+impl TryFrom<HandleRepr> for ResidencyHandle {
+    type Error = ModelError;
+    fn try_from(r: HandleRepr) -> Result<Self, ModelError> {
+        Self::new(r.manager_id, r.handle_id, &r.value_type)
+    }
+}
+
+/// The unvalidated serde form of [`ResidencyValueSpec`].
+#[derive(Deserialize)]
+struct ValueSpecRepr {
+    value_type: String,
+    logical_nbytes: u64,
+    storage_nbytes: u64,
+    replica_mode: ReplicaMode,
+    recoverability: Recoverability,
+}
+
+impl TryFrom<ValueSpecRepr> for ResidencyValueSpec {
+    type Error = ModelError;
+    fn try_from(r: ValueSpecRepr) -> Result<Self, ModelError> {
+        Self::new(
+            &r.value_type,
+            r.logical_nbytes,
+            r.storage_nbytes,
+            r.replica_mode,
+            r.recoverability,
+        )
+    }
+}
+
+/// The unvalidated serde form of [`MemoryReservation`].
+#[derive(Deserialize)]
+struct ReservationRepr {
+    location: ResidencyLocation,
+    nbytes: u64,
+    label: String,
+}
+
+impl TryFrom<ReservationRepr> for MemoryReservation {
+    type Error = ModelError;
+    fn try_from(r: ReservationRepr) -> Result<Self, ModelError> {
+        Self::new(r.location, r.nbytes, &r.label)
+    }
+}
+
+/// A description of a registered reconstruction source (spec 1.6).
+///
+/// The model never loads anything: the runtime owns the loader. What planning needs is where
+/// a load materializes the value (`location`), since a reconstruction holds a temporary charge
+/// there while it runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct ResidencySource {
+    location: ResidencyLocation,
+}
+
+impl ResidencySource {
+    /// A source whose `load()` produces the value at `location`.
+    #[must_use]
+    pub const fn new(location: ResidencyLocation) -> Self {
+        Self { location }
+    }
+    /// Where the loaded value appears (the temporary charge is held here).
+    #[must_use]
+    pub const fn location(&self) -> ResidencyLocation {
+        self.location
     }
 }
 
@@ -278,6 +357,22 @@ impl ResidencyAction {
             | Self::MoveResident { handle, .. }
             | Self::DropResident { handle, .. }
             | Self::DiscardValue { handle } => handle,
+        }
+    }
+
+    /// Every location the action names (destination first), for validity checks.
+    #[must_use]
+    pub fn locations(&self) -> Vec<ResidencyLocation> {
+        match self {
+            Self::EnsureResident { location, .. } | Self::DropResident { location, .. } => {
+                vec![*location]
+            }
+            Self::MoveResident { to, from, .. } => {
+                let mut v = vec![*to];
+                v.extend(from.iter().copied());
+                v
+            }
+            Self::DiscardValue { .. } => Vec::new(),
         }
     }
 
