@@ -1,0 +1,1340 @@
+//! [`CudaEngine`]: CKKS operations on device-resident values, as PTX kernels from
+//! `kernels/ckks.cu`. Every operation enqueues its kernels on the stream it is given, allocates
+//! its result (and scratch) from the device's stream-ordered pool and returns without a host
+//! synchronisation; only [`CudaEngine::download_ciphertext`] waits for the stream.
+
+use std::ffi::c_void;
+
+use cust::context::Context as CuContext;
+use cust::device::Device;
+use cust::memory::{AsyncCopyDestination, CopyDestination, DeviceBuffer};
+use cust::module::Module;
+use cust::stream::Stream;
+use fhelium_residency::ResidencyLocation;
+
+use super::tables::{galois_inverse, DeviceTables, KERNEL_N};
+use crate::context::Context;
+use crate::error::CkksError;
+use crate::keys::{KeySwitchKey, RelinearizationKey, RotationKey};
+use crate::storage::Words;
+use crate::values::{Ciphertext, Domain, ModulusBasis, Plaintext, PlaintextRepresentation};
+
+/// PTX of `kernels/ckks.cu`, embedded at build time.
+pub const CKKS_PTX: &str = include_str!("../../../../kernels/ptx/ckks.ptx");
+
+/// Threads per block of the NTT and key-switch kernels (`NTT_THREADS` in the .cu file).
+const NTT_THREADS: u32 = 512;
+/// Blocks per limb of one NTT pass (`SUB / TILE_COLS`).
+const NTT_BLOCKS_PER_LIMB: u32 = 16;
+/// Threads per block of the elementwise kernels.
+const EW_THREADS: u32 = 256;
+
+/// Errors of the CUDA backend: a driver call that failed, a CKKS rule a value breaks, or
+/// parameters the kernels were not built for.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum CudaBackendError {
+    /// A CUDA driver call failed.
+    #[error("{op}: CUDA driver error: {source}")]
+    Driver {
+        /// The engine operation.
+        op: &'static str,
+        /// The driver's error.
+        #[source]
+        source: cust::error::CudaError,
+    },
+    /// The operands break a CKKS rule (same variants as the CPU engine).
+    #[error(transparent)]
+    Ckks(#[from] CkksError),
+    /// Parameters or values the kernels do not support.
+    #[error("{op}: unsupported by the CUDA kernels: {reason}")]
+    Unsupported {
+        /// The engine operation.
+        op: &'static str,
+        /// Why.
+        reason: String,
+    },
+}
+
+type Result<T> = std::result::Result<T, CudaBackendError>;
+
+fn drv<T>(op: &'static str, r: cust::error::CudaResult<T>) -> Result<T> {
+    r.map_err(|source| CudaBackendError::Driver { op, source })
+}
+
+/// One kernel argument.
+#[derive(Clone, Copy)]
+enum Arg {
+    U64(u64),
+    U32(u32),
+}
+
+/// A device-resident CKKS ciphertext: `components x limbs x N` canonical words (the CPU
+/// engine's layout and residue form) in device memory from the stream-ordered pool.
+#[derive(Debug)]
+pub struct GpuCiphertext {
+    buf: DeviceBuffer<u64>,
+    context: u64,
+    level: usize,
+    scale: f64,
+    domain: Domain,
+    basis: ModulusBasis,
+    components: usize,
+    prime_ids: Vec<usize>,
+}
+
+/// A device-resident RNS plaintext (`limbs x N` canonical words).
+#[derive(Debug)]
+pub struct GpuPlaintext {
+    buf: DeviceBuffer<u64>,
+    context: u64,
+    level: usize,
+    scale: f64,
+    domain: Domain,
+    basis: ModulusBasis,
+    prime_ids: Vec<usize>,
+}
+
+/// A device-resident key-switching key (`[digit, 2, rows, N]`, NTT domain, canonical), with
+/// the Galois element of a rotation key (`None` for a relinearization key).
+#[derive(Debug)]
+pub struct GpuSwitchKey {
+    buf: DeviceBuffer<u64>,
+    context: u64,
+    key_id: u64,
+    digits: usize,
+    rows: usize,
+    galois_element: Option<u64>,
+}
+
+macro_rules! value_accessors {
+    ($t:ty) => {
+        impl $t {
+            /// Level (0 = full Q chain).
+            #[must_use]
+            pub fn level(&self) -> usize {
+                self.level
+            }
+            /// The exact binary64 scale.
+            #[must_use]
+            pub fn scale(&self) -> f64 {
+                self.scale
+            }
+            /// Polynomial domain.
+            #[must_use]
+            pub fn domain(&self) -> Domain {
+                self.domain
+            }
+            /// Modulus basis.
+            #[must_use]
+            pub fn basis(&self) -> ModulusBasis {
+                self.basis
+            }
+            /// Canonical prime id of each limb row.
+            #[must_use]
+            pub fn prime_ids(&self) -> &[usize] {
+                &self.prime_ids
+            }
+            /// Payload bytes.
+            #[must_use]
+            pub fn nbytes(&self) -> u64 {
+                (self.buf.len() * 8) as u64
+            }
+            /// Always `cuda:0` (the engine's device).
+            #[must_use]
+            pub fn location(&self) -> ResidencyLocation {
+                ResidencyLocation::Cuda(0)
+            }
+            /// Frees the device memory in stream order (no host synchronisation), after the
+            /// work already enqueued on `stream`. Dropping the value instead frees it at once,
+            /// which synchronises.
+            pub fn free_async(self, stream: &Stream) -> Result<()> {
+                drv("free_async", self.buf.drop_async(stream))
+            }
+        }
+    };
+}
+value_accessors!(GpuCiphertext);
+value_accessors!(GpuPlaintext);
+
+impl GpuCiphertext {
+    /// Number of polynomial components.
+    #[must_use]
+    pub fn components(&self) -> usize {
+        self.components
+    }
+    /// Number of limb rows.
+    #[must_use]
+    pub fn num_limbs(&self) -> usize {
+        self.prime_ids.len()
+    }
+    fn ptr(&self) -> u64 {
+        self.buf.as_device_ptr().as_raw()
+    }
+}
+
+impl GpuPlaintext {
+    fn ptr(&self) -> u64 {
+        self.buf.as_device_ptr().as_raw()
+    }
+}
+
+impl GpuSwitchKey {
+    /// The Galois element of a rotation key; `None` for a relinearization key.
+    #[must_use]
+    pub fn galois_element(&self) -> Option<u64> {
+        self.galois_element
+    }
+    /// Payload bytes (18 MiB at the seed preset).
+    #[must_use]
+    pub fn nbytes(&self) -> u64 {
+        (self.buf.len() * 8) as u64
+    }
+    /// Identity of the secret key the key belongs to.
+    #[must_use]
+    pub fn key_id(&self) -> u64 {
+        self.key_id
+    }
+    /// Frees the device memory in stream order.
+    pub fn free_async(self, stream: &Stream) -> Result<()> {
+        drv("free_async", self.buf.drop_async(stream))
+    }
+}
+
+/// The CKKS engine on one CUDA device: the PTX module and every constant table, uploaded once.
+pub struct CudaEngine {
+    module: Module,
+    context_id: u64,
+    nq: usize,
+    max_level: usize,
+    moduli: Vec<u64>,
+    primes: DeviceBuffer<u64>,
+    twf: DeviceBuffer<u64>,
+    twi: DeviceBuffer<u64>,
+    reduce: DeviceBuffer<u64>,
+    n_inv: DeviceBuffer<u64>,
+    mont_fix: DeviceBuffer<u64>,
+    ks_post: DeviceBuffer<u64>,
+    p_inv: DeviceBuffer<u64>,
+    q_inv: DeviceBuffer<u64>,
+    // Keeps the primary context retained for the engine's lifetime; dropped last.
+    _cu: CuContext,
+}
+
+impl std::fmt::Debug for CudaEngine {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "CudaEngine(context {:016x}, {} primes)",
+            self.context_id,
+            self.moduli.len()
+        )
+    }
+}
+
+fn dev_ptr(b: &DeviceBuffer<u64>) -> u64 {
+    b.as_device_ptr().as_raw()
+}
+
+impl CudaEngine {
+    /// Initialises CUDA on `device` (its primary context), loads the PTX and uploads every
+    /// table derived from `context`. The kernels are built for N = 16384, one special prime and
+    /// single-prime key-switching digits (the seed preset's shape).
+    pub fn new(context: &Context, device: u32) -> Result<Self> {
+        const OP: &str = "CudaEngine::new";
+        let unsupported = |reason: String| CudaBackendError::Unsupported { op: OP, reason };
+        if context.n != KERNEL_N {
+            return Err(unsupported(format!(
+                "N = {} (kernels are built for N = {KERNEL_N})",
+                context.n
+            )));
+        }
+        if context.np != 1 || context.digits.iter().any(|d| d.len() != 1) {
+            return Err(unsupported(
+                "needs exactly one P prime and single-prime digits".into(),
+            ));
+        }
+        if context.tables.len() > 16 {
+            return Err(unsupported("more than 16 primes".into()));
+        }
+        let tables = DeviceTables::new(&context.tables, context.nq)
+            .ok_or_else(|| unsupported("prime tables could not be built".into()))?;
+        drv(OP, cust::init(cust::CudaFlags::empty()))?;
+        let dev = drv(OP, Device::get_device(device))?;
+        let cu = drv(OP, CuContext::new(dev))?;
+        // Keep freed pool memory in the pool: stream-ordered allocations then never go back to
+        // the driver between operations.
+        // SAFETY: plain driver calls on a valid device handle with a valid out-pointer; the
+        // attribute value outlives the call.
+        unsafe {
+            let mut pool: cust::sys::CUmemoryPool = std::ptr::null_mut();
+            if cust::sys::cuDeviceGetDefaultMemPool(&mut pool, dev.as_raw())
+                == cust::sys::cudaError_enum::CUDA_SUCCESS
+            {
+                let mut threshold: u64 = u64::MAX;
+                let _ = cust::sys::cuMemPoolSetAttribute(
+                    pool,
+                    cust::sys::CUmemPool_attribute::CU_MEMPOOL_ATTR_RELEASE_THRESHOLD,
+                    (&raw mut threshold).cast::<c_void>(),
+                );
+            }
+        }
+        let module = drv(OP, Module::from_ptx(CKKS_PTX, &[]))?;
+        let up = |v: &[u64]| drv(OP, DeviceBuffer::from_slice(v));
+        Ok(Self {
+            module,
+            context_id: context.id,
+            nq: context.nq,
+            max_level: context.config.max_level(),
+            moduli: tables.moduli.clone(),
+            primes: up(&tables.primes)?,
+            twf: up(&tables.twf)?,
+            twi: up(&tables.twi)?,
+            reduce: up(&tables.reduce)?,
+            n_inv: up(&tables.n_inv)?,
+            mont_fix: up(&tables.mont_fix)?,
+            ks_post: up(&tables.ks_post)?,
+            p_inv: up(&tables.p_inv)?,
+            q_inv: up(&tables.q_inv)?,
+            _cu: cu,
+        })
+    }
+
+    /// A new non-blocking stream on the engine's device.
+    pub fn stream(&self) -> Result<Stream> {
+        drv(
+            "CudaEngine::stream",
+            Stream::new(cust::stream::StreamFlags::NON_BLOCKING, None),
+        )
+    }
+
+    /// The context id values must carry.
+    #[must_use]
+    pub fn context_id(&self) -> u64 {
+        self.context_id
+    }
+
+    fn launch(
+        &self,
+        op: &'static str,
+        kernel: &str,
+        grid: (u32, u32, u32),
+        block: u32,
+        stream: &Stream,
+        args: &[Arg],
+    ) -> Result<()> {
+        let func = drv(op, self.module.get_function(kernel))?;
+        let mut ptrs: Vec<*mut c_void> = args
+            .iter()
+            .map(|a| match a {
+                Arg::U64(v) => std::ptr::from_ref(v).cast_mut().cast::<c_void>(),
+                Arg::U32(v) => std::ptr::from_ref(v).cast_mut().cast::<c_void>(),
+            })
+            .collect();
+        // SAFETY: every pointer argument is a live device allocation sized for the kernel's
+        // grid (checked by the callers from the value shapes), the scalar arguments match the
+        // kernel's parameter types one for one, and `args` outlives the call (the driver copies
+        // the parameter values at launch).
+        drv(op, unsafe {
+            stream.launch(&func, grid, block, 0, ptrs.as_mut_slice())
+        })
+    }
+
+    fn alloc(&self, op: &'static str, words: usize, stream: &Stream) -> Result<DeviceBuffer<u64>> {
+        // SAFETY: the buffer is used only by work enqueued on `stream` after this call (or
+        // after the stream is synchronised), and every word is written by a kernel before it
+        // is read.
+        drv(op, unsafe {
+            DeviceBuffer::uninitialized_async(words, stream)
+        })
+    }
+
+    // -----------------------------------------------------------------------------------
+    // Uploads and downloads
+
+    fn check_context(&self, op: &'static str, ctx: u64) -> Result<()> {
+        if ctx == self.context_id {
+            Ok(())
+        } else {
+            Err(CkksError::ContextMismatch {
+                op,
+                expected: self.context_id,
+                actual: ctx,
+            }
+            .into())
+        }
+    }
+
+    fn check_rows(&self, op: &'static str, ids: &[usize]) -> Result<()> {
+        let contiguous = ids.windows(2).all(|w| w[1] == w[0] + 1);
+        if ids.is_empty() || !contiguous || ids[ids.len() - 1] >= self.moduli.len() {
+            return Err(CudaBackendError::Unsupported {
+                op,
+                reason: format!("prime ids {ids:?} are not a contiguous run"),
+            });
+        }
+        Ok(())
+    }
+
+    fn upload_words(
+        &self,
+        op: &'static str,
+        words: &[u64],
+        stream: &Stream,
+    ) -> Result<DeviceBuffer<u64>> {
+        let mut buf = self.alloc(op, words.len(), stream)?;
+        // SAFETY: `words` is pageable host memory: the driver stages it before returning, so
+        // the host slice may change afterwards; `buf` is fresh and sized to `words`.
+        drv(op, unsafe { buf.async_copy_from(words, stream) })?;
+        Ok(buf)
+    }
+
+    /// Copies a host ciphertext (any host-accessible location) to the device.
+    pub fn upload_ciphertext(&self, ct: &Ciphertext, stream: &Stream) -> Result<GpuCiphertext> {
+        const OP: &str = "upload_ciphertext";
+        self.check_context(OP, ct.context)?;
+        ct.words.check_host(OP)?;
+        self.check_rows(OP, &ct.prime_ids)?;
+        Ok(GpuCiphertext {
+            buf: self.upload_words(OP, ct.words.as_slice(), stream)?,
+            context: ct.context,
+            level: ct.level,
+            scale: ct.scale,
+            domain: ct.domain,
+            basis: ct.basis,
+            components: ct.components,
+            prime_ids: ct.prime_ids.clone(),
+        })
+    }
+
+    /// Copies an RNS plaintext to the device.
+    pub fn upload_plaintext(&self, pt: &Plaintext, stream: &Stream) -> Result<GpuPlaintext> {
+        const OP: &str = "upload_plaintext";
+        self.check_context(OP, pt.context)?;
+        pt.words.check_host(OP)?;
+        if pt.representation != PlaintextRepresentation::Rns {
+            return Err(CkksError::RepresentationMismatch {
+                op: OP,
+                expected: PlaintextRepresentation::Rns.name(),
+                actual: pt.representation.name(),
+            }
+            .into());
+        }
+        self.check_rows(OP, &pt.prime_ids)?;
+        Ok(GpuPlaintext {
+            buf: self.upload_words(OP, pt.words.as_slice(), stream)?,
+            context: pt.context,
+            level: pt.level,
+            scale: pt.scale,
+            domain: pt.domain,
+            basis: pt.basis,
+            prime_ids: pt.prime_ids.clone(),
+        })
+    }
+
+    fn upload_ksk(
+        &self,
+        op: &'static str,
+        k: &KeySwitchKey,
+        g: Option<u64>,
+        stream: &Stream,
+    ) -> Result<GpuSwitchKey> {
+        self.check_context(op, k.context)?;
+        k.words.check_host(op)?;
+        if k.rows != self.moduli.len() || k.digits != self.nq {
+            return Err(CudaBackendError::Unsupported {
+                op,
+                reason: format!("key of {} digits x {} rows", k.digits, k.rows),
+            });
+        }
+        Ok(GpuSwitchKey {
+            buf: self.upload_words(op, k.words.as_slice(), stream)?,
+            context: k.context,
+            key_id: k.key_id,
+            digits: k.digits,
+            rows: k.rows,
+            galois_element: g,
+        })
+    }
+
+    /// Copies a rotation key (18 MiB at the seed preset) to the device.
+    pub fn upload_rotation_key(&self, key: &RotationKey, stream: &Stream) -> Result<GpuSwitchKey> {
+        self.upload_ksk(
+            "upload_rotation_key",
+            &key.ksk,
+            Some(key.galois_element),
+            stream,
+        )
+    }
+
+    /// Copies a relinearization key to the device.
+    pub fn upload_relinearization_key(
+        &self,
+        key: &RelinearizationKey,
+        stream: &Stream,
+    ) -> Result<GpuSwitchKey> {
+        self.upload_ksk("upload_relinearization_key", &key.ksk, None, stream)
+    }
+
+    /// Copies a device ciphertext back to pageable host memory (waits for `stream`).
+    pub fn download_ciphertext(&self, ct: &GpuCiphertext, stream: &Stream) -> Result<Ciphertext> {
+        const OP: &str = "download_ciphertext";
+        drv(OP, stream.synchronize())?;
+        let mut host = vec![0u64; ct.buf.len()];
+        drv(OP, ct.buf.copy_to(&mut host[..]))?;
+        Ok(Ciphertext {
+            words: Words::from_vec(host, ResidencyLocation::PageableHost),
+            context: ct.context,
+            n: KERNEL_N,
+            level: ct.level,
+            scale: ct.scale,
+            domain: ct.domain,
+            basis: ct.basis,
+            components: ct.components,
+            prime_ids: ct.prime_ids.clone(),
+        })
+    }
+
+    /// Raw words of a device ciphertext (waits for `stream`).
+    pub fn download_words(&self, ct: &GpuCiphertext, stream: &Stream) -> Result<Vec<u64>> {
+        Ok(self
+            .download_ciphertext(ct, stream)?
+            .words
+            .as_slice()
+            .to_vec())
+    }
+
+    /// Fills `words` words of the stream-ordered pool with `0xFF` bytes and frees them again, so
+    /// that the next allocations on `stream` most likely reuse poisoned memory (tests use this
+    /// to catch output words a kernel forgets to write).
+    pub fn poison_pool(&self, words: usize, stream: &Stream) -> Result<()> {
+        const OP: &str = "poison_pool";
+        let mut b = self.alloc(OP, words, stream)?;
+        // SAFETY: `b` is a live allocation of `words` words, ordered on `stream`.
+        drv(OP, unsafe { b.set_8_async(0xFF, stream) })?;
+        drv(OP, b.drop_async(stream))
+    }
+
+    // -----------------------------------------------------------------------------------
+    // Helpers
+
+    fn same_shape(&self, op: &'static str, a: &GpuCiphertext, b: &GpuCiphertext) -> Result<()> {
+        self.check_context(op, a.context)?;
+        self.check_context(op, b.context)?;
+        if a.level != b.level {
+            return Err(CkksError::LevelMismatch {
+                op,
+                left: a.level,
+                right: b.level,
+            }
+            .into());
+        }
+        if a.domain != b.domain {
+            return Err(CkksError::DomainMismatch {
+                op,
+                expected: a.domain,
+                actual: b.domain,
+            }
+            .into());
+        }
+        if a.basis != b.basis {
+            return Err(CkksError::BasisMismatch {
+                op,
+                expected: a.basis,
+                actual: b.basis,
+            }
+            .into());
+        }
+        if a.components != b.components {
+            return Err(CkksError::ComponentMismatch {
+                op,
+                expected: a.components,
+                actual: b.components,
+            }
+            .into());
+        }
+        Ok(())
+    }
+
+    fn need_domain(op: &'static str, have: Domain, want: Domain) -> Result<()> {
+        if have == want {
+            Ok(())
+        } else {
+            Err(CkksError::DomainMismatch {
+                op,
+                expected: want,
+                actual: have,
+            }
+            .into())
+        }
+    }
+
+    fn need_components(op: &'static str, have: usize, want: usize) -> Result<()> {
+        if have == want {
+            Ok(())
+        } else {
+            Err(CkksError::ComponentMismatch {
+                op,
+                expected: want,
+                actual: have,
+            }
+            .into())
+        }
+    }
+
+    fn like(&self, ct: &GpuCiphertext, buf: DeviceBuffer<u64>) -> GpuCiphertext {
+        GpuCiphertext {
+            buf,
+            context: ct.context,
+            level: ct.level,
+            scale: ct.scale,
+            domain: ct.domain,
+            basis: ct.basis,
+            components: ct.components,
+            prime_ids: ct.prime_ids.clone(),
+        }
+    }
+
+    fn ew_grid(limbs: usize, comps: usize) -> (u32, u32, u32) {
+        ((KERNEL_N as u32) / EW_THREADS, limbs as u32, comps as u32)
+    }
+
+    /// Forward NTT of `comps x limbs` rows from `src` (row stride N, component stride
+    /// `limbs * N`) to `dst`, prime ids starting at `prime_off`.
+    #[allow(clippy::too_many_arguments)]
+    fn ntt_forward_raw(
+        &self,
+        op: &'static str,
+        src: u64,
+        dst: u64,
+        prime_off: usize,
+        limbs: usize,
+        comps: usize,
+        stream: &Stream,
+    ) -> Result<()> {
+        let n = KERNEL_N as u64;
+        let cs = limbs as u64 * n;
+        let grid = (NTT_BLOCKS_PER_LIMB, limbs as u32, comps as u32);
+        self.launch(
+            op,
+            "ntt_fwd_cols",
+            grid,
+            NTT_THREADS,
+            stream,
+            &[
+                Arg::U64(src),
+                Arg::U64(dst),
+                Arg::U64(dev_ptr(&self.primes)),
+                Arg::U64(dev_ptr(&self.twf)),
+                Arg::U64(dev_ptr(&self.reduce)),
+                Arg::U32(prime_off as u32),
+                Arg::U64(n),
+                Arg::U64(cs),
+                Arg::U64(n),
+                Arg::U64(cs),
+                Arg::U32(0),
+                Arg::U32(0),
+                Arg::U32(prime_off as u32),
+                Arg::U32(0),
+            ],
+        )?;
+        self.launch(
+            op,
+            "ntt_fwd_rows",
+            grid,
+            NTT_THREADS,
+            stream,
+            &[
+                Arg::U64(dst),
+                Arg::U64(dst),
+                Arg::U64(dev_ptr(&self.primes)),
+                Arg::U64(dev_ptr(&self.twf)),
+                Arg::U32(prime_off as u32),
+                Arg::U64(n),
+                Arg::U64(cs),
+                Arg::U64(n),
+                Arg::U64(cs),
+            ],
+        )
+    }
+
+    /// Inverse NTT (row pass then column pass with the `post` per-prime constant).
+    #[allow(clippy::too_many_arguments)]
+    fn ntt_inverse_raw(
+        &self,
+        op: &'static str,
+        src: u64,
+        dst: u64,
+        post: u64,
+        prime_off: usize,
+        limbs: usize,
+        comps: usize,
+        stream: &Stream,
+    ) -> Result<()> {
+        let n = KERNEL_N as u64;
+        let cs = limbs as u64 * n;
+        let grid = (NTT_BLOCKS_PER_LIMB, limbs as u32, comps as u32);
+        self.launch(
+            op,
+            "ntt_inv_rows",
+            grid,
+            NTT_THREADS,
+            stream,
+            &[
+                Arg::U64(src),
+                Arg::U64(dst),
+                Arg::U64(dev_ptr(&self.primes)),
+                Arg::U64(dev_ptr(&self.twi)),
+                Arg::U32(prime_off as u32),
+                Arg::U64(n),
+                Arg::U64(cs),
+                Arg::U64(n),
+                Arg::U64(cs),
+            ],
+        )?;
+        self.launch(
+            op,
+            "ntt_inv_cols",
+            grid,
+            NTT_THREADS,
+            stream,
+            &[
+                Arg::U64(dst),
+                Arg::U64(dst),
+                Arg::U64(dev_ptr(&self.primes)),
+                Arg::U64(dev_ptr(&self.twi)),
+                Arg::U64(post),
+                Arg::U32(prime_off as u32),
+                Arg::U64(n),
+                Arg::U64(cs),
+                Arg::U64(n),
+                Arg::U64(cs),
+            ],
+        )
+    }
+
+    // -----------------------------------------------------------------------------------
+    // Operations
+
+    /// Coefficient domain -> NTT domain (all components and limbs; two launches).
+    pub fn coefficient_domain_to_ntt_domain(
+        &self,
+        ct: &GpuCiphertext,
+        stream: &Stream,
+    ) -> Result<GpuCiphertext> {
+        const OP: &str = "coefficient_domain_to_ntt_domain";
+        self.check_context(OP, ct.context)?;
+        Self::need_domain(OP, ct.domain, Domain::Coefficient)?;
+        let out = self.alloc(OP, ct.buf.len(), stream)?;
+        self.ntt_forward_raw(
+            OP,
+            ct.ptr(),
+            dev_ptr(&out),
+            ct.prime_ids[0],
+            ct.num_limbs(),
+            ct.components,
+            stream,
+        )?;
+        let mut r = self.like(ct, out);
+        r.domain = Domain::Ntt;
+        Ok(r)
+    }
+
+    /// NTT domain -> coefficient domain (two launches).
+    pub fn ntt_domain_to_coefficient_domain(
+        &self,
+        ct: &GpuCiphertext,
+        stream: &Stream,
+    ) -> Result<GpuCiphertext> {
+        const OP: &str = "ntt_domain_to_coefficient_domain";
+        self.check_context(OP, ct.context)?;
+        Self::need_domain(OP, ct.domain, Domain::Ntt)?;
+        let out = self.alloc(OP, ct.buf.len(), stream)?;
+        self.ntt_inverse_raw(
+            OP,
+            ct.ptr(),
+            dev_ptr(&out),
+            dev_ptr(&self.n_inv),
+            ct.prime_ids[0],
+            ct.num_limbs(),
+            ct.components,
+            stream,
+        )?;
+        let mut r = self.like(ct, out);
+        r.domain = Domain::Coefficient;
+        Ok(r)
+    }
+
+    fn binary(
+        &self,
+        op: &'static str,
+        kernel: &str,
+        a: &GpuCiphertext,
+        b: &GpuCiphertext,
+        stream: &Stream,
+    ) -> Result<GpuCiphertext> {
+        self.same_shape(op, a, b)?;
+        if a.scale.to_bits() != b.scale.to_bits() {
+            return Err(CkksError::ScaleMismatch {
+                op,
+                left: a.scale,
+                right: b.scale,
+            }
+            .into());
+        }
+        let out = self.alloc(op, a.buf.len(), stream)?;
+        self.launch(
+            op,
+            kernel,
+            Self::ew_grid(a.num_limbs(), a.components),
+            EW_THREADS,
+            stream,
+            &[
+                Arg::U64(a.ptr()),
+                Arg::U64(b.ptr()),
+                Arg::U64(dev_ptr(&out)),
+                Arg::U64(dev_ptr(&self.primes)),
+                Arg::U32(a.prime_ids[0] as u32),
+            ],
+        )?;
+        Ok(self.like(a, out))
+    }
+
+    /// `a + b` (same level, domain, components and bit-equal scale).
+    pub fn add(
+        &self,
+        a: &GpuCiphertext,
+        b: &GpuCiphertext,
+        stream: &Stream,
+    ) -> Result<GpuCiphertext> {
+        self.binary("add", "ew_add", a, b, stream)
+    }
+
+    /// `a - b`.
+    pub fn subtract(
+        &self,
+        a: &GpuCiphertext,
+        b: &GpuCiphertext,
+        stream: &Stream,
+    ) -> Result<GpuCiphertext> {
+        self.binary("subtract", "ew_sub", a, b, stream)
+    }
+
+    /// `-a`.
+    pub fn negate(&self, a: &GpuCiphertext, stream: &Stream) -> Result<GpuCiphertext> {
+        const OP: &str = "negate";
+        self.check_context(OP, a.context)?;
+        let out = self.alloc(OP, a.buf.len(), stream)?;
+        self.launch(
+            OP,
+            "ew_neg",
+            Self::ew_grid(a.num_limbs(), a.components),
+            EW_THREADS,
+            stream,
+            &[
+                Arg::U64(a.ptr()),
+                Arg::U64(dev_ptr(&out)),
+                Arg::U64(dev_ptr(&self.primes)),
+                Arg::U32(a.prime_ids[0] as u32),
+            ],
+        )?;
+        Ok(self.like(a, out))
+    }
+
+    /// `ct + pt` on component 0 (an RNS plaintext in the ciphertext's domain, level and basis,
+    /// with a bit-equal scale); the other components are copied.
+    pub fn add_plaintext(
+        &self,
+        ct: &GpuCiphertext,
+        pt: &GpuPlaintext,
+        stream: &Stream,
+    ) -> Result<GpuCiphertext> {
+        const OP: &str = "add_plaintext";
+        self.check_context(OP, ct.context)?;
+        self.check_context(OP, pt.context)?;
+        Self::need_domain(OP, pt.domain, ct.domain)?;
+        if ct.level != pt.level {
+            return Err(CkksError::LevelMismatch {
+                op: OP,
+                left: ct.level,
+                right: pt.level,
+            }
+            .into());
+        }
+        if ct.basis != pt.basis || ct.prime_ids != pt.prime_ids {
+            return Err(CkksError::BasisMismatch {
+                op: OP,
+                expected: ct.basis,
+                actual: pt.basis,
+            }
+            .into());
+        }
+        if ct.scale.to_bits() != pt.scale.to_bits() {
+            return Err(CkksError::ScaleMismatch {
+                op: OP,
+                left: ct.scale,
+                right: pt.scale,
+            }
+            .into());
+        }
+        let limbs = ct.num_limbs();
+        let out = self.alloc(OP, ct.buf.len(), stream)?;
+        self.launch(
+            OP,
+            "ew_add",
+            Self::ew_grid(limbs, 1),
+            EW_THREADS,
+            stream,
+            &[
+                Arg::U64(ct.ptr()),
+                Arg::U64(pt.ptr()),
+                Arg::U64(dev_ptr(&out)),
+                Arg::U64(dev_ptr(&self.primes)),
+                Arg::U32(ct.prime_ids[0] as u32),
+            ],
+        )?;
+        let comp = (limbs * KERNEL_N * 8) as u64;
+        self.launch(
+            OP,
+            "drop_rows",
+            Self::ew_grid(limbs, ct.components - 1),
+            EW_THREADS,
+            stream,
+            &[
+                Arg::U64(ct.ptr() + comp),
+                Arg::U64(dev_ptr(&out) + comp),
+                Arg::U32(limbs as u32),
+                Arg::U32(0),
+            ],
+        )?;
+        Ok(self.like(ct, out))
+    }
+
+    fn product_scale(op: &'static str, a: f64, b: f64) -> Result<f64> {
+        let s = a * b;
+        if s.is_finite() && s > 0.0 {
+            Ok(s)
+        } else {
+            Err(CkksError::InvalidScale { op, scale: s }.into())
+        }
+    }
+
+    /// `ct ⊙ pt` in the NTT domain (each component times the plaintext); scale multiplies.
+    pub fn multiply_plaintext(
+        &self,
+        ct: &GpuCiphertext,
+        pt: &GpuPlaintext,
+        stream: &Stream,
+    ) -> Result<GpuCiphertext> {
+        const OP: &str = "multiply_plaintext";
+        self.check_context(OP, ct.context)?;
+        self.check_context(OP, pt.context)?;
+        Self::need_domain(OP, ct.domain, Domain::Ntt)?;
+        Self::need_domain(OP, pt.domain, Domain::Ntt)?;
+        if ct.level != pt.level {
+            return Err(CkksError::LevelMismatch {
+                op: OP,
+                left: ct.level,
+                right: pt.level,
+            }
+            .into());
+        }
+        if ct.basis != pt.basis || ct.prime_ids != pt.prime_ids {
+            return Err(CkksError::BasisMismatch {
+                op: OP,
+                expected: ct.basis,
+                actual: pt.basis,
+            }
+            .into());
+        }
+        let scale = Self::product_scale(OP, ct.scale, pt.scale)?;
+        let out = self.alloc(OP, ct.buf.len(), stream)?;
+        self.launch(
+            OP,
+            "ew_mul",
+            Self::ew_grid(ct.num_limbs(), ct.components),
+            EW_THREADS,
+            stream,
+            &[
+                Arg::U64(ct.ptr()),
+                Arg::U64(pt.ptr()),
+                Arg::U64(dev_ptr(&out)),
+                Arg::U64(dev_ptr(&self.primes)),
+                Arg::U64(dev_ptr(&self.mont_fix)),
+                Arg::U32(ct.prime_ids[0] as u32),
+                Arg::U64(0),
+            ],
+        )?;
+        let mut r = self.like(ct, out);
+        r.scale = scale;
+        Ok(r)
+    }
+
+    /// Tensor product of two 2-component NTT-domain ciphertexts: 3 components.
+    pub fn multiply(
+        &self,
+        a: &GpuCiphertext,
+        b: &GpuCiphertext,
+        stream: &Stream,
+    ) -> Result<GpuCiphertext> {
+        const OP: &str = "multiply";
+        self.same_shape(OP, a, b)?;
+        Self::need_domain(OP, a.domain, Domain::Ntt)?;
+        Self::need_components(OP, a.components, 2)?;
+        let scale = Self::product_scale(OP, a.scale, b.scale)?;
+        let limbs = a.num_limbs();
+        let out = self.alloc(OP, 3 * limbs * KERNEL_N, stream)?;
+        self.launch(
+            OP,
+            "ew_tensor",
+            Self::ew_grid(limbs, 1),
+            EW_THREADS,
+            stream,
+            &[
+                Arg::U64(a.ptr()),
+                Arg::U64(b.ptr()),
+                Arg::U64(dev_ptr(&out)),
+                Arg::U64(dev_ptr(&self.primes)),
+                Arg::U64(dev_ptr(&self.mont_fix)),
+                Arg::U32(a.prime_ids[0] as u32),
+                Arg::U32(limbs as u32),
+            ],
+        )?;
+        let mut r = self.like(a, out);
+        r.scale = scale;
+        r.components = 3;
+        Ok(r)
+    }
+
+    fn next_level_check(&self, op: &'static str, ct: &GpuCiphertext) -> Result<()> {
+        self.check_context(op, ct.context)?;
+        if ct.level >= self.max_level {
+            return Err(CkksError::LevelExhausted {
+                op,
+                level: ct.level,
+                max_level: self.max_level,
+            }
+            .into());
+        }
+        Ok(())
+    }
+
+    /// Rescale by the leading prime with nearest rounding (coefficient domain, spec 3.12).
+    pub fn rescale_to_next_level(
+        &self,
+        ct: &GpuCiphertext,
+        stream: &Stream,
+    ) -> Result<GpuCiphertext> {
+        const OP: &str = "rescale_to_next_level";
+        self.next_level_check(OP, ct)?;
+        Self::need_domain(OP, ct.domain, Domain::Coefficient)?;
+        let limbs = ct.num_limbs();
+        let drop = ct.prime_ids[0];
+        let q_drop = self.moduli[drop];
+        let out = self.alloc(OP, ct.components * (limbs - 1) * KERNEL_N, stream)?;
+        let q_inv_row = dev_ptr(&self.q_inv) + (drop * self.moduli.len() * 2 * 8) as u64;
+        self.launch(
+            OP,
+            "rescale",
+            Self::ew_grid(limbs - 1, ct.components),
+            EW_THREADS,
+            stream,
+            &[
+                Arg::U64(ct.ptr()),
+                Arg::U64(dev_ptr(&out)),
+                Arg::U64(dev_ptr(&self.primes)),
+                Arg::U64(q_inv_row),
+                Arg::U32(drop as u32),
+                Arg::U32(limbs as u32),
+                Arg::U32(0),
+            ],
+        )?;
+        let mut r = self.like(ct, out);
+        r.level += 1;
+        r.scale = ct.scale / q_drop as f64;
+        r.prime_ids.remove(0);
+        Ok(r)
+    }
+
+    /// Drop the leading prime without dividing (scale unchanged).
+    pub fn mod_switch_to_next_level(
+        &self,
+        ct: &GpuCiphertext,
+        stream: &Stream,
+    ) -> Result<GpuCiphertext> {
+        const OP: &str = "mod_switch_to_next_level";
+        self.next_level_check(OP, ct)?;
+        let limbs = ct.num_limbs();
+        let out = self.alloc(OP, ct.components * (limbs - 1) * KERNEL_N, stream)?;
+        self.launch(
+            OP,
+            "drop_rows",
+            Self::ew_grid(limbs - 1, ct.components),
+            EW_THREADS,
+            stream,
+            &[
+                Arg::U64(ct.ptr()),
+                Arg::U64(dev_ptr(&out)),
+                Arg::U32(limbs as u32),
+                Arg::U32(1),
+            ],
+        )?;
+        let mut r = self.like(ct, out);
+        r.level += 1;
+        r.prime_ids.remove(0);
+        Ok(r)
+    }
+
+    /// The coefficient-domain automorphism `σ_g` of every component (no key switch).
+    pub fn automorphism(
+        &self,
+        ct: &GpuCiphertext,
+        galois_element: u64,
+        stream: &Stream,
+    ) -> Result<GpuCiphertext> {
+        const OP: &str = "automorphism";
+        self.check_context(OP, ct.context)?;
+        Self::need_domain(OP, ct.domain, Domain::Coefficient)?;
+        if galois_element.is_multiple_of(2) {
+            return Err(CudaBackendError::Unsupported {
+                op: OP,
+                reason: format!("even Galois element {galois_element}"),
+            });
+        }
+        let out = self.alloc(OP, ct.buf.len(), stream)?;
+        self.launch(
+            OP,
+            "aut_coeff",
+            Self::ew_grid(ct.num_limbs(), ct.components),
+            EW_THREADS,
+            stream,
+            &[
+                Arg::U64(ct.ptr()),
+                Arg::U64(dev_ptr(&out)),
+                Arg::U64(dev_ptr(&self.primes)),
+                Arg::U32(ct.prime_ids[0] as u32),
+                Arg::U32(galois_inverse(galois_element, KERNEL_N) as u32),
+            ],
+        )?;
+        Ok(self.like(ct, out))
+    }
+
+    /// Hybrid key switch of the coefficient-domain row set at `src` (L rows from prime id
+    /// `prime_off`), optionally read through `σ_g` (`ginv != 0`), then ModDown and add:
+    /// `out_0 = σ_g(add0) + corr_0` (or `add0 + corr_0`), `out_1 = add1 + corr_1` (or `corr_1`).
+    #[allow(clippy::too_many_arguments)]
+    fn key_switch(
+        &self,
+        op: &'static str,
+        src: u64,
+        add0: u64,
+        add1: u64,
+        ginv: u32,
+        key: &GpuSwitchKey,
+        prime_off: usize,
+        limbs: usize,
+        stream: &Stream,
+    ) -> Result<DeviceBuffer<u64>> {
+        let n = KERNEL_N as u64;
+        let rows = limbs + 1; // active Q rows + P
+        let ext = self.alloc(op, limbs * rows * KERNEL_N, stream)?;
+        let acc = self.alloc(op, 2 * rows * KERNEL_N, stream)?;
+        let out = self.alloc(op, 2 * limbs * KERNEL_N, stream)?;
+        // ModUp (with σ_g) + forward column pass: grid (blocks, target row, digit).
+        self.launch(
+            op,
+            "ntt_fwd_cols",
+            (NTT_BLOCKS_PER_LIMB, rows as u32, limbs as u32),
+            NTT_THREADS,
+            stream,
+            &[
+                Arg::U64(src),
+                Arg::U64(dev_ptr(&ext)),
+                Arg::U64(dev_ptr(&self.primes)),
+                Arg::U64(dev_ptr(&self.twf)),
+                Arg::U64(dev_ptr(&self.reduce)),
+                Arg::U32(prime_off as u32),
+                Arg::U64(0),
+                Arg::U64(n),
+                Arg::U64(n),
+                Arg::U64(rows as u64 * n),
+                Arg::U32(0),
+                Arg::U32(ginv),
+                Arg::U32(prime_off as u32),
+                Arg::U32(1),
+            ],
+        )?;
+        // Forward row pass + key inner product + inverse row pass.
+        let key_rows = key.rows as u64;
+        self.launch(
+            op,
+            "ks_inner",
+            (NTT_BLOCKS_PER_LIMB, rows as u32, 1),
+            NTT_THREADS,
+            stream,
+            &[
+                Arg::U64(dev_ptr(&ext)),
+                Arg::U64(dev_ptr(&key.buf)),
+                Arg::U64(dev_ptr(&acc)),
+                Arg::U64(dev_ptr(&self.primes)),
+                Arg::U64(dev_ptr(&self.twf)),
+                Arg::U64(dev_ptr(&self.twi)),
+                Arg::U32(prime_off as u32),
+                Arg::U32(limbs as u32),
+                Arg::U32(rows as u32),
+                Arg::U64(2 * key_rows * n),
+                Arg::U64(key_rows * n),
+            ],
+        )?;
+        // Inverse column pass of both accumulators (N^-1 and the Montgomery factor folded in).
+        self.launch(
+            op,
+            "ntt_inv_cols",
+            (NTT_BLOCKS_PER_LIMB, rows as u32, 2),
+            NTT_THREADS,
+            stream,
+            &[
+                Arg::U64(dev_ptr(&acc)),
+                Arg::U64(dev_ptr(&acc)),
+                Arg::U64(dev_ptr(&self.primes)),
+                Arg::U64(dev_ptr(&self.twi)),
+                Arg::U64(dev_ptr(&self.ks_post)),
+                Arg::U32(prime_off as u32),
+                Arg::U64(n),
+                Arg::U64(rows as u64 * n),
+                Arg::U64(n),
+                Arg::U64(rows as u64 * n),
+            ],
+        )?;
+        // ModDown by P + the final additions.
+        self.launch(
+            op,
+            "ks_moddown",
+            Self::ew_grid(limbs, 2),
+            EW_THREADS,
+            stream,
+            &[
+                Arg::U64(dev_ptr(&acc)),
+                Arg::U64(add0),
+                Arg::U64(add1),
+                Arg::U64(dev_ptr(&out)),
+                Arg::U64(dev_ptr(&self.primes)),
+                Arg::U64(dev_ptr(&self.p_inv)),
+                Arg::U32(prime_off as u32),
+                Arg::U32(limbs as u32),
+                Arg::U32(ginv),
+            ],
+        )?;
+        drv(op, ext.drop_async(stream))?;
+        drv(op, acc.drop_async(stream))?;
+        Ok(out)
+    }
+
+    fn check_key(&self, op: &'static str, key: &GpuSwitchKey) -> Result<()> {
+        self.check_context(op, key.context)?;
+        if key.digits != self.nq || key.rows != self.moduli.len() {
+            return Err(CudaBackendError::Unsupported {
+                op,
+                reason: format!("key of {} digits x {} rows", key.digits, key.rows),
+            });
+        }
+        Ok(())
+    }
+
+    /// Rotation `σ_g` + hybrid key switch with a rotation key (coefficient-domain,
+    /// 2-component, basis Q input; spec 3.9). Four launches.
+    pub fn rotate_with_key(
+        &self,
+        ct: &GpuCiphertext,
+        key: &GpuSwitchKey,
+        stream: &Stream,
+    ) -> Result<GpuCiphertext> {
+        const OP: &str = "rotate_with_key";
+        self.check_context(OP, ct.context)?;
+        self.check_key(OP, key)?;
+        Self::need_domain(OP, ct.domain, Domain::Coefficient)?;
+        Self::need_components(OP, ct.components, 2)?;
+        if ct.basis != ModulusBasis::Q {
+            return Err(CkksError::BasisMismatch {
+                op: OP,
+                expected: ModulusBasis::Q,
+                actual: ct.basis,
+            }
+            .into());
+        }
+        let Some(g) = key.galois_element else {
+            return Err(CkksError::WrongKey {
+                op: OP,
+                reason: "a relinearization key is not a rotation key".into(),
+            }
+            .into());
+        };
+        let limbs = ct.num_limbs();
+        let ginv = galois_inverse(g, KERNEL_N) as u32;
+        let c1 = ct.ptr() + (limbs * KERNEL_N * 8) as u64;
+        let out = self.key_switch(
+            OP,
+            c1,
+            ct.ptr(),
+            0,
+            ginv,
+            key,
+            ct.prime_ids[0],
+            limbs,
+            stream,
+        )?;
+        Ok(self.like(ct, out))
+    }
+
+    /// Relinearize a 3-component NTT-domain product into a 2-component coefficient-domain
+    /// ciphertext (spec 3.15). Six launches.
+    pub fn relinearize_with_key(
+        &self,
+        ct: &GpuCiphertext,
+        key: &GpuSwitchKey,
+        stream: &Stream,
+    ) -> Result<GpuCiphertext> {
+        const OP: &str = "relinearize";
+        self.check_context(OP, ct.context)?;
+        self.check_key(OP, key)?;
+        Self::need_domain(OP, ct.domain, Domain::Ntt)?;
+        Self::need_components(OP, ct.components, 3)?;
+        if key.galois_element.is_some() {
+            return Err(CkksError::WrongKey {
+                op: OP,
+                reason: "a rotation key is not a relinearization key".into(),
+            }
+            .into());
+        }
+        let limbs = ct.num_limbs();
+        let coeff = self.alloc(OP, ct.buf.len(), stream)?;
+        self.ntt_inverse_raw(
+            OP,
+            ct.ptr(),
+            dev_ptr(&coeff),
+            dev_ptr(&self.n_inv),
+            ct.prime_ids[0],
+            limbs,
+            3,
+            stream,
+        )?;
+        let row = (limbs * KERNEL_N * 8) as u64;
+        let base = dev_ptr(&coeff);
+        let out = self.key_switch(
+            OP,
+            base + 2 * row,
+            base,
+            base + row,
+            0,
+            key,
+            ct.prime_ids[0],
+            limbs,
+            stream,
+        )?;
+        drv(OP, coeff.drop_async(stream))?;
+        let mut r = self.like(ct, out);
+        r.components = 2;
+        r.domain = Domain::Coefficient;
+        Ok(r)
+    }
+}

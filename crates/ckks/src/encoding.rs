@@ -1,0 +1,224 @@
+//! Slot embedding with the generator-3 slot order (spec §3.1–3.2).
+//!
+//! Slot s holds the evaluation at `ζ^(e_s)`, `e_s = 3^-s mod 2N`, `ζ = e^(iπ/N)`; the conjugate
+//! points `ζ^-e_s` carry the conjugates. Encoding computes
+//! `a_k = (2/N)·Re Σ_s m_s ζ^(-k e_s)` with one length-N complex FFT, then rounds `Δ·a_k` to the
+//! nearest integer (decision 0402: deterministic round-half-away-from-zero instead of FHElium's
+//! stochastic rounding). Decoding computes `m_s = (1/Δ) Σ_k a_k ζ^(k e_s)`.
+
+use num_complex::Complex64;
+
+use crate::error::CkksError;
+
+/// Precomputed tables of the embedding for one ring degree.
+#[derive(Clone, Debug)]
+pub struct Encoder {
+    n: usize,
+    /// `e_s` for s < N/2.
+    exponents: Vec<u64>,
+    /// `e^(-2πi j/N)` for j < N/2.
+    roots: Vec<Complex64>,
+    /// `ζ^k = e^(iπk/N)` for k < N.
+    twist: Vec<Complex64>,
+}
+
+/// `e_s = g^-s mod 2N` for s < N/2.
+#[must_use]
+pub fn slot_exponents(n: usize, generator: u64) -> Vec<u64> {
+    let two_n = 2 * n as u64;
+    // g^-1 mod 2N = g^(N/2 - 1) since the order of g divides N/2.
+    let mut g_inv = 1u64;
+    for _ in 0..(n / 2 - 1) {
+        g_inv = g_inv * generator % two_n;
+    }
+    let mut e = 1u64;
+    (0..n / 2)
+        .map(|_| {
+            let cur = e;
+            e = e * g_inv % two_n;
+            cur
+        })
+        .collect()
+}
+
+impl Encoder {
+    /// Tables for ring degree `n` (a power of two ≥ 4) and the generator-3 order.
+    #[must_use]
+    pub fn new(n: usize) -> Self {
+        let roots = (0..n / 2)
+            .map(|j| Complex64::from_polar(1.0, -2.0 * std::f64::consts::PI * j as f64 / n as f64))
+            .collect();
+        let twist = (0..n)
+            .map(|k| Complex64::from_polar(1.0, std::f64::consts::PI * k as f64 / n as f64))
+            .collect();
+        Self {
+            n,
+            exponents: slot_exponents(n, 3),
+            roots,
+            twist,
+        }
+    }
+
+    /// Slot exponents `e_s`.
+    #[must_use]
+    pub fn exponents(&self) -> &[u64] {
+        &self.exponents
+    }
+
+    /// In-place radix-2 FFT, `X_k = Σ_u x_u e^(∓2πi k u / N)` (− forward, + inverse, both
+    /// unnormalised).
+    fn fft(&self, a: &mut [Complex64], inverse: bool) {
+        let n = a.len();
+        let bits = n.trailing_zeros();
+        for i in 0..n {
+            let j = crate::arith::bit_reverse(i, bits);
+            if i < j {
+                a.swap(i, j);
+            }
+        }
+        let mut len = 2;
+        while len <= n {
+            let step = n / len;
+            for block in a.chunks_exact_mut(len) {
+                let (lo, hi) = block.split_at_mut(len / 2);
+                for (k, (x, y)) in lo.iter_mut().zip(hi.iter_mut()).enumerate() {
+                    let w = self.roots[k * step];
+                    let w = if inverse { w.conj() } else { w };
+                    let t = *y * w;
+                    *y = *x - t;
+                    *x += t;
+                }
+            }
+            len <<= 1;
+        }
+    }
+
+    /// Real coefficients `a_k` (unscaled) of the message, zero-padded to N/2 slots.
+    pub fn embed_inverse(&self, message: &[Complex64]) -> Result<Vec<f64>, CkksError> {
+        let n = self.n;
+        if message.len() > n / 2 {
+            return Err(CkksError::MessageTooLong {
+                len: message.len(),
+                slots: n / 2,
+            });
+        }
+        let two_n = 2 * n as u64;
+        let mut v = vec![Complex64::new(0.0, 0.0); n];
+        for (s, &m) in message.iter().enumerate() {
+            let e = self.exponents[s];
+            v[((e - 1) / 2) as usize] = m;
+            v[((two_n - e - 1) / 2) as usize] = m.conj();
+        }
+        self.fft(&mut v, false);
+        let inv_n = 1.0 / n as f64;
+        Ok(v.iter()
+            .zip(&self.twist)
+            .map(|(x, z)| (x * z.conj()).re * inv_n)
+            .collect())
+    }
+
+    /// Slots `Σ_k a_k ζ^(k e_s)` (unscaled) of real coefficients.
+    #[must_use]
+    pub fn embed(&self, coefficients: &[f64]) -> Vec<Complex64> {
+        let mut b: Vec<Complex64> = coefficients
+            .iter()
+            .zip(&self.twist)
+            .map(|(&a, z)| z * a)
+            .collect();
+        self.fft(&mut b, true);
+        self.exponents
+            .iter()
+            .map(|&e| b[((e - 1) / 2) as usize])
+            .collect()
+    }
+
+    /// Encodes to integer coefficients `round(Δ·a_k)`.
+    pub fn encode(&self, message: &[Complex64], scale: f64) -> Result<Vec<i64>, CkksError> {
+        let a = self.embed_inverse(message)?;
+        a.iter()
+            .map(|&x| {
+                let y = (x * scale).round();
+                if y.is_finite() && y.abs() < 9.223_372_036_854_776e18 {
+                    Ok(y as i64)
+                } else {
+                    Err(CkksError::CoefficientOutOfRange {
+                        op: "encode",
+                        value: y,
+                    })
+                }
+            })
+            .collect()
+    }
+
+    /// Decodes real coefficients at `scale` to N/2 complex slots.
+    #[must_use]
+    pub fn decode(&self, coefficients: &[f64], scale: f64) -> Vec<Complex64> {
+        self.embed(coefficients)
+            .into_iter()
+            .map(|z| z / scale)
+            .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn exponents_match_the_spec() {
+        let e = slot_exponents(16384, 3);
+        assert_eq!(&e[..6], &[1, 10923, 3641, 23059, 18609, 6203]);
+    }
+
+    #[test]
+    fn encode_decode_round_trip_and_direct_formula() {
+        let n = 64;
+        let enc = Encoder::new(n);
+        let msg: Vec<Complex64> = (0..n / 2)
+            .map(|j| Complex64::new((j as f64 * 0.3).sin(), (j as f64 * 0.7).cos() * 0.5))
+            .collect();
+        let a = enc.embed_inverse(&msg).expect("fits");
+        // direct O(N^2) formula of spec 3.1
+        for (k, &ak) in a.iter().enumerate() {
+            let zeta = |e: f64| Complex64::from_polar(1.0, std::f64::consts::PI * e / n as f64);
+            let s: Complex64 = msg
+                .iter()
+                .zip(enc.exponents())
+                .map(|(m, &e)| m * zeta(-(k as f64) * e as f64))
+                .sum();
+            assert!((ak - 2.0 / n as f64 * s.re).abs() < 1e-12);
+        }
+        let back = enc.embed(&a);
+        for (x, y) in back.iter().zip(&msg) {
+            assert!((x - y).norm() < 1e-12);
+        }
+        let coeffs = enc.encode(&msg, 2f64.powi(30)).expect("fits");
+        let dec = enc.decode(
+            &coeffs.iter().map(|&c| c as f64).collect::<Vec<_>>(),
+            2f64.powi(30),
+        );
+        for (x, y) in dec.iter().zip(&msg) {
+            assert!((x - y).norm() < 1e-7);
+        }
+    }
+
+    #[test]
+    fn too_long_and_out_of_range_messages_are_refused() {
+        let enc = Encoder::new(16);
+        let long = vec![Complex64::new(1.0, 0.0); 9];
+        assert!(matches!(
+            enc.encode(&long, 1.0),
+            Err(CkksError::MessageTooLong { len: 9, slots: 8 })
+        ));
+        let big = vec![Complex64::new(1e10, 0.0); 8];
+        assert!(matches!(
+            enc.encode(&big, 2f64.powi(60)),
+            Err(CkksError::CoefficientOutOfRange { .. })
+        ));
+        let nan = vec![Complex64::new(f64::NAN, 0.0); 1];
+        assert!(matches!(
+            enc.encode(&nan, 1.0),
+            Err(CkksError::CoefficientOutOfRange { .. })
+        ));
+    }
+}

@@ -1,0 +1,1352 @@
+//! The CPU engine: every public CKKS operation of the seed example, on values in any
+//! host-accessible location (pageable, pinned, `sim:N`). Results are allocated at the location
+//! of the (first) input. Every operation validates all its inputs before computing, so a typed
+//! error leaves them untouched (they are borrowed immutably in any case).
+
+use std::collections::HashMap;
+use std::sync::{Arc, OnceLock};
+
+use fhelium_residency::ResidencyLocation;
+use num_complex::Complex64;
+use parking_lot::Mutex;
+use rayon::prelude::*;
+use zeroize::Zeroize;
+
+use crate::context::Context;
+use crate::error::CkksError;
+use crate::kernels::{
+    add_assign_limb, apply_automorphism_limb, automorphism_index_map, moddown_limb, modup_limb,
+    mul_acc_limb, mul_assign_limb, mul_scalar_limb, negate_limb, rescale_limb, sub_assign_limb,
+    MixedRadix,
+};
+use crate::keys::{KeySwitchKey, PublicKey, RelinearizationKey, RotationKey, SecretKey};
+use crate::params::{CkksConfig, Preset};
+use crate::sampling::Csprng;
+use crate::storage::Words;
+use crate::values::{
+    prime_ids, Ciphertext, Domain, ModulusBasis, Plaintext, PlaintextRepresentation,
+};
+
+/// The CKKS engine with the CPU backend.
+#[derive(Debug)]
+pub struct CpuEngine {
+    ctx: Arc<Context>,
+    rng: Mutex<Csprng>,
+    secret_key: SecretKey,
+    public_key: PublicKey,
+    relinearization_key: OnceLock<Arc<RelinearizationKey>>,
+    rotation_keys: Mutex<HashMap<i64, Arc<RotationKey>>>,
+    location: ResidencyLocation,
+}
+
+fn valid_scale(op: &'static str, scale: f64) -> Result<f64, CkksError> {
+    if scale.is_finite() && scale.is_normal() && scale > 0.0 {
+        Ok(scale)
+    } else {
+        Err(CkksError::InvalidScale { op, scale })
+    }
+}
+
+impl CpuEngine {
+    /// An engine for a preset, seeded from the operating system; creates the secret and public
+    /// keys.
+    pub fn new(preset: Preset) -> Result<Self, CkksError> {
+        Self::from_config(CkksConfig::from_preset(preset)?, None)
+    }
+
+    /// An engine for a preset with a deterministic ChaCha20 stream (reproducible tests).
+    pub fn with_seed(preset: Preset, seed: [u8; 32]) -> Result<Self, CkksError> {
+        Self::from_config(CkksConfig::from_preset(preset)?, Some(seed))
+    }
+
+    /// An engine for any validated configuration; `seed: None` seeds from the OS.
+    pub fn from_config(config: CkksConfig, seed: Option<[u8; 32]>) -> Result<Self, CkksError> {
+        let sigma = config.sigma;
+        let ctx = Arc::new(Context::new(config)?);
+        let mut rng = match seed {
+            Some(s) => Csprng::from_seed(s, sigma),
+            None => Csprng::from_os(sigma),
+        };
+        let location = ResidencyLocation::PageableHost;
+        let secret_key = Self::gen_secret_key(&ctx, &mut rng, location);
+        let public_key = Self::gen_public_key(&ctx, &mut rng, &secret_key, location);
+        Ok(Self {
+            ctx,
+            rng: Mutex::new(rng),
+            secret_key,
+            public_key,
+            relinearization_key: OnceLock::new(),
+            rotation_keys: Mutex::new(HashMap::new()),
+            location,
+        })
+    }
+
+    // ----------------------------------------------------------------- accessors
+
+    /// The parameters.
+    #[must_use]
+    pub fn config(&self) -> &CkksConfig {
+        &self.ctx.config
+    }
+
+    /// The shared tables.
+    #[must_use]
+    pub fn context(&self) -> &Context {
+        &self.ctx
+    }
+
+    /// The context id stamped on every value.
+    #[must_use]
+    pub fn context_id(&self) -> u64 {
+        self.ctx.id
+    }
+
+    /// Ring degree N.
+    #[must_use]
+    pub fn n(&self) -> usize {
+        self.ctx.n
+    }
+
+    /// Number of complex slots N/2.
+    #[must_use]
+    pub fn num_slots(&self) -> usize {
+        self.ctx.n / 2
+    }
+
+    /// The last public level.
+    #[must_use]
+    pub fn max_level(&self) -> usize {
+        self.ctx.config.max_level()
+    }
+
+    /// The default scale `2^scale_bits`.
+    #[must_use]
+    pub fn default_scale(&self) -> f64 {
+        self.ctx.config.default_scale()
+    }
+
+    /// The engine's secret key.
+    #[must_use]
+    pub fn secret_key(&self) -> &SecretKey {
+        &self.secret_key
+    }
+
+    /// The engine's public key.
+    #[must_use]
+    pub fn public_key(&self) -> &PublicKey {
+        &self.public_key
+    }
+
+    // ----------------------------------------------------------------- helpers
+
+    fn n_(&self) -> usize {
+        self.ctx.n
+    }
+
+    fn check_ctx(&self, op: &'static str, ctx: u64) -> Result<(), CkksError> {
+        if ctx == self.ctx.id {
+            Ok(())
+        } else {
+            Err(CkksError::ContextMismatch {
+                op,
+                expected: self.ctx.id,
+                actual: ctx,
+            })
+        }
+    }
+
+    fn check_level(&self, op: &'static str, level: usize) -> Result<(), CkksError> {
+        if level <= self.max_level() {
+            Ok(())
+        } else {
+            Err(CkksError::InvalidLevel {
+                op,
+                level,
+                current: level,
+                max_level: self.max_level(),
+            })
+        }
+    }
+
+    fn check_ct(&self, op: &'static str, ct: &Ciphertext) -> Result<(), CkksError> {
+        self.check_ctx(op, ct.context)?;
+        ct.words.check_host(op)
+    }
+
+    fn check_pt(&self, op: &'static str, pt: &Plaintext) -> Result<(), CkksError> {
+        self.check_ctx(op, pt.context)?;
+        pt.words.check_host(op)
+    }
+
+    fn check_key(&self, op: &'static str, ksk: &KeySwitchKey) -> Result<(), CkksError> {
+        if ksk.context != self.ctx.id {
+            return Err(CkksError::WrongKey {
+                op,
+                reason: "key was made for another parameter set".into(),
+            });
+        }
+        if ksk.key_id != self.secret_key.key_id {
+            return Err(CkksError::WrongKey {
+                op,
+                reason: format!(
+                    "key belongs to secret key {:016x}, engine secret key is {:016x}",
+                    ksk.key_id, self.secret_key.key_id
+                ),
+            });
+        }
+        ksk.words.check_host(op)
+    }
+
+    fn check_secret(&self, op: &'static str, sk: &SecretKey) -> Result<(), CkksError> {
+        if sk.context != self.ctx.id {
+            return Err(CkksError::WrongKey {
+                op,
+                reason: "secret key was made for another parameter set".into(),
+            });
+        }
+        sk.words.check_host(op)
+    }
+
+    fn ids(&self, level: usize, basis: ModulusBasis) -> Vec<usize> {
+        prime_ids(level, basis, self.ctx.nq, self.ctx.np)
+    }
+
+    /// Runs `f(prime_id, row)` over every row of a `[component, limb, N]` buffer, in parallel.
+    fn par_rows<F>(&self, words: &mut [u64], ids: &[usize], f: F)
+    where
+        F: Fn(usize, &mut [u64]) + Sync + Send,
+    {
+        let n = self.n_();
+        let rows = ids.len();
+        words
+            .par_chunks_mut(n)
+            .enumerate()
+            .for_each(|(i, row)| f(ids[i % rows], row));
+    }
+
+    fn make_ct(&self, like: &Ciphertext, words: Vec<u64>, components: usize) -> Ciphertext {
+        Ciphertext {
+            words: Words::from_vec(words, like.location()),
+            context: self.ctx.id,
+            n: self.n_(),
+            level: like.level,
+            scale: like.scale,
+            domain: like.domain,
+            basis: like.basis,
+            components,
+            prime_ids: like.prime_ids.clone(),
+        }
+    }
+
+    fn lift_signed(&self, id: usize, coeffs: &[i64], out: &mut [u64]) {
+        let m = self.ctx.modulus(id);
+        for (o, &c) in out.iter_mut().zip(coeffs) {
+            *o = m.from_i64(c);
+        }
+    }
+
+    // ----------------------------------------------------------------- keys
+
+    fn gen_secret_key(ctx: &Context, rng: &mut Csprng, location: ResidencyLocation) -> SecretKey {
+        let n = ctx.n;
+        let mut s = rng.ternary(n);
+        let rows = ctx.nq + ctx.np;
+        let mut words = vec![0u64; rows * n];
+        words.par_chunks_mut(n).enumerate().for_each(|(id, row)| {
+            let m = ctx.modulus(id);
+            for (o, &c) in row.iter_mut().zip(&s) {
+                *o = m.from_i64(c);
+            }
+            ctx.tables[id].forward(row);
+        });
+        s.zeroize();
+        SecretKey {
+            words: Words::from_vec(words, location),
+            context: ctx.id,
+            key_id: rng.next_u64(),
+            n,
+        }
+    }
+
+    fn gen_public_key(
+        ctx: &Context,
+        rng: &mut Csprng,
+        sk: &SecretKey,
+        location: ResidencyLocation,
+    ) -> PublicKey {
+        let n = ctx.n;
+        let nq = ctx.nq;
+        let mut words = vec![0u64; 2 * nq * n];
+        let e = rng.gaussian(n);
+        let (k0, k1) = words.split_at_mut(nq * n);
+        for (id, a) in k1.chunks_mut(n).enumerate() {
+            rng.fill_uniform(ctx.modulus(id), a);
+        }
+        k0.par_chunks_mut(n)
+            .zip(k1.par_chunks(n))
+            .enumerate()
+            .for_each(|(id, (b, a))| {
+                let m = ctx.modulus(id);
+                for (o, &c) in b.iter_mut().zip(&e) {
+                    *o = m.from_i64(c);
+                }
+                ctx.tables[id].forward(b);
+                for ((o, &ai), &si) in b.iter_mut().zip(a).zip(sk.row(id)) {
+                    *o = m.sub(*o, m.mul(ai, si));
+                }
+            });
+        PublicKey {
+            words: Words::from_vec(words, location),
+            context: ctx.id,
+            key_id: sk.key_id,
+            n,
+        }
+    }
+
+    /// Key-switching key from `s_src` (NTT rows over every QP prime) to `sk` (spec §3.7).
+    fn gen_key_switch_key(&self, sk: &SecretKey, s_src: &[u64]) -> KeySwitchKey {
+        let ctx = &self.ctx;
+        let n = ctx.n;
+        let rows = ctx.nq + ctx.np;
+        let digits = ctx.digits.len();
+        let mut words = vec![0u64; digits * 2 * rows * n];
+        let mut errors = Vec::with_capacity(digits);
+        {
+            let mut rng = self.rng.lock();
+            for k in 0..digits {
+                let a = &mut words[(2 * k + 1) * rows * n..(2 * k + 2) * rows * n];
+                for (id, row) in a.chunks_mut(n).enumerate() {
+                    rng.fill_uniform(ctx.modulus(id), row);
+                }
+                errors.push(rng.gaussian(n));
+            }
+        }
+        words
+            .par_chunks_mut(2 * rows * n)
+            .enumerate()
+            .for_each(|(k, slice)| {
+                let (b, a) = slice.split_at_mut(rows * n);
+                b.par_chunks_mut(n)
+                    .zip(a.par_chunks(n))
+                    .enumerate()
+                    .for_each(|(id, (b, a))| {
+                        let m = ctx.modulus(id);
+                        for (o, &c) in b.iter_mut().zip(&errors[k]) {
+                            *o = m.from_i64(c);
+                        }
+                        ctx.tables[id].forward(b);
+                        for ((o, &ai), &si) in b.iter_mut().zip(a).zip(sk.row(id)) {
+                            *o = m.sub(*o, m.mul(ai, si));
+                        }
+                        if ctx.digits[k].contains(&id) {
+                            let p = ctx.p_mod_q[id];
+                            let ps = m.shoup(p);
+                            for (o, &x) in b.iter_mut().zip(&s_src[id * n..(id + 1) * n]) {
+                                *o = m.add(*o, m.mul_shoup(x, p, ps));
+                            }
+                        }
+                    });
+            });
+        KeySwitchKey {
+            words: Words::from_vec(words, self.location),
+            context: ctx.id,
+            key_id: sk.key_id,
+            n,
+            digits,
+            rows,
+        }
+    }
+
+    /// σ_g(s) in NTT form on every QP row.
+    fn automorphed_secret(&self, sk: &SecretKey, g: u64) -> Vec<u64> {
+        let n = self.n_();
+        let map = automorphism_index_map(n, g);
+        let mut out = vec![0u64; sk.words.len()];
+        out.par_chunks_mut(n).enumerate().for_each(|(id, row)| {
+            let mut tmp = sk.row(id).to_vec();
+            let t = &self.ctx.tables[id];
+            t.inverse(&mut tmp);
+            apply_automorphism_limb(t.modulus(), &map, &tmp, row);
+            tmp.zeroize();
+            t.forward(row);
+        });
+        out
+    }
+
+    /// The canonical step in `[-N/4, N/4)` and its Galois element `3^step mod 2N`.
+    #[must_use]
+    pub fn galois_element_for_step(&self, step: i64) -> (i64, u64) {
+        let s = self.num_slots() as i64;
+        let canonical = (step + s / 2).rem_euclid(s) - s / 2;
+        let two_n = 2 * self.n_() as u64;
+        let e = canonical.rem_euclid(s) as u64;
+        let mut g = 1u64;
+        let mut base = self.ctx.config.galois_generator % two_n;
+        let mut x = e;
+        while x > 0 {
+            if x & 1 == 1 {
+                g = g * base % two_n;
+            }
+            base = base * base % two_n;
+            x >>= 1;
+        }
+        (canonical, g)
+    }
+
+    /// A rotation key for `step` slots (`roll(m, step)`), for the given secret key.
+    pub fn create_rotation_key(&self, step: i64, sk: &SecretKey) -> Result<RotationKey, CkksError> {
+        const OP: &str = "create_rotation_key";
+        self.check_secret(OP, sk)?;
+        let (canonical, g) = self.galois_element_for_step(step);
+        if canonical == 0 {
+            return Err(CkksError::InvalidRotation {
+                op: OP,
+                reason: format!("step {step} is the identity"),
+            });
+        }
+        let s_src = self.automorphed_secret(sk, g);
+        let ksk = self.gen_key_switch_key(sk, &s_src);
+        Ok(RotationKey {
+            ksk,
+            step: Some(canonical),
+            galois_element: g,
+        })
+    }
+
+    /// The conjugation key (g = 2N − 1).
+    pub fn create_conjugation_key(&self, sk: &SecretKey) -> Result<RotationKey, CkksError> {
+        self.check_secret("create_conjugation_key", sk)?;
+        let g = 2 * self.n_() as u64 - 1;
+        let s_src = self.automorphed_secret(sk, g);
+        let ksk = self.gen_key_switch_key(sk, &s_src);
+        Ok(RotationKey {
+            ksk,
+            step: None,
+            galois_element: g,
+        })
+    }
+
+    /// A relinearization key (`s²` → `s`).
+    pub fn create_relinearization_key(
+        &self,
+        sk: &SecretKey,
+    ) -> Result<RelinearizationKey, CkksError> {
+        self.check_secret("create_relinearization_key", sk)?;
+        let n = self.n_();
+        let mut s2 = sk.words.as_slice().to_vec();
+        s2.par_chunks_mut(n).enumerate().for_each(|(id, row)| {
+            let m = self.ctx.modulus(id);
+            for x in row.iter_mut() {
+                *x = m.mul(*x, *x);
+            }
+        });
+        let ksk = self.gen_key_switch_key(sk, &s2);
+        s2.zeroize();
+        Ok(RelinearizationKey { ksk })
+    }
+
+    /// The engine's relinearization key, created on first use.
+    pub fn relinearization_key(&self) -> Result<Arc<RelinearizationKey>, CkksError> {
+        if let Some(k) = self.relinearization_key.get() {
+            return Ok(Arc::clone(k));
+        }
+        let k = Arc::new(self.create_relinearization_key(&self.secret_key)?);
+        Ok(Arc::clone(self.relinearization_key.get_or_init(|| k)))
+    }
+
+    /// The engine's rotation key for `step`, created on first use and cached.
+    pub fn rotation_key(&self, step: i64) -> Result<Arc<RotationKey>, CkksError> {
+        let (canonical, _) = self.galois_element_for_step(step);
+        if let Some(k) = self.rotation_keys.lock().get(&canonical) {
+            return Ok(Arc::clone(k));
+        }
+        let k = Arc::new(self.create_rotation_key(canonical, &self.secret_key)?);
+        Ok(Arc::clone(
+            self.rotation_keys.lock().entry(canonical).or_insert(k),
+        ))
+    }
+
+    // ----------------------------------------------------------------- encoding
+
+    /// Encodes real slots (zero-padded to N/2) at `level` and `scale` (default `2^scale_bits`)
+    /// into integer coefficients.
+    pub fn encode(
+        &self,
+        message: &[f64],
+        level: usize,
+        scale: Option<f64>,
+    ) -> Result<Plaintext, CkksError> {
+        let m: Vec<Complex64> = message.iter().map(|&x| Complex64::new(x, 0.0)).collect();
+        self.encode_complex(&m, level, scale)
+    }
+
+    /// Encodes complex slots.
+    pub fn encode_complex(
+        &self,
+        message: &[Complex64],
+        level: usize,
+        scale: Option<f64>,
+    ) -> Result<Plaintext, CkksError> {
+        self.check_level("encode", level)?;
+        let scale = valid_scale("encode", scale.unwrap_or_else(|| self.default_scale()))?;
+        let coeffs = self.ctx.encoder.encode(message, scale)?;
+        Ok(Plaintext {
+            words: Words::from_vec(
+                coeffs.into_iter().map(|c| c as u64).collect(),
+                self.location,
+            ),
+            context: self.ctx.id,
+            n: self.n_(),
+            level,
+            scale,
+            domain: Domain::Coefficient,
+            basis: ModulusBasis::Q,
+            representation: PlaintextRepresentation::IntegerCoefficients,
+            prime_ids: Vec::new(),
+        })
+    }
+
+    /// Decodes integer or approximate coefficients to N/2 complex slots.
+    pub fn decode(&self, pt: &Plaintext) -> Result<Vec<Complex64>, CkksError> {
+        self.check_pt("decode", pt)?;
+        let coeffs: Vec<f64> = match pt.representation {
+            PlaintextRepresentation::IntegerCoefficients => pt
+                .words
+                .as_slice()
+                .iter()
+                .map(|&w| w as i64 as f64)
+                .collect(),
+            PlaintextRepresentation::ApproximateCoefficients => pt
+                .words
+                .as_slice()
+                .iter()
+                .map(|&w| f64::from_bits(w))
+                .collect(),
+            PlaintextRepresentation::Rns => {
+                return Err(CkksError::RepresentationMismatch {
+                    op: "decode",
+                    expected: "integer_coefficients or approximate_coefficients",
+                    actual: pt.representation.name(),
+                })
+            }
+        };
+        Ok(self.ctx.encoder.decode(&coeffs, pt.scale))
+    }
+
+    /// Decodes to the real parts of the slots.
+    pub fn decode_real(&self, pt: &Plaintext) -> Result<Vec<f64>, CkksError> {
+        Ok(self.decode(pt)?.into_iter().map(|z| z.re).collect())
+    }
+
+    fn rns_from_integer(
+        &self,
+        op: &'static str,
+        pt: &Plaintext,
+        basis: ModulusBasis,
+    ) -> Result<(Vec<usize>, Vec<u64>), CkksError> {
+        self.check_pt(op, pt)?;
+        if pt.representation != PlaintextRepresentation::IntegerCoefficients {
+            return Err(CkksError::RepresentationMismatch {
+                op,
+                expected: "integer_coefficients",
+                actual: pt.representation.name(),
+            });
+        }
+        let n = self.n_();
+        let ids = self.ids(pt.level, basis);
+        let coeffs: Vec<i64> = pt.words.as_slice().iter().map(|&w| w as i64).collect();
+        let mut words = vec![0u64; ids.len() * n];
+        self.par_rows(&mut words, &ids, |id, row| {
+            self.lift_signed(id, &coeffs, row)
+        });
+        Ok((ids, words))
+    }
+
+    /// Reduces integer coefficients to RNS rows of `basis` and moves them to the NTT domain:
+    /// the operand of [`CpuEngine::multiply_plaintext`] (`[8 − ℓ, N]` for basis Q).
+    pub fn prepare_plaintext_for_multiplication(
+        &self,
+        pt: &Plaintext,
+        basis: ModulusBasis,
+    ) -> Result<Plaintext, CkksError> {
+        let (ids, mut words) =
+            self.rns_from_integer("prepare_plaintext_for_multiplication", pt, basis)?;
+        self.par_rows(&mut words, &ids, |id, row| self.ctx.tables[id].forward(row));
+        Ok(Plaintext {
+            words: Words::from_vec(words, pt.location()),
+            context: self.ctx.id,
+            n: self.n_(),
+            level: pt.level,
+            scale: pt.scale,
+            domain: Domain::Ntt,
+            basis,
+            representation: PlaintextRepresentation::Rns,
+            prime_ids: ids,
+        })
+    }
+
+    /// Reduces integer coefficients to RNS rows of `basis` in the coefficient domain: the
+    /// operand of [`CpuEngine::add_plaintext`].
+    pub fn prepare_plaintext_for_addition(
+        &self,
+        pt: &Plaintext,
+        basis: ModulusBasis,
+    ) -> Result<Plaintext, CkksError> {
+        let (ids, words) = self.rns_from_integer("prepare_plaintext_for_addition", pt, basis)?;
+        Ok(Plaintext {
+            words: Words::from_vec(words, pt.location()),
+            context: self.ctx.id,
+            n: self.n_(),
+            level: pt.level,
+            scale: pt.scale,
+            domain: Domain::Coefficient,
+            basis,
+            representation: PlaintextRepresentation::Rns,
+            prime_ids: ids,
+        })
+    }
+
+    // ----------------------------------------------------------------- encrypt / decrypt
+
+    /// Public-key encryption of integer coefficients at the plaintext's level (spec §3.4, with
+    /// a ternary ephemeral v). Output: 2 components, coefficient domain, basis Q.
+    pub fn encrypt(&self, pt: &Plaintext) -> Result<Ciphertext, CkksError> {
+        const OP: &str = "encrypt";
+        self.check_pt(OP, pt)?;
+        if pt.representation != PlaintextRepresentation::IntegerCoefficients {
+            return Err(CkksError::RepresentationMismatch {
+                op: OP,
+                expected: "integer_coefficients",
+                actual: pt.representation.name(),
+            });
+        }
+        let n = self.n_();
+        let ids = self.ids(pt.level, ModulusBasis::Q);
+        let rows = ids.len();
+        let (mut v, e0, e1) = {
+            let mut rng = self.rng.lock();
+            (rng.ternary(n), rng.gaussian(n), rng.gaussian(n))
+        };
+        let p: Vec<i64> = pt.words.as_slice().iter().map(|&w| w as i64).collect();
+        let mut words = vec![0u64; 2 * rows * n];
+        let pk = &self.public_key;
+        words.par_chunks_mut(n).enumerate().for_each(|(i, row)| {
+            let comp = i / rows;
+            let id = ids[i % rows];
+            let t = &self.ctx.tables[id];
+            let m = t.modulus();
+            self.lift_signed(id, &v, row);
+            t.forward(row);
+            mul_assign_limb(m, row, pk.row(comp, id));
+            t.inverse(row);
+            let e = if comp == 0 { &e0 } else { &e1 };
+            for (k, o) in row.iter_mut().enumerate() {
+                let mut x = m.add(*o, m.from_i64(e[k]));
+                if comp == 0 {
+                    x = m.add(x, m.from_i64(p[k]));
+                }
+                *o = x;
+            }
+        });
+        v.zeroize();
+        Ok(Ciphertext {
+            words: Words::from_vec(words, pt.location()),
+            context: self.ctx.id,
+            n,
+            level: pt.level,
+            scale: pt.scale,
+            domain: Domain::Coefficient,
+            basis: ModulusBasis::Q,
+            components: 2,
+            prime_ids: ids,
+        })
+    }
+
+    /// Encodes real slots at level 0 and the default scale, then encrypts.
+    pub fn encrypt_message(&self, message: &[f64]) -> Result<Ciphertext, CkksError> {
+        self.encrypt(&self.encode(message, 0, None)?)
+    }
+
+    /// Encodes complex slots at level 0 and the default scale, then encrypts.
+    pub fn encrypt_complex_message(&self, message: &[Complex64]) -> Result<Ciphertext, CkksError> {
+        self.encrypt(&self.encode_complex(message, 0, None)?)
+    }
+
+    /// Decrypts to approximate real coefficients (spec §3.5): the phase `Σ c_i·s^i` on the two
+    /// trailing Q rows only, reconstructed centred from those two residues.
+    pub fn decrypt(&self, ct: &Ciphertext) -> Result<Plaintext, CkksError> {
+        const OP: &str = "decrypt";
+        self.check_ct(OP, ct)?;
+        let n = self.n_();
+        let nq = self.ctx.nq;
+        let rows = ct.num_limbs();
+        // the trailing two Q rows: positions of ids nq-2, nq-1
+        let tail: Vec<usize> = (0..rows)
+            .filter(|&j| ct.prime_ids[j] + 2 >= nq && ct.prime_ids[j] < nq)
+            .collect();
+        let phases: Vec<Vec<u64>> = tail
+            .par_iter()
+            .map(|&j| {
+                let id = ct.prime_ids[j];
+                let t = &self.ctx.tables[id];
+                let m = t.modulus();
+                let s = self.secret_key.row(id);
+                let row_of =
+                    |c: usize| &ct.words.as_slice()[(c * rows + j) * n..(c * rows + j + 1) * n];
+                let mut acc = vec![0u64; n];
+                let mut s_pow = s.to_vec();
+                for c in 1..ct.components {
+                    let mut x = row_of(c).to_vec();
+                    if ct.domain == Domain::Coefficient {
+                        t.forward(&mut x);
+                    }
+                    mul_acc_limb(m, &mut acc, &x, &s_pow);
+                    if c + 1 < ct.components {
+                        mul_assign_limb(m, &mut s_pow, s);
+                    }
+                }
+                s_pow.zeroize();
+                if ct.domain == Domain::Ntt {
+                    add_assign_limb(m, &mut acc, row_of(0));
+                    t.inverse(&mut acc);
+                } else {
+                    t.inverse(&mut acc);
+                    add_assign_limb(m, &mut acc, row_of(0));
+                }
+                acc
+            })
+            .collect();
+        let a = self.ctx.config.q_primes[nq - 2];
+        let b = self.ctx.config.q_primes[nq - 1];
+        let mb = self.ctx.modulus(nq - 1);
+        let a_inv = mb.inv(a % b).unwrap_or(0);
+        let d = i128::from(a) * i128::from(b);
+        let coeffs: Vec<u64> = (0..n)
+            .map(|k| {
+                let v0 = phases[0][k];
+                let v1 = mb.mul(mb.sub(phases[1][k], mb.reduce(v0)), a_inv);
+                let mut x = i128::from(v0) + i128::from(v1) * i128::from(a);
+                if x > d / 2 {
+                    x -= d;
+                }
+                (x as f64).to_bits()
+            })
+            .collect();
+        Ok(Plaintext {
+            words: Words::from_vec(coeffs, ct.location()),
+            context: self.ctx.id,
+            n,
+            level: ct.level,
+            scale: ct.scale,
+            domain: Domain::Coefficient,
+            basis: ModulusBasis::Q,
+            representation: PlaintextRepresentation::ApproximateCoefficients,
+            prime_ids: Vec::new(),
+        })
+    }
+
+    /// Decrypts and decodes to the real parts of the N/2 slots.
+    pub fn decrypt_message(&self, ct: &Ciphertext) -> Result<Vec<f64>, CkksError> {
+        self.decode_real(&self.decrypt(ct)?)
+    }
+
+    /// Decrypts and decodes to N/2 complex slots.
+    pub fn decrypt_complex_message(&self, ct: &Ciphertext) -> Result<Vec<Complex64>, CkksError> {
+        self.decode(&self.decrypt(ct)?)
+    }
+
+    // ----------------------------------------------------------------- domains
+
+    /// Forward NTT of every row of every component (coefficient → NTT).
+    pub fn coefficient_domain_to_ntt_domain(
+        &self,
+        ct: &Ciphertext,
+    ) -> Result<Ciphertext, CkksError> {
+        const OP: &str = "coefficient_domain_to_ntt_domain";
+        self.check_ct(OP, ct)?;
+        if ct.domain != Domain::Coefficient {
+            return Err(CkksError::DomainMismatch {
+                op: OP,
+                expected: Domain::Coefficient,
+                actual: ct.domain,
+            });
+        }
+        let mut words = ct.words.as_slice().to_vec();
+        self.par_rows(&mut words, &ct.prime_ids, |id, row| {
+            self.ctx.tables[id].forward(row)
+        });
+        let mut out = self.make_ct(ct, words, ct.components);
+        out.domain = Domain::Ntt;
+        Ok(out)
+    }
+
+    /// Inverse NTT of every row of every component (NTT → coefficient).
+    pub fn ntt_domain_to_coefficient_domain(
+        &self,
+        ct: &Ciphertext,
+    ) -> Result<Ciphertext, CkksError> {
+        const OP: &str = "ntt_domain_to_coefficient_domain";
+        self.check_ct(OP, ct)?;
+        if ct.domain != Domain::Ntt {
+            return Err(CkksError::DomainMismatch {
+                op: OP,
+                expected: Domain::Ntt,
+                actual: ct.domain,
+            });
+        }
+        let mut words = ct.words.as_slice().to_vec();
+        self.par_rows(&mut words, &ct.prime_ids, |id, row| {
+            self.ctx.tables[id].inverse(row)
+        });
+        let mut out = self.make_ct(ct, words, ct.components);
+        out.domain = Domain::Coefficient;
+        Ok(out)
+    }
+
+    // ----------------------------------------------------------------- arithmetic
+
+    fn check_same_state(
+        &self,
+        op: &'static str,
+        a: &Ciphertext,
+        b: &Ciphertext,
+    ) -> Result<(), CkksError> {
+        self.check_ct(op, a)?;
+        self.check_ct(op, b)?;
+        if a.level != b.level {
+            return Err(CkksError::LevelMismatch {
+                op,
+                left: a.level,
+                right: b.level,
+            });
+        }
+        if a.basis != b.basis {
+            return Err(CkksError::BasisMismatch {
+                op,
+                expected: a.basis,
+                actual: b.basis,
+            });
+        }
+        if a.domain != b.domain {
+            return Err(CkksError::DomainMismatch {
+                op,
+                expected: a.domain,
+                actual: b.domain,
+            });
+        }
+        if a.components != b.components {
+            return Err(CkksError::ComponentMismatch {
+                op,
+                expected: a.components,
+                actual: b.components,
+            });
+        }
+        Ok(())
+    }
+
+    fn check_same_scale(op: &'static str, a: f64, b: f64) -> Result<(), CkksError> {
+        if a.to_bits() == b.to_bits() {
+            Ok(())
+        } else {
+            Err(CkksError::ScaleMismatch {
+                op,
+                left: a,
+                right: b,
+            })
+        }
+    }
+
+    fn elementwise<F>(&self, a: &Ciphertext, b: &Ciphertext, f: F) -> Ciphertext
+    where
+        F: Fn(&crate::arith::Modulus, &mut [u64], &[u64]) + Sync + Send,
+    {
+        let n = self.n_();
+        let rows = a.num_limbs();
+        let mut words = a.words.as_slice().to_vec();
+        words
+            .par_chunks_mut(n)
+            .zip(b.words.as_slice().par_chunks(n))
+            .enumerate()
+            .for_each(|(i, (x, y))| {
+                f(self.ctx.modulus(a.prime_ids[i % rows]), x, y);
+            });
+        self.make_ct(a, words, a.components)
+    }
+
+    /// `a + b`: identical level, basis, domain, components and bit-equal scale.
+    pub fn add(&self, a: &Ciphertext, b: &Ciphertext) -> Result<Ciphertext, CkksError> {
+        self.check_same_state("add", a, b)?;
+        Self::check_same_scale("add", a.scale, b.scale)?;
+        Ok(self.elementwise(a, b, add_assign_limb))
+    }
+
+    /// `a − b`: identical level, basis, domain, components and bit-equal scale.
+    pub fn subtract(&self, a: &Ciphertext, b: &Ciphertext) -> Result<Ciphertext, CkksError> {
+        self.check_same_state("subtract", a, b)?;
+        Self::check_same_scale("subtract", a.scale, b.scale)?;
+        Ok(self.elementwise(a, b, sub_assign_limb))
+    }
+
+    /// `−a`.
+    pub fn negate(&self, a: &Ciphertext) -> Result<Ciphertext, CkksError> {
+        self.check_ct("negate", a)?;
+        let mut words = a.words.as_slice().to_vec();
+        self.par_rows(&mut words, &a.prime_ids, |id, row| {
+            negate_limb(self.ctx.modulus(id), row)
+        });
+        Ok(self.make_ct(a, words, a.components))
+    }
+
+    fn check_rns_operand(
+        &self,
+        op: &'static str,
+        ct: &Ciphertext,
+        pt: &Plaintext,
+        domain: Domain,
+    ) -> Result<(), CkksError> {
+        self.check_ct(op, ct)?;
+        self.check_pt(op, pt)?;
+        if pt.representation != PlaintextRepresentation::Rns {
+            return Err(CkksError::RepresentationMismatch {
+                op,
+                expected: "rns",
+                actual: pt.representation.name(),
+            });
+        }
+        if ct.domain != domain {
+            return Err(CkksError::DomainMismatch {
+                op,
+                expected: domain,
+                actual: ct.domain,
+            });
+        }
+        if pt.domain != domain {
+            return Err(CkksError::DomainMismatch {
+                op,
+                expected: domain,
+                actual: pt.domain,
+            });
+        }
+        if ct.level != pt.level {
+            return Err(CkksError::LevelMismatch {
+                op,
+                left: ct.level,
+                right: pt.level,
+            });
+        }
+        if ct.basis != pt.basis {
+            return Err(CkksError::BasisMismatch {
+                op,
+                expected: ct.basis,
+                actual: pt.basis,
+            });
+        }
+        Ok(())
+    }
+
+    /// `ct + pt` on component 0; `pt` is an RNS plaintext in the ciphertext's domain, level and
+    /// basis with a bit-equal scale (coefficient domain: [`CpuEngine::prepare_plaintext_for_addition`]).
+    pub fn add_plaintext(&self, ct: &Ciphertext, pt: &Plaintext) -> Result<Ciphertext, CkksError> {
+        const OP: &str = "add_plaintext";
+        self.check_rns_operand(OP, ct, pt, ct.domain)?;
+        Self::check_same_scale(OP, ct.scale, pt.scale)?;
+        let n = self.n_();
+        let rows = ct.num_limbs();
+        let mut words = ct.words.as_slice().to_vec();
+        words[..rows * n]
+            .par_chunks_mut(n)
+            .zip(pt.words.as_slice().par_chunks(n))
+            .enumerate()
+            .for_each(|(j, (x, y))| add_assign_limb(self.ctx.modulus(ct.prime_ids[j]), x, y));
+        Ok(self.make_ct(ct, words, ct.components))
+    }
+
+    fn product_scale(op: &'static str, a: f64, b: f64) -> Result<f64, CkksError> {
+        valid_scale(op, a * b)
+    }
+
+    /// `ct ⊙ pt` per row in the NTT domain; scale `Δ_ct·Δ_pt`.
+    pub fn multiply_plaintext(
+        &self,
+        ct: &Ciphertext,
+        pt: &Plaintext,
+    ) -> Result<Ciphertext, CkksError> {
+        const OP: &str = "multiply_plaintext";
+        self.check_rns_operand(OP, ct, pt, Domain::Ntt)?;
+        let scale = Self::product_scale(OP, ct.scale, pt.scale)?;
+        let n = self.n_();
+        let rows = ct.num_limbs();
+        let mut words = ct.words.as_slice().to_vec();
+        let p = pt.words.as_slice();
+        words.par_chunks_mut(n).enumerate().for_each(|(i, x)| {
+            let j = i % rows;
+            mul_assign_limb(self.ctx.modulus(ct.prime_ids[j]), x, &p[j * n..(j + 1) * n]);
+        });
+        let mut out = self.make_ct(ct, words, ct.components);
+        out.scale = scale;
+        Ok(out)
+    }
+
+    /// Tensor product of two 2-component NTT-domain ciphertexts: `(a0b0, a0b1 + a1b0, a1b1)`,
+    /// scale `Δ_a·Δ_b`.
+    pub fn multiply(&self, a: &Ciphertext, b: &Ciphertext) -> Result<Ciphertext, CkksError> {
+        const OP: &str = "multiply";
+        self.check_same_state(OP, a, b)?;
+        if a.components != 2 {
+            return Err(CkksError::ComponentMismatch {
+                op: OP,
+                expected: 2,
+                actual: a.components,
+            });
+        }
+        if a.domain != Domain::Ntt {
+            return Err(CkksError::DomainMismatch {
+                op: OP,
+                expected: Domain::Ntt,
+                actual: a.domain,
+            });
+        }
+        let scale = Self::product_scale(OP, a.scale, b.scale)?;
+        let n = self.n_();
+        let rows = a.num_limbs();
+        let (aw, bw) = (a.words.as_slice(), b.words.as_slice());
+        let mut words = vec![0u64; 3 * rows * n];
+        words.par_chunks_mut(n).enumerate().for_each(|(i, out)| {
+            let (c, j) = (i / rows, i % rows);
+            let m = self.ctx.modulus(a.prime_ids[j]);
+            let r = |w: &'_ [u64], comp: usize| -> std::ops::Range<usize> {
+                let _ = w;
+                (comp * rows + j) * n..(comp * rows + j + 1) * n
+            };
+            match c {
+                0 => {
+                    out.copy_from_slice(&aw[r(aw, 0)]);
+                    mul_assign_limb(m, out, &bw[r(bw, 0)]);
+                }
+                1 => {
+                    out.copy_from_slice(&aw[r(aw, 0)]);
+                    mul_assign_limb(m, out, &bw[r(bw, 1)]);
+                    mul_acc_limb(m, out, &aw[r(aw, 1)], &bw[r(bw, 0)]);
+                }
+                _ => {
+                    out.copy_from_slice(&aw[r(aw, 1)]);
+                    mul_assign_limb(m, out, &bw[r(bw, 1)]);
+                }
+            }
+        });
+        let mut out = self.make_ct(a, words, 3);
+        out.scale = scale;
+        Ok(out)
+    }
+
+    // ----------------------------------------------------------------- key switching
+
+    /// Hybrid key switching of the coefficient-domain polynomial `c` (rows = Q ids from
+    /// `level`) with `ksk` (spec §3.8): returns `(corr0, corr1)` on the same rows, coefficient
+    /// domain, canonical.
+    pub(crate) fn key_switch(
+        &self,
+        c: &[u64],
+        level: usize,
+        ksk: &KeySwitchKey,
+    ) -> (Vec<u64>, Vec<u64>) {
+        let ctx = &self.ctx;
+        let n = ctx.n;
+        let nq = ctx.nq;
+        let q_rows = nq - level;
+        let qp_ids = self.ids(level, ModulusBasis::QP);
+        let digits: Vec<(usize, Vec<usize>, MixedRadix)> = ctx
+            .digits
+            .iter()
+            .enumerate()
+            .filter_map(|(k, d)| {
+                let live: Vec<usize> = d.iter().copied().filter(|&i| i >= level).collect();
+                if live.is_empty() {
+                    None
+                } else if live.len() == d.len() {
+                    Some((k, live, ctx.digit_radix[k].clone()))
+                } else {
+                    let moduli: Vec<_> = live.iter().map(|&i| *ctx.modulus(i)).collect();
+                    Some((k, live, MixedRadix::new(&moduli)))
+                }
+            })
+            .collect();
+        let mut acc0 = vec![0u64; qp_ids.len() * n];
+        let mut acc1 = vec![0u64; qp_ids.len() * n];
+        acc0.par_chunks_mut(n)
+            .zip(acc1.par_chunks_mut(n))
+            .zip(qp_ids.par_iter())
+            .for_each(|((a0, a1), &id)| {
+                let t = &ctx.tables[id];
+                let m = t.modulus();
+                let mut tmp = vec![0u64; n];
+                for (k, live, radix) in &digits {
+                    let rows: Vec<&[u64]> = live
+                        .iter()
+                        .map(|&i| &c[(i - level) * n..(i - level + 1) * n])
+                        .collect();
+                    modup_limb(radix, &rows, m, &mut tmp);
+                    t.forward(&mut tmp);
+                    mul_acc_limb(m, a0, &tmp, ksk.row(*k, 0, id));
+                    mul_acc_limb(m, a1, &tmp, ksk.row(*k, 1, id));
+                }
+                t.inverse(a0);
+                t.inverse(a1);
+            });
+        let moddown = |acc: &mut Vec<u64>| {
+            let (q_part, p_part) = acc.split_at_mut(q_rows * n);
+            let p_rows: Vec<&[u64]> = p_part.chunks(n).collect();
+            q_part.par_chunks_mut(n).enumerate().for_each(|(j, row)| {
+                let id = level + j;
+                moddown_limb(
+                    ctx.modulus(id),
+                    &ctx.p_radix,
+                    &p_rows,
+                    ctx.p_inv_mod_q[id],
+                    row,
+                );
+            });
+            acc.truncate(q_rows * n);
+        };
+        moddown(&mut acc0);
+        moddown(&mut acc1);
+        (acc0, acc1)
+    }
+
+    fn check_keyswitch_input(
+        &self,
+        op: &'static str,
+        ct: &Ciphertext,
+        components: usize,
+        domain: Domain,
+    ) -> Result<(), CkksError> {
+        self.check_ct(op, ct)?;
+        if ct.components != components {
+            return Err(CkksError::ComponentMismatch {
+                op,
+                expected: components,
+                actual: ct.components,
+            });
+        }
+        if ct.domain != domain {
+            return Err(CkksError::DomainMismatch {
+                op,
+                expected: domain,
+                actual: ct.domain,
+            });
+        }
+        if ct.basis != ModulusBasis::Q {
+            return Err(CkksError::BasisMismatch {
+                op,
+                expected: ModulusBasis::Q,
+                actual: ct.basis,
+            });
+        }
+        Ok(())
+    }
+
+    fn apply_galois(&self, ct: &Ciphertext, key: &RotationKey) -> Ciphertext {
+        let n = self.n_();
+        let rows = ct.num_limbs();
+        let map = automorphism_index_map(n, key.galois_element);
+        let mut rotated = vec![0u64; 2 * rows * n];
+        let src = ct.words.as_slice();
+        rotated.par_chunks_mut(n).enumerate().for_each(|(i, dst)| {
+            let m = self.ctx.modulus(ct.prime_ids[i % rows]);
+            apply_automorphism_limb(m, &map, &src[i * n..(i + 1) * n], dst);
+        });
+        let (c0, c1) = rotated.split_at_mut(rows * n);
+        let (corr0, corr1) = self.key_switch(c1, ct.level, &key.ksk);
+        c0.par_chunks_mut(n)
+            .zip(corr0.par_chunks(n))
+            .enumerate()
+            .for_each(|(j, (x, y))| {
+                add_assign_limb(self.ctx.modulus(ct.prime_ids[j]), x, y);
+            });
+        c1.copy_from_slice(&corr1);
+        self.make_ct(ct, rotated, 2)
+    }
+
+    /// Rotation with an explicit key: slot j of the result holds slot `j − step` of the input
+    /// (`roll(m, step)`). Input: 2 components, coefficient domain, basis Q.
+    pub fn rotate_with_key(
+        &self,
+        ct: &Ciphertext,
+        key: &RotationKey,
+    ) -> Result<Ciphertext, CkksError> {
+        const OP: &str = "rotate_with_key";
+        self.check_keyswitch_input(OP, ct, 2, Domain::Coefficient)?;
+        self.check_key(OP, &key.ksk)?;
+        Ok(self.apply_galois(ct, key))
+    }
+
+    /// Rotation by `step` with the engine's cached key (created on first use); step ≡ 0 returns
+    /// a copy.
+    pub fn rotate_by_step(&self, ct: &Ciphertext, step: i64) -> Result<Ciphertext, CkksError> {
+        const OP: &str = "rotate_by_step";
+        self.check_keyswitch_input(OP, ct, 2, Domain::Coefficient)?;
+        if self.galois_element_for_step(step).0 == 0 {
+            return Ok(ct.clone());
+        }
+        let key = self.rotation_key(step)?;
+        Ok(self.apply_galois(ct, &key))
+    }
+
+    /// Complex conjugation of every slot with a conjugation key.
+    pub fn conjugate(&self, ct: &Ciphertext, key: &RotationKey) -> Result<Ciphertext, CkksError> {
+        const OP: &str = "conjugate";
+        self.check_keyswitch_input(OP, ct, 2, Domain::Coefficient)?;
+        self.check_key(OP, &key.ksk)?;
+        if key.step.is_some() {
+            return Err(CkksError::WrongKey {
+                op: OP,
+                reason: "a rotation key is not a conjugation key".into(),
+            });
+        }
+        Ok(self.apply_galois(ct, key))
+    }
+
+    /// Relinearizes a 3-component NTT-domain product with the engine's key (created on first
+    /// use). Output: 2 components, coefficient domain.
+    pub fn relinearize(&self, ct: &Ciphertext) -> Result<Ciphertext, CkksError> {
+        self.check_keyswitch_input("relinearize", ct, 3, Domain::Ntt)?;
+        let key = self.relinearization_key()?;
+        self.relinearize_with_key(ct, &key)
+    }
+
+    /// Relinearizes with an explicit key (spec §3.15).
+    pub fn relinearize_with_key(
+        &self,
+        ct: &Ciphertext,
+        key: &RelinearizationKey,
+    ) -> Result<Ciphertext, CkksError> {
+        const OP: &str = "relinearize";
+        self.check_keyswitch_input(OP, ct, 3, Domain::Ntt)?;
+        self.check_key(OP, &key.ksk)?;
+        let n = self.n_();
+        let rows = ct.num_limbs();
+        let mut words = ct.words.as_slice().to_vec();
+        self.par_rows(&mut words, &ct.prime_ids, |id, row| {
+            self.ctx.tables[id].inverse(row)
+        });
+        let (c01, d2) = words.split_at_mut(2 * rows * n);
+        let (corr0, corr1) = self.key_switch(d2, ct.level, &key.ksk);
+        let (c0, c1) = c01.split_at_mut(rows * n);
+        for (c, corr) in [(c0, &corr0), (c1, &corr1)] {
+            c.par_chunks_mut(n)
+                .zip(corr.par_chunks(n))
+                .enumerate()
+                .for_each(|(j, (x, y))| {
+                    add_assign_limb(self.ctx.modulus(ct.prime_ids[j]), x, y);
+                });
+        }
+        words.truncate(2 * rows * n);
+        let mut out = self.make_ct(ct, words, 2);
+        out.domain = Domain::Coefficient;
+        Ok(out)
+    }
+
+    // ----------------------------------------------------------------- levels
+
+    /// Divides by the leading prime with nearest rounding and drops it (spec §3.12). Input:
+    /// coefficient domain, level below the last; scale becomes `Δ / q_drop`.
+    pub fn rescale_to_next_level(&self, ct: &Ciphertext) -> Result<Ciphertext, CkksError> {
+        const OP: &str = "rescale_to_next_level";
+        self.check_ct(OP, ct)?;
+        if ct.domain != Domain::Coefficient {
+            return Err(CkksError::DomainMismatch {
+                op: OP,
+                expected: Domain::Coefficient,
+                actual: ct.domain,
+            });
+        }
+        if ct.level >= self.max_level() {
+            return Err(CkksError::LevelExhausted {
+                op: OP,
+                level: ct.level,
+                max_level: self.max_level(),
+            });
+        }
+        let q_drop = self.ctx.config.q_primes[ct.level];
+        let scale = valid_scale(OP, ct.scale / q_drop as f64)?;
+        let n = self.n_();
+        let rows = ct.num_limbs();
+        let new_ids: Vec<usize> = ct.prime_ids[1..].to_vec();
+        let src = ct.words.as_slice();
+        let mut words = vec![0u64; ct.components * (rows - 1) * n];
+        words.par_chunks_mut(n).enumerate().for_each(|(i, out)| {
+            let (c, j) = (i / (rows - 1), i % (rows - 1));
+            let id = new_ids[j];
+            let m = self.ctx.modulus(id);
+            let inv = m.inv(q_drop).unwrap_or(0);
+            let base = c * rows * n;
+            out.copy_from_slice(&src[base + (j + 1) * n..base + (j + 2) * n]);
+            rescale_limb(m, q_drop, inv, &src[base..base + n], out);
+        });
+        let mut out = self.make_ct(ct, words, ct.components);
+        out.level = ct.level + 1;
+        out.scale = scale;
+        out.prime_ids = new_ids;
+        Ok(out)
+    }
+
+    /// Drops the leading row without dividing (scale unchanged).
+    pub fn mod_switch_to_next_level(&self, ct: &Ciphertext) -> Result<Ciphertext, CkksError> {
+        const OP: &str = "mod_switch_to_next_level";
+        self.check_ct(OP, ct)?;
+        if ct.level >= self.max_level() {
+            return Err(CkksError::LevelExhausted {
+                op: OP,
+                level: ct.level,
+                max_level: self.max_level(),
+            });
+        }
+        Ok(self.drop_rows(ct, ct.level + 1))
+    }
+
+    /// Drops leading rows down to `level` (≥ the current level, ≤ the last public level).
+    pub fn mod_switch_to_level(
+        &self,
+        ct: &Ciphertext,
+        level: usize,
+    ) -> Result<Ciphertext, CkksError> {
+        const OP: &str = "mod_switch_to_level";
+        self.check_ct(OP, ct)?;
+        if level < ct.level || level > self.max_level() {
+            return Err(CkksError::InvalidLevel {
+                op: OP,
+                level,
+                current: ct.level,
+                max_level: self.max_level(),
+            });
+        }
+        Ok(self.drop_rows(ct, level))
+    }
+
+    fn drop_rows(&self, ct: &Ciphertext, level: usize) -> Ciphertext {
+        let n = self.n_();
+        let rows = ct.num_limbs();
+        let drop = level - ct.level;
+        let src = ct.words.as_slice();
+        let mut words = Vec::with_capacity(ct.components * (rows - drop) * n);
+        for c in 0..ct.components {
+            words.extend_from_slice(&src[(c * rows + drop) * n..(c + 1) * rows * n]);
+        }
+        let mut out = self.make_ct(ct, words, ct.components);
+        out.level = level;
+        out.prime_ids = ct.prime_ids[drop..].to_vec();
+        out
+    }
+
+    /// Multiplies every coefficient by an integer constant (no scale change); a helper for
+    /// tests and simple programs.
+    pub fn multiply_by_integer(&self, ct: &Ciphertext, k: i64) -> Result<Ciphertext, CkksError> {
+        self.check_ct("multiply_by_integer", ct)?;
+        let mut words = ct.words.as_slice().to_vec();
+        self.par_rows(&mut words, &ct.prime_ids, |id, row| {
+            let m = self.ctx.modulus(id);
+            mul_scalar_limb(m, row, m.from_i64(k));
+        });
+        Ok(self.make_ct(ct, words, ct.components))
+    }
+}

@@ -1,0 +1,486 @@
+//! Presets, configurations, prime chains and the security budget (spec §1).
+
+use std::fmt;
+use std::str::FromStr;
+
+use crate::arith::is_prime;
+use crate::error::CkksError;
+
+/// The exact scale primes q0..q6 of `slots8192-scale40-levels7-int64` (spec §1.2), the first
+/// seven entries of FHElium's packaged catalog row `sb=40;N=16384`.
+pub const SCALE40_N16384_PRIMES: [u64; 7] = [
+    1_099_510_054_913,
+    1_099_515_691_009,
+    1_099_508_121_601,
+    1_099_515_789_313,
+    1_099_507_695_617,
+    1_099_516_280_833,
+    1_099_506_515_969,
+];
+
+/// Maximum `ceil(log2(QP))` for 128-bit classical security, ternary secret, sigma = 3.19
+/// (spec §1.7), indexed by `log_n`.
+pub const SECURITY_BUDGET_128: [(u32, u32); 5] =
+    [(13, 214), (14, 430), (15, 868), (16, 1747), (17, 3523)];
+
+/// The standard deviation of the discrete Gaussian error.
+pub const DEFAULT_SIGMA: f64 = 3.19;
+
+/// Width of the structural base prime and the special primes in the int64 family.
+pub const MESSAGE_PRIME_BITS: u32 = 60;
+
+/// FHElium's maintained int64 presets (spec §1.9). The name counts complex slots: `slots8192`
+/// means N = 16384.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Preset {
+    /// `slots8192-scale30-levels9-int64`
+    Slots8192Scale30Levels9Int64,
+    /// `slots8192-scale40-levels7-int64`: the preset of the seed example.
+    Slots8192Scale40Levels7Int64,
+    /// `slots8192-scale50-levels5-int64`
+    Slots8192Scale50Levels5Int64,
+    /// `slots16384-scale30-levels21-int64`
+    Slots16384Scale30Levels21Int64,
+    /// `slots16384-scale40-levels16-int64` (FHElium's engine default)
+    Slots16384Scale40Levels16Int64,
+    /// `slots16384-scale50-levels12-int64`
+    Slots16384Scale50Levels12Int64,
+    /// `slots32768-scale30-levels45-int64`
+    Slots32768Scale30Levels45Int64,
+    /// `slots32768-scale40-levels34-int64`
+    Slots32768Scale40Levels34Int64,
+    /// `slots32768-scale50-levels27-int64`
+    Slots32768Scale50Levels27Int64,
+    /// `slots65536-scale30-levels95-int64`
+    Slots65536Scale30Levels95Int64,
+    /// `slots65536-scale40-levels72-int64`
+    Slots65536Scale40Levels72Int64,
+    /// `slots65536-scale50-levels58-int64`
+    Slots65536Scale50Levels58Int64,
+}
+
+impl Preset {
+    /// Every preset, in table order.
+    pub const ALL: [Preset; 12] = [
+        Preset::Slots8192Scale30Levels9Int64,
+        Preset::Slots8192Scale40Levels7Int64,
+        Preset::Slots8192Scale50Levels5Int64,
+        Preset::Slots16384Scale30Levels21Int64,
+        Preset::Slots16384Scale40Levels16Int64,
+        Preset::Slots16384Scale50Levels12Int64,
+        Preset::Slots32768Scale30Levels45Int64,
+        Preset::Slots32768Scale40Levels34Int64,
+        Preset::Slots32768Scale50Levels27Int64,
+        Preset::Slots65536Scale30Levels95Int64,
+        Preset::Slots65536Scale40Levels72Int64,
+        Preset::Slots65536Scale50Levels58Int64,
+    ];
+
+    /// (log_n, scale_bits, levels = num_scale_primes, num_p_primes)
+    #[must_use]
+    pub const fn shape(self) -> (u32, u32, usize, usize) {
+        match self {
+            Preset::Slots8192Scale30Levels9Int64 => (14, 30, 9, 1),
+            Preset::Slots8192Scale40Levels7Int64 => (14, 40, 7, 1),
+            Preset::Slots8192Scale50Levels5Int64 => (14, 50, 5, 1),
+            Preset::Slots16384Scale30Levels21Int64 => (15, 30, 21, 2),
+            Preset::Slots16384Scale40Levels16Int64 => (15, 40, 16, 2),
+            Preset::Slots16384Scale50Levels12Int64 => (15, 50, 12, 2),
+            Preset::Slots32768Scale30Levels45Int64 => (16, 30, 45, 4),
+            Preset::Slots32768Scale40Levels34Int64 => (16, 40, 34, 4),
+            Preset::Slots32768Scale50Levels27Int64 => (16, 50, 27, 4),
+            Preset::Slots65536Scale30Levels95Int64 => (17, 30, 95, 6),
+            Preset::Slots65536Scale40Levels72Int64 => (17, 40, 72, 6),
+            Preset::Slots65536Scale50Levels58Int64 => (17, 50, 58, 6),
+        }
+    }
+
+    /// The CLI name, e.g. `slots8192-scale40-levels7-int64`.
+    #[must_use]
+    pub fn name(self) -> String {
+        let (log_n, scale, levels, _) = self.shape();
+        format!(
+            "slots{}-scale{scale}-levels{levels}-int64",
+            1u64 << (log_n - 1)
+        )
+    }
+}
+
+impl fmt::Display for Preset {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.name())
+    }
+}
+
+impl FromStr for Preset {
+    type Err = CkksError;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        Preset::ALL
+            .into_iter()
+            .find(|p| p.name() == s)
+            .ok_or_else(|| CkksError::UnknownPreset { name: s.to_owned() })
+    }
+}
+
+/// A complete CKKS parameter set. Build it with [`CkksConfig::from_preset`] or
+/// [`CkksConfig::generate`]; both validate it ([`CkksConfig::validate`]).
+#[derive(Clone, Debug, PartialEq)]
+pub struct CkksConfig {
+    /// log2 of the ring degree N.
+    pub log_n: u32,
+    /// Bit width of the scale primes; the default scale is `2^scale_bits`.
+    pub scale_bits: u32,
+    /// The Q chain in canonical prime-id order: scale primes, then the structural base prime.
+    pub q_primes: Vec<u64>,
+    /// The special primes P (ids after the Q primes).
+    pub p_primes: Vec<u64>,
+    /// Standard deviation of the error distribution (must be 3.19 for the budget table).
+    pub sigma: f64,
+    /// Claimed classical security level in bits (only 128 has a budget table here).
+    pub security_bits: u32,
+    /// Galois generator of the slot order (3, as FHElium's default).
+    pub galois_generator: u64,
+}
+
+impl CkksConfig {
+    /// The configuration of a preset, with its exact primes; refuses parameters over the
+    /// security budget.
+    pub fn from_preset(preset: Preset) -> Result<Self, CkksError> {
+        let (log_n, scale_bits, levels, num_p) = preset.shape();
+        Self::generate(log_n, scale_bits, levels, num_p)
+    }
+
+    /// Builds a chain of `num_scale_primes` scale primes of `scale_bits` bits, one 60-bit base
+    /// prime and `num_p_primes` 60-bit special primes for ring degree `2^log_n`, with the rules
+    /// of [`scale_primes`] and [`message_primes`], then validates it.
+    pub fn generate(
+        log_n: u32,
+        scale_bits: u32,
+        num_scale_primes: usize,
+        num_p_primes: usize,
+    ) -> Result<Self, CkksError> {
+        if !(4..=17).contains(&log_n) || !(20..=58).contains(&scale_bits) || num_p_primes == 0 {
+            return Err(CkksError::InvalidConfig {
+                reason: format!(
+                    "log_n {log_n} (4..=17), scale_bits {scale_bits} (20..=58), num_p_primes {num_p_primes} (>= 1)"
+                ),
+            });
+        }
+        let scale = scale_primes(log_n, scale_bits, num_scale_primes)?;
+        let msg = message_primes(log_n, MESSAGE_PRIME_BITS, 1 + num_p_primes)?;
+        let mut q_primes = scale;
+        q_primes.push(msg[0]);
+        let cfg = Self {
+            log_n,
+            scale_bits,
+            q_primes,
+            p_primes: msg[1..].to_vec(),
+            sigma: DEFAULT_SIGMA,
+            security_bits: 128,
+            galois_generator: 3,
+        };
+        cfg.validate()?;
+        Ok(cfg)
+    }
+
+    /// Checks the structural rules (distinct primes, q ≡ 1 mod 2N, q prime, 4q < 2^62... here
+    /// q < 2^62) and the security budget of spec §1.7.
+    pub fn validate(&self) -> Result<(), CkksError> {
+        let two_n = 2u64 << self.log_n;
+        let all: Vec<u64> = self
+            .q_primes
+            .iter()
+            .chain(&self.p_primes)
+            .copied()
+            .collect();
+        if self.q_primes.len() < 2 || self.p_primes.is_empty() {
+            return Err(CkksError::InvalidConfig {
+                reason: format!(
+                    "need at least 2 Q primes and 1 P prime, got {} and {}",
+                    self.q_primes.len(),
+                    self.p_primes.len()
+                ),
+            });
+        }
+        for (i, &q) in all.iter().enumerate() {
+            if q >= 1 << 62 || !is_prime(q) || q % two_n != 1 {
+                return Err(CkksError::InvalidConfig {
+                    reason: format!("prime id {i} = {q} is not a prime ≡ 1 mod 2N below 2^62"),
+                });
+            }
+            if all[..i].contains(&q) {
+                return Err(CkksError::InvalidConfig {
+                    reason: format!("duplicate prime {q}"),
+                });
+            }
+        }
+        if self.galois_generator != 3 {
+            return Err(CkksError::InvalidConfig {
+                reason: format!(
+                    "galois generator {} (only 3 is supported)",
+                    self.galois_generator
+                ),
+            });
+        }
+        if self.sigma != DEFAULT_SIGMA || self.security_bits != 128 {
+            return Err(CkksError::InvalidConfig {
+                reason: format!(
+                    "the budget table covers sigma = 3.19 at 128 bits only (got sigma {}, {} bits)",
+                    self.sigma, self.security_bits
+                ),
+            });
+        }
+        let total = self.total_modulus_bits();
+        let budget = SECURITY_BUDGET_128
+            .iter()
+            .find(|(l, _)| *l == self.log_n)
+            .map(|(_, b)| *b);
+        match budget {
+            Some(b) if total <= b => Ok(()),
+            _ => Err(CkksError::SecurityBudgetExceeded {
+                log_n: self.log_n,
+                total_modulus_bits: total,
+                budget_bits: budget,
+                security_bits: self.security_bits,
+            }),
+        }
+    }
+
+    /// Ring degree N.
+    #[must_use]
+    pub const fn n(&self) -> usize {
+        1 << self.log_n
+    }
+
+    /// Number of complex slots N/2.
+    #[must_use]
+    pub const fn slots(&self) -> usize {
+        1 << (self.log_n - 1)
+    }
+
+    /// The default scale `2^scale_bits`.
+    #[must_use]
+    pub fn default_scale(&self) -> f64 {
+        2f64.powi(self.scale_bits as i32)
+    }
+
+    /// Number of public levels (= number of scale primes); levels are `0..num_levels()`.
+    #[must_use]
+    pub fn num_levels(&self) -> usize {
+        self.q_primes.len() - 1
+    }
+
+    /// The last public level (`num_levels() - 1`).
+    #[must_use]
+    pub fn max_level(&self) -> usize {
+        self.num_levels() - 1
+    }
+
+    /// `ceil(log2(Q * P))`.
+    #[must_use]
+    pub fn total_modulus_bits(&self) -> u32 {
+        let bits: f64 = self
+            .q_primes
+            .iter()
+            .chain(&self.p_primes)
+            .map(|&q| (q as f64).log2())
+            .sum();
+        bits.ceil() as u32
+    }
+
+    /// Active Q bits `ceil(log2(Q_level))` at a level.
+    #[must_use]
+    pub fn q_bits_at_level(&self, level: usize) -> u32 {
+        let bits: f64 = self
+            .q_primes
+            .iter()
+            .skip(level)
+            .map(|&q| (q as f64).log2())
+            .sum();
+        bits.ceil() as u32
+    }
+
+    /// Key-switching digits at level 0 as lists of Q prime ids: the scale primes in consecutive
+    /// chunks of `num_p_primes`, then the base prime as its own digit (spec §1.5).
+    #[must_use]
+    pub fn digits(&self) -> Vec<Vec<usize>> {
+        let nscale = self.q_primes.len() - 1;
+        let w = self.p_primes.len();
+        let mut d: Vec<Vec<usize>> = (0..nscale)
+            .collect::<Vec<_>>()
+            .chunks(w)
+            .map(<[usize]>::to_vec)
+            .collect();
+        d.push(vec![nscale]);
+        d
+    }
+}
+
+/// NTT-friendly primes of `bits` bits closest to `2^bits`, alternating below / above (decision
+/// 0401). For (log_n 14, 40 bits) it returns FHElium's exact catalog primes
+/// [`SCALE40_N16384_PRIMES`]; for other rows our own rule: the first prime is taken on the side
+/// opposite the nearest candidate, then the sides alternate, each taking its next unused prime.
+pub fn scale_primes(log_n: u32, bits: u32, count: usize) -> Result<Vec<u64>, CkksError> {
+    if log_n == 14 && bits == 40 && count <= SCALE40_N16384_PRIMES.len() {
+        return Ok(SCALE40_N16384_PRIMES[..count].to_vec());
+    }
+    let two_n = 2u64 << log_n;
+    let center = 1u64 << bits;
+    let lo_limit = 1u64 << (bits - 1);
+    let hi_limit = 1u64 << (bits + 1);
+    let mut below = (center / two_n) * two_n + 1;
+    if below >= center {
+        below -= two_n;
+    }
+    let mut above = (center / two_n + 1) * two_n + 1;
+    let next_below = |from: &mut u64| -> Option<u64> {
+        while *from > lo_limit {
+            let c = *from;
+            *from -= two_n;
+            if is_prime(c) {
+                return Some(c);
+            }
+        }
+        None
+    };
+    let next_above = |from: &mut u64| -> Option<u64> {
+        while *from < hi_limit {
+            let c = *from;
+            *from += two_n;
+            if is_prime(c) {
+                return Some(c);
+            }
+        }
+        None
+    };
+    let exhausted = || CkksError::InvalidConfig {
+        reason: format!("not enough {bits}-bit NTT primes for N = 2^{log_n}"),
+    };
+    let mut out = Vec::with_capacity(count);
+    if count == 0 {
+        return Ok(out);
+    }
+    let (mut b0, mut a0) = (below, above);
+    let first_below = next_below(&mut b0).ok_or_else(exhausted)?;
+    let first_above = next_above(&mut a0).ok_or_else(exhausted)?;
+    let mut take_below = center - first_below > first_above - center;
+    while out.len() < count {
+        let p = if take_below {
+            next_below(&mut below)
+        } else {
+            next_above(&mut above)
+        };
+        out.push(p.ok_or_else(exhausted)?);
+        take_below = !take_below;
+    }
+    Ok(out)
+}
+
+/// The `count` largest NTT-friendly primes (`q ≡ 1 mod 2N`) below `2^bits`, descending (the rule
+/// of FHElium's message-prime catalog: the base prime first, then the special primes).
+pub fn message_primes(log_n: u32, bits: u32, count: usize) -> Result<Vec<u64>, CkksError> {
+    let two_n = 2u64 << log_n;
+    let mut c = ((1u64 << bits) - 1) / two_n * two_n + 1;
+    let mut out = Vec::with_capacity(count);
+    while out.len() < count {
+        if c <= 1u64 << (bits - 1) {
+            return Err(CkksError::InvalidConfig {
+                reason: format!("not enough {bits}-bit NTT primes for N = 2^{log_n}"),
+            });
+        }
+        if is_prime(c) {
+            out.push(c);
+        }
+        c -= two_n;
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn seed_preset_has_the_exact_nine_primes() {
+        let p: Preset = "slots8192-scale40-levels7-int64"
+            .parse()
+            .expect("known preset");
+        assert_eq!(p, Preset::Slots8192Scale40Levels7Int64);
+        assert_eq!(p.to_string(), "slots8192-scale40-levels7-int64");
+        let c = CkksConfig::from_preset(p).expect("valid");
+        assert_eq!(c.n(), 16384);
+        assert_eq!(
+            c.q_primes,
+            [
+                1_099_510_054_913,
+                1_099_515_691_009,
+                1_099_508_121_601,
+                1_099_515_789_313,
+                1_099_507_695_617,
+                1_099_516_280_833,
+                1_099_506_515_969,
+                1_152_921_504_606_748_673
+            ]
+        );
+        assert_eq!(c.p_primes, [1_152_921_504_606_683_137]);
+        assert_eq!(c.total_modulus_bits(), 400);
+        assert_eq!(c.num_levels(), 7);
+        let per_level: Vec<u32> = (0..7).map(|l| c.q_bits_at_level(l)).collect();
+        assert_eq!(per_level, [340, 301, 260, 220, 180, 140, 100]);
+        assert_eq!(c.digits().len(), 8);
+        assert_eq!(c.digits()[7], vec![7]);
+    }
+
+    #[test]
+    fn every_preset_parses_prints_and_meets_the_budget() {
+        for p in Preset::ALL {
+            let back: Preset = p.to_string().parse().expect("round trip");
+            assert_eq!(back, p);
+        }
+        // building the large ones costs prime searches; the N <= 2^15 ones are quick
+        for p in &Preset::ALL[..6] {
+            let c = CkksConfig::from_preset(*p).expect("budget met");
+            let (_, _, levels, nump) = p.shape();
+            assert_eq!(c.q_primes.len(), levels + 1);
+            assert_eq!(c.p_primes.len(), nump);
+            assert_eq!(c.digits().len(), levels.div_ceil(nump) + 1, "{p}");
+        }
+        assert!(matches!(
+            "slots8192-scale40-levels8-int64".parse::<Preset>(),
+            Err(CkksError::UnknownPreset { .. })
+        ));
+    }
+
+    #[test]
+    fn over_budget_is_refused_with_a_typed_error() {
+        let err = CkksConfig::generate(14, 50, 8, 1).expect_err("8*50+120 > 430");
+        assert!(matches!(
+            err,
+            CkksError::SecurityBudgetExceeded {
+                log_n: 14,
+                budget_bits: Some(430),
+                ..
+            }
+        ));
+        let mut c = CkksConfig::from_preset(Preset::Slots8192Scale40Levels7Int64).expect("valid");
+        c.q_primes[1] = c.q_primes[0];
+        assert!(matches!(c.validate(), Err(CkksError::InvalidConfig { .. })));
+        let mut c = CkksConfig::from_preset(Preset::Slots8192Scale40Levels7Int64).expect("valid");
+        c.q_primes[0] += 2 * 16384; // no longer prime
+        assert!(matches!(c.validate(), Err(CkksError::InvalidConfig { .. })));
+    }
+
+    #[test]
+    fn generated_primes_follow_the_rule() {
+        let qs = scale_primes(12, 30, 6).expect("enough");
+        for &q in &qs {
+            assert!(is_prime(q) && q % (1 << 13) == 1);
+        }
+        for w in qs.windows(2) {
+            assert_ne!(w[0] < 1 << 30, w[1] < 1 << 30, "sides alternate: {qs:?}");
+        }
+        let m = message_primes(14, 60, 2).expect("enough");
+        assert_eq!(m, [1_152_921_504_606_748_673, 1_152_921_504_606_683_137]);
+    }
+}

@@ -1,0 +1,391 @@
+//! Bit-exactness of the CUDA engine against the CPU engine: every operation on real
+//! ciphertexts at several levels, GPU words == CPU words, with the device pool poisoned before
+//! each operation so an unwritten output word cannot match by luck.
+//!
+//! Built only with feature `cuda`. Without a CUDA device each test prints why and passes,
+//! unless `FHELIUM_REQUIRE_GPU=1` (set by the GPU bundle's run-all.sh) makes that a failure.
+#![cfg(feature = "cuda")]
+
+use fhelium_ckks::cuda::{CudaBackendError, CudaEngine, GpuCiphertext};
+use fhelium_ckks::{Ciphertext, CkksError, CpuEngine, Domain, ModulusBasis, Preset};
+
+const SEED: [u8; 32] = [7; 32];
+
+struct Fixture {
+    cpu: CpuEngine,
+    gpu: CudaEngine,
+    stream: cust::stream::Stream,
+}
+
+fn fixture() -> Option<Fixture> {
+    let required = std::env::var("FHELIUM_REQUIRE_GPU").is_ok_and(|v| v == "1");
+    let cpu = CpuEngine::with_seed(Preset::Slots8192Scale40Levels7Int64, SEED).expect("cpu engine");
+    match CudaEngine::new(cpu.context(), 0) {
+        Ok(gpu) => {
+            let stream = gpu.stream().expect("stream");
+            Some(Fixture { cpu, gpu, stream })
+        }
+        Err(e) => {
+            assert!(!required, "FHELIUM_REQUIRE_GPU=1 but no CUDA engine: {e}");
+            eprintln!("skipped: no CUDA device available ({e})");
+            None
+        }
+    }
+}
+
+/// Deterministic, non-trivial message for seed `k`.
+fn message(cpu: &CpuEngine, k: u64) -> Vec<f64> {
+    (0..cpu.num_slots())
+        .map(|j| 0.01 * ((0.017 + 0.003 * k as f64) * j as f64 + k as f64).sin())
+        .collect()
+}
+
+fn fresh(cpu: &CpuEngine, k: u64, level: usize) -> Ciphertext {
+    let ct = cpu.encrypt_message(&message(cpu, k)).expect("encrypt");
+    cpu.mod_switch_to_level(&ct, level).expect("mod switch")
+}
+
+impl Fixture {
+    fn up(&self, ct: &Ciphertext) -> GpuCiphertext {
+        self.gpu
+            .upload_ciphertext(ct, &self.stream)
+            .expect("upload")
+    }
+
+    /// Poison the pool with enough words for any result, run `f`, compare with `want`.
+    fn check(
+        &self,
+        what: &str,
+        want: &Ciphertext,
+        f: impl FnOnce() -> Result<GpuCiphertext, CudaBackendError>,
+    ) {
+        self.gpu
+            .poison_pool(4 * 9 * 16384 * 9, &self.stream)
+            .expect("poison");
+        let got = f().unwrap_or_else(|e| panic!("{what}: {e}"));
+        let host = self
+            .gpu
+            .download_ciphertext(&got, &self.stream)
+            .expect("download");
+        assert_eq!(host.level(), want.level(), "{what}: level");
+        assert_eq!(host.domain(), want.domain(), "{what}: domain");
+        assert_eq!(host.components(), want.components(), "{what}: components");
+        assert_eq!(host.prime_ids(), want.prime_ids(), "{what}: prime ids");
+        assert_eq!(
+            host.scale().to_bits(),
+            want.scale().to_bits(),
+            "{what}: scale"
+        );
+        let (g, c) = (host.words(), want.words());
+        assert_eq!(g.len(), c.len(), "{what}: word count");
+        if let Some(i) = (0..g.len()).find(|&i| g[i] != c[i]) {
+            let bad = (0..g.len()).filter(|&i| g[i] != c[i]).count();
+            panic!(
+                "{what}: {bad} of {} words differ, first at {i} (gpu {:#x}, cpu {:#x})",
+                g.len(),
+                g[i],
+                c[i]
+            );
+        }
+        eprintln!("{what}: {} words bit-exact", g.len());
+    }
+}
+
+#[test]
+fn ntt_both_directions_match_cpu_at_several_levels() {
+    let Some(fx) = fixture() else { return };
+    for level in [0usize, 3, 6] {
+        let ct = fresh(&fx.cpu, level as u64, level);
+        let want = fx
+            .cpu
+            .coefficient_domain_to_ntt_domain(&ct)
+            .expect("cpu ntt");
+        let d = fx.up(&ct);
+        fx.check(
+            &format!("coefficient_domain_to_ntt_domain L{level}"),
+            &want,
+            || fx.gpu.coefficient_domain_to_ntt_domain(&d, &fx.stream),
+        );
+        let back = fx
+            .cpu
+            .ntt_domain_to_coefficient_domain(&want)
+            .expect("cpu intt");
+        assert_eq!(back.words(), ct.words(), "CPU round trip");
+        let dn = fx.up(&want);
+        fx.check(
+            &format!("ntt_domain_to_coefficient_domain L{level}"),
+            &back,
+            || fx.gpu.ntt_domain_to_coefficient_domain(&dn, &fx.stream),
+        );
+    }
+}
+
+#[test]
+fn add_subtract_negate_match_cpu() {
+    let Some(fx) = fixture() else { return };
+    for level in [0usize, 5] {
+        let a = fresh(&fx.cpu, 1, level);
+        let b = fresh(&fx.cpu, 2, level);
+        let (da, db) = (fx.up(&a), fx.up(&b));
+        let want = fx.cpu.add(&a, &b).expect("add");
+        fx.check(&format!("add L{level}"), &want, || {
+            fx.gpu.add(&da, &db, &fx.stream)
+        });
+        let want = fx.cpu.subtract(&a, &b).expect("sub");
+        fx.check(&format!("subtract L{level}"), &want, || {
+            fx.gpu.subtract(&da, &db, &fx.stream)
+        });
+        let want = fx.cpu.negate(&a).expect("neg");
+        fx.check(&format!("negate L{level}"), &want, || {
+            fx.gpu.negate(&da, &fx.stream)
+        });
+    }
+}
+
+#[test]
+fn multiply_plaintext_and_add_plaintext_match_cpu() {
+    let Some(fx) = fixture() else { return };
+    for level in [0usize, 2, 6] {
+        let ct = fresh(&fx.cpu, 3, level);
+        let ntt = fx.cpu.coefficient_domain_to_ntt_domain(&ct).expect("ntt");
+        let enc = fx
+            .cpu
+            .encode(&message(&fx.cpu, 9), level, None)
+            .expect("encode");
+        let pt = fx
+            .cpu
+            .prepare_plaintext_for_multiplication(&enc, ModulusBasis::Q)
+            .expect("prepare");
+        let want = fx.cpu.multiply_plaintext(&ntt, &pt).expect("cpu mul");
+        let (dc, dp) = (
+            fx.up(&ntt),
+            fx.gpu.upload_plaintext(&pt, &fx.stream).expect("up"),
+        );
+        fx.check(&format!("multiply_plaintext L{level}"), &want, || {
+            fx.gpu.multiply_plaintext(&dc, &dp, &fx.stream)
+        });
+        let pa = fx
+            .cpu
+            .prepare_plaintext_for_addition(&enc, ModulusBasis::Q)
+            .expect("prepare add");
+        let want = fx.cpu.add_plaintext(&ct, &pa).expect("cpu add_plaintext");
+        let (dc, dp) = (
+            fx.up(&ct),
+            fx.gpu.upload_plaintext(&pa, &fx.stream).expect("up"),
+        );
+        fx.check(&format!("add_plaintext L{level}"), &want, || {
+            fx.gpu.add_plaintext(&dc, &dp, &fx.stream)
+        });
+    }
+}
+
+#[test]
+fn multiply_and_relinearize_match_cpu() {
+    let Some(fx) = fixture() else { return };
+    let rlk = fx
+        .cpu
+        .create_relinearization_key(fx.cpu.secret_key())
+        .expect("rlk");
+    let drlk = fx
+        .gpu
+        .upload_relinearization_key(&rlk, &fx.stream)
+        .expect("upload rlk");
+    for level in [0usize, 4, 6] {
+        let a = fx
+            .cpu
+            .coefficient_domain_to_ntt_domain(&fresh(&fx.cpu, 4, level))
+            .expect("ntt");
+        let b = fx
+            .cpu
+            .coefficient_domain_to_ntt_domain(&fresh(&fx.cpu, 5, level))
+            .expect("ntt");
+        let prod = fx.cpu.multiply(&a, &b).expect("cpu multiply");
+        let (da, db) = (fx.up(&a), fx.up(&b));
+        fx.check(&format!("multiply L{level}"), &prod, || {
+            fx.gpu.multiply(&da, &db, &fx.stream)
+        });
+        let want = fx.cpu.relinearize_with_key(&prod, &rlk).expect("cpu relin");
+        let dp = fx.up(&prod);
+        fx.check(&format!("relinearize L{level}"), &want, || {
+            fx.gpu.relinearize_with_key(&dp, &drlk, &fx.stream)
+        });
+    }
+}
+
+#[test]
+fn rotate_with_key_matches_cpu_for_several_steps_and_levels() {
+    let Some(fx) = fixture() else { return };
+    for step in [1i64, -3] {
+        let key = fx
+            .cpu
+            .create_rotation_key(step, fx.cpu.secret_key())
+            .expect("rotation key");
+        let dkey = fx
+            .gpu
+            .upload_rotation_key(&key, &fx.stream)
+            .expect("upload key");
+        for level in [0usize, 2, 6] {
+            let ct = fresh(&fx.cpu, 6, level);
+            let want = fx.cpu.rotate_with_key(&ct, &key).expect("cpu rotate");
+            let d = fx.up(&ct);
+            fx.check(
+                &format!("rotate_with_key step {step} L{level}"),
+                &want,
+                || fx.gpu.rotate_with_key(&d, &dkey, &fx.stream),
+            );
+        }
+    }
+}
+
+#[test]
+fn rescale_and_mod_switch_match_cpu_at_every_level() {
+    let Some(fx) = fixture() else { return };
+    for level in 0..fx.cpu.max_level() {
+        let ct = fresh(&fx.cpu, 7, level);
+        let d = fx.up(&ct);
+        let want = fx.cpu.rescale_to_next_level(&ct).expect("cpu rescale");
+        fx.check(&format!("rescale_to_next_level L{level}"), &want, || {
+            fx.gpu.rescale_to_next_level(&d, &fx.stream)
+        });
+        let want = fx
+            .cpu
+            .mod_switch_to_next_level(&ct)
+            .expect("cpu mod switch");
+        fx.check(&format!("mod_switch_to_next_level L{level}"), &want, || {
+            fx.gpu.mod_switch_to_next_level(&d, &fx.stream)
+        });
+    }
+}
+
+#[test]
+fn example14_stage_decrypts_on_the_cpu() {
+    let Some(fx) = fixture() else { return };
+    let m = message(&fx.cpu, 0);
+    let ct = fx.cpu.encrypt_message(&m).expect("encrypt");
+    let key = fx
+        .cpu
+        .create_rotation_key(1, fx.cpu.secret_key())
+        .expect("key");
+    let half = fx
+        .cpu
+        .prepare_plaintext_for_multiplication(
+            &fx.cpu
+                .encode(&vec![0.5; fx.cpu.num_slots()], 0, None)
+                .expect("encode"),
+            ModulusBasis::Q,
+        )
+        .expect("prepare");
+    let s = &fx.stream;
+    let g = &fx.gpu;
+    let dkey = g.upload_rotation_key(&key, s).expect("key up");
+    let dhalf = g.upload_plaintext(&half, s).expect("pt up");
+    let d = fx.up(&ct);
+    let r = g.rotate_with_key(&d, &dkey, s).expect("rotate");
+    let r = g.coefficient_domain_to_ntt_domain(&r, s).expect("ntt");
+    let r = g.multiply_plaintext(&r, &dhalf, s).expect("mul");
+    let r = g.ntt_domain_to_coefficient_domain(&r, s).expect("intt");
+    let r = g.rescale_to_next_level(&r, s).expect("rescale");
+    let out = g.download_ciphertext(&r, s).expect("download");
+    let got = fx.cpu.decrypt_message(&out).expect("decrypt");
+    let n = m.len();
+    let err = (0..n)
+        .map(|j| (got[j] - 0.5 * m[(j + n - 1) % n]).abs())
+        .fold(0.0, f64::max);
+    eprintln!("example-14 stage on the GPU: max error {err:.3e}");
+    assert!(err < 1e-5, "max error {err}");
+}
+
+#[test]
+fn automorphism_matches_the_cpu_kernel() {
+    use fhelium_ckks::kernels::{apply_automorphism_limb, automorphism_index_map};
+    let Some(fx) = fixture() else { return };
+    let n = fx.cpu.n();
+    for (level, g) in [(0usize, 3u64), (3, 10_923), (6, 2 * n as u64 - 1)] {
+        let ct = fresh(&fx.cpu, 8, level);
+        let map = automorphism_index_map(n, g);
+        let rows = ct.num_limbs();
+        let mut want = vec![0u64; ct.words().len()];
+        for (i, dst) in want.chunks_mut(n).enumerate() {
+            let m = fx.cpu.context().ntt_tables()[ct.prime_ids()[i % rows]].modulus();
+            apply_automorphism_limb(m, &map, &ct.words()[i * n..(i + 1) * n], dst);
+        }
+        fx.gpu.poison_pool(2 * 8 * n, &fx.stream).expect("poison");
+        let d = fx.up(&ct);
+        let got = fx
+            .gpu
+            .automorphism(&d, g, &fx.stream)
+            .expect("automorphism");
+        let got = fx.gpu.download_words(&got, &fx.stream).expect("download");
+        assert!(
+            got == want,
+            "automorphism g = {g} L{level} differs from the CPU kernel"
+        );
+        eprintln!("automorphism g = {g} L{level}: bit-exact");
+    }
+}
+
+#[test]
+fn bad_operands_are_typed_errors() {
+    let Some(fx) = fixture() else { return };
+    let s = &fx.stream;
+    let ct0 = fx.up(&fresh(&fx.cpu, 1, 0));
+    let ct1 = fx.up(&fresh(&fx.cpu, 1, 1));
+    let ntt = fx
+        .gpu
+        .coefficient_domain_to_ntt_domain(&ct0, s)
+        .expect("ntt");
+    assert!(matches!(
+        fx.gpu.add(&ct0, &ct1, s),
+        Err(CudaBackendError::Ckks(CkksError::LevelMismatch { .. }))
+    ));
+    assert!(matches!(
+        fx.gpu.add(&ct0, &ntt, s),
+        Err(CudaBackendError::Ckks(CkksError::DomainMismatch { .. }))
+    ));
+    assert!(matches!(
+        fx.gpu.coefficient_domain_to_ntt_domain(&ntt, s),
+        Err(CudaBackendError::Ckks(CkksError::DomainMismatch {
+            expected: Domain::Coefficient,
+            ..
+        }))
+    ));
+    assert!(matches!(
+        fx.gpu.rescale_to_next_level(&ntt, s),
+        Err(CudaBackendError::Ckks(CkksError::DomainMismatch { .. }))
+    ));
+    let last = fx.up(&fresh(&fx.cpu, 1, fx.cpu.max_level()));
+    assert!(matches!(
+        fx.gpu.rescale_to_next_level(&last, s),
+        Err(CudaBackendError::Ckks(CkksError::LevelExhausted { .. }))
+    ));
+    assert!(matches!(
+        fx.gpu.mod_switch_to_next_level(&last, s),
+        Err(CudaBackendError::Ckks(CkksError::LevelExhausted { .. }))
+    ));
+    let key = fx
+        .cpu
+        .create_rotation_key(1, fx.cpu.secret_key())
+        .expect("key");
+    let dkey = fx.gpu.upload_rotation_key(&key, s).expect("key up");
+    assert!(matches!(
+        fx.gpu.rotate_with_key(&ntt, &dkey, s),
+        Err(CudaBackendError::Ckks(CkksError::DomainMismatch { .. }))
+    ));
+    let a = fx
+        .gpu
+        .coefficient_domain_to_ntt_domain(&ct0, s)
+        .expect("ntt");
+    let prod = fx.gpu.multiply(&a, &ntt, s).expect("multiply");
+    assert!(matches!(
+        fx.gpu.relinearize_with_key(&prod, &dkey, s),
+        Err(CudaBackendError::Ckks(CkksError::WrongKey { .. }))
+    ));
+    assert!(matches!(
+        fx.gpu.multiply(&prod, &prod, s),
+        Err(CudaBackendError::Ckks(CkksError::ComponentMismatch { .. }))
+    ));
+    assert!(matches!(
+        fx.gpu.automorphism(&ct0, 4, s),
+        Err(CudaBackendError::Unsupported { .. })
+    ));
+}
