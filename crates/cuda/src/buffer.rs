@@ -175,6 +175,16 @@ impl Buffer {
         }
     }
 
+    /// The fence event of an in-flight copy on page-locked memory, if still pending.
+    #[cfg(feature = "cuda")]
+    pub(crate) fn pending_fence(&self) -> Option<Event> {
+        let mut f = self.fence.lock();
+        if f.as_ref().is_some_and(|e| e.query().unwrap_or(false)) {
+            *f = None;
+        }
+        f.clone()
+    }
+
     #[cfg_attr(not(feature = "cuda"), allow(dead_code))]
     pub(crate) fn set_fence(&self, ev: &Event) {
         *self.fence.lock() = Some(ev.clone());

@@ -29,6 +29,8 @@ pub mod stream;
 pub mod tensors;
 
 pub use buffer::{Buffer, StorageKey};
+#[cfg(feature = "cuda")]
+pub use cuda::{Kernel, KernelArg, LaunchConfig, Module};
 pub use error::MemoryError;
 pub use fhelium_residency::ResidencyLocation;
 pub use memory::{DeviceAllocMode, DeviceInfo, LocationUsage, Memory, MemoryConfig, SimFaults};
