@@ -44,7 +44,7 @@ impl<'s> Sim<'s> {
                 budget: l.budget_bytes(),
                 used: l.used_bytes(),
                 reserved: l.reserved_bytes(),
-                peak: l.used_bytes() + l.reserved_bytes(),
+                peak: l.used_bytes().saturating_add(l.reserved_bytes()),
             })
             .collect();
         Self {
@@ -106,7 +106,7 @@ impl<'s> Sim<'s> {
             }
         }
         if !temporary {
-            l.used += charge;
+            l.used = l.used.saturating_add(charge);
             self.placement(v).push(location);
             self.created.insert((v, location));
         }

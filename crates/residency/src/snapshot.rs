@@ -550,9 +550,13 @@ impl ResidencyLocationSnapshot {
     /// `budget - used - reserved`, `None` when unbudgeted.
     #[must_use]
     pub fn remaining_budget_bytes(&self) -> Option<u64> {
-        self.parts
-            .budget_bytes
-            .map(|b| b - self.parts.used_bytes - self.parts.reserved_bytes)
+        self.parts.budget_bytes.map(|b| {
+            b.saturating_sub(
+                self.parts
+                    .used_bytes
+                    .saturating_add(self.parts.reserved_bytes),
+            )
+        })
     }
     /// Historical maximum of used.
     #[must_use]
@@ -710,7 +714,7 @@ impl ResidencySnapshot {
             for m in v.materializations() {
                 let s = &mut sums[pos(m.location(), "a materialization")?];
                 s.used = s.used.saturating_add(m.charged_nbytes());
-                s.values += 1;
+                s.values = s.values.saturating_add(1);
                 s.uses = s.uses.saturating_add(m.use_count());
                 s.holds = s.holds.saturating_add(m.hold_count());
                 s.pending = s.pending.saturating_add(m.pending_event_count());
@@ -720,7 +724,7 @@ impl ResidencySnapshot {
         for r in &parts.reservations {
             let s = &mut sums[pos(r.location(), "a reservation")?];
             s.reserved = s.reserved.saturating_add(r.nbytes());
-            s.reservations += 1;
+            s.reservations = s.reservations.saturating_add(1);
         }
         for (l, s) in parts.locations.iter().zip(&sums) {
             let p = l.parts();
@@ -931,18 +935,20 @@ impl ResidencySnapshotBuilder {
                 .flat_map(ResidencyValueSnapshot::materializations)
                 .filter(|m| m.location() == l)
             {
-                p.used_bytes += m.charged_nbytes();
-                p.value_count += 1;
-                p.use_count += m.use_count();
-                p.hold_count += m.hold_count();
-                p.pending_event_count += m.pending_event_count();
+                p.used_bytes = p.used_bytes.saturating_add(m.charged_nbytes());
+                p.value_count = p.value_count.saturating_add(1);
+                p.use_count = p.use_count.saturating_add(m.use_count());
+                p.hold_count = p.hold_count.saturating_add(m.hold_count());
+                p.pending_event_count = p
+                    .pending_event_count
+                    .saturating_add(m.pending_event_count());
             }
             for r in self.reservations.iter().filter(|r| r.location() == l) {
-                p.reserved_bytes += r.nbytes();
-                p.reservation_count += 1;
+                p.reserved_bytes = p.reserved_bytes.saturating_add(r.nbytes());
+                p.reservation_count = p.reservation_count.saturating_add(1);
             }
             p.peak_used_bytes = p.used_bytes;
-            p.peak_charged_bytes = p.used_bytes + p.reserved_bytes;
+            p.peak_charged_bytes = p.used_bytes.saturating_add(p.reserved_bytes);
             locations.push(ResidencyLocationSnapshot::new(p)?);
         }
         ResidencySnapshot::new(ResidencySnapshotParts {
