@@ -324,11 +324,20 @@ impl CudaStream {
         self.raw
     }
 
-    pub(crate) fn record(&self, loc: ResidencyLocation) -> Result<CudaEvent, MemoryError> {
+    pub(crate) fn record(
+        &self,
+        loc: ResidencyLocation,
+        timing: bool,
+    ) -> Result<CudaEvent, MemoryError> {
         self.dev.bind("cuEventCreate")?;
+        let flags = if timing {
+            cu::CUevent_flags::CU_EVENT_DEFAULT
+        } else {
+            cu::CUevent_flags::CU_EVENT_DISABLE_TIMING
+        };
         let mut ev: cu::CUevent = std::ptr::null_mut();
         // SAFETY: out-pointer to a local; the context is current.
-        let r = unsafe { cu::cuEventCreate(&mut ev, cu::CUevent_flags::CU_EVENT_DEFAULT as u32) };
+        let r = unsafe { cu::cuEventCreate(&mut ev, flags as u32) };
         check("cuEventCreate", loc, r)?;
         let event = CudaEvent {
             raw: ev,
@@ -528,7 +537,7 @@ pub(crate) fn copy(
             fences.push(f);
         }
     }
-    for f in &fences {
+    for f in fences.iter().filter(|f| f.inner.stream_id != stream.id()) {
         stream.wait_event(f)?;
     }
     let s = match src {

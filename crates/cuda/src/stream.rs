@@ -168,6 +168,21 @@ impl Stream {
     /// # Errors
     /// [`MemoryError::Cuda`] when the driver refuses.
     pub fn record_event(&self) -> Result<Event, MemoryError> {
+        self.record(false)
+    }
+
+    /// Like [`record_event`](Self::record_event), with timing enabled on CUDA so that
+    /// [`Event::elapsed_ms`] works (plain events skip timing, which makes them cheaper).
+    ///
+    /// # Errors
+    /// [`MemoryError::Cuda`] when the driver refuses.
+    pub fn record_timing_event(&self) -> Result<Event, MemoryError> {
+        self.record(true)
+    }
+
+    fn record(&self, timing: bool) -> Result<Event, MemoryError> {
+        #[cfg(not(feature = "cuda"))]
+        let _ = timing;
         let location = self.inner.location;
         match &self.inner.kind {
             StreamKind::Sim(state) => {
@@ -175,6 +190,7 @@ impl Stream {
                 Ok(Event {
                     inner: Arc::new(EventInner {
                         id: next_id(),
+                        stream_id: self.inner.id,
                         location,
                         kind: EventKind::Sim(gates),
                     }),
@@ -182,10 +198,11 @@ impl Stream {
             }
             #[cfg(feature = "cuda")]
             StreamKind::Cuda(s) => {
-                let ev = s.record(location)?;
+                let ev = s.record(location, timing)?;
                 Ok(Event {
                     inner: Arc::new(EventInner {
                         id: next_id(),
+                        stream_id: self.inner.id,
                         location,
                         kind: EventKind::Cuda(ev),
                     }),
@@ -307,6 +324,7 @@ pub(crate) enum EventKind {
 
 pub(crate) struct EventInner {
     id: u64,
+    pub(crate) stream_id: u64,
     location: ResidencyLocation,
     pub(crate) kind: EventKind,
 }
@@ -336,6 +354,12 @@ impl Event {
     #[must_use]
     pub fn id(&self) -> u64 {
         self.inner.id
+    }
+
+    /// The [`Stream::id`] of the stream the event was recorded on.
+    #[must_use]
+    pub fn stream_id(&self) -> u64 {
+        self.inner.stream_id
     }
 
     /// Non-blocking completion check: `true` when complete.
@@ -368,8 +392,8 @@ impl Event {
         }
     }
 
-    /// Milliseconds between `self` and a later event `end` (CUDA events only; both must have
-    /// completed). `None` for simulated events.
+    /// Milliseconds between `self` and a later event `end` (CUDA events recorded with
+    /// [`Stream::record_timing_event`], both complete). `None` for simulated events.
     ///
     /// # Errors
     /// [`MemoryError::Cuda`].

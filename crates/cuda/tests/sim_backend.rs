@@ -243,7 +243,10 @@ fn stream_rules() {
     let (d0, ev) = host.copy_to(&mem, &L::Sim(0), Some(&s0)).unwrap();
     assert!(ev.unwrap().query().unwrap());
     let (_d1, ev) = d0.copy_to(&mem, &L::Sim(1), Some(&s0)).unwrap();
-    assert_eq!(ev.unwrap().location(), L::Sim(0));
+    let ev = ev.unwrap();
+    assert_eq!(ev.location(), L::Sim(0));
+    assert_eq!(ev.stream_id(), s0.id());
+    assert!(format!("{ev:?} {s0:?}").contains("sim:0"));
     let err = mem.alloc(&L::Sim(1), 4, Some(&s0)).unwrap_err();
     assert!(matches!(err, MemoryError::StreamMismatch { .. }), "{err}");
     let err = mem.alloc(&L::PageableHost, 4, Some(&s0)).unwrap_err();
