@@ -1,0 +1,145 @@
+//! Producing the model's snapshot types from the manager's state (spec 1.11).
+
+use fhelium_residency::{
+    MaterializationSnapshot, MemoryReservation, ResidencyLocationSnapshot,
+    ResidencyLocationSnapshotParts, ResidencySnapshot, ResidencySnapshotParts, ResidencySource,
+    ResidencyValueSnapshot, ResidencyValueSnapshotParts,
+};
+
+use crate::error::Result;
+use crate::manager::now_ns;
+use crate::state::State;
+
+fn count(n: usize) -> u32 {
+    u32::try_from(n).unwrap_or(u32::MAX)
+}
+
+/// Controller-side facts recorded in the value entries of a snapshot.
+#[derive(Debug, Default, Clone)]
+pub(crate) struct PolicyFacts {
+    pub metadata: std::collections::HashMap<
+        fhelium_residency::ResidencyHandle,
+        fhelium_residency::ResidencyPolicyMetadata,
+    >,
+    pub recency: fhelium_residency::ResidencyRecency,
+}
+
+/// One atomic observation of the state. Never reaps, never mutates.
+pub(crate) fn capture(
+    st: &State,
+    manager_id: u64,
+    available_devices: Vec<fhelium_residency::ResidencyLocation>,
+    policy: Option<&PolicyFacts>,
+) -> Result<ResidencySnapshot> {
+    let mut values = Vec::with_capacity(st.values.len());
+    for rec in &st.values {
+        let mut parts = ResidencyValueSnapshotParts::new(rec.handle.clone(), rec.spec.clone());
+        parts.discarded = rec.discarded;
+        if let Some(p) = policy {
+            if let Some(m) = p.metadata.get(&rec.handle) {
+                parts.policy_metadata = m.clone();
+            }
+            parts.last_access_epoch = p.recency.get(&rec.handle);
+        }
+        parts.source = rec.source_location.map(ResidencySource::new);
+        parts.materializations = rec
+            .mats
+            .iter()
+            .map(|m| {
+                MaterializationSnapshot::new(
+                    m.location,
+                    rec.spec.logical_nbytes(),
+                    m.storage_nbytes,
+                    m.charged_nbytes,
+                )
+                .map(|s| {
+                    s.with_protection(
+                        count(m.uses.len()),
+                        count(m.holds.len()),
+                        count(m.pending.len()),
+                    )
+                })
+            })
+            .collect::<std::result::Result<_, _>>()?;
+        values.push(ResidencyValueSnapshot::new(parts)?);
+    }
+    let mut locations = Vec::with_capacity(st.locations.len());
+    for l in &st.locations {
+        let mut p = ResidencyLocationSnapshotParts {
+            location: l.location,
+            budget_bytes: l.budget,
+            used_bytes: l.used,
+            reserved_bytes: l.reserved,
+            peak_used_bytes: l.peak_used,
+            peak_charged_bytes: l.peak_charged,
+            value_count: 0,
+            reservation_count: 0,
+            use_count: 0,
+            hold_count: 0,
+            pending_event_count: 0,
+            allocator_allocated_bytes: None,
+            allocator_reserved_bytes: None,
+        };
+        for v in &values {
+            if let Some(m) = v.materialization(l.location) {
+                p.value_count += 1;
+                p.use_count += m.use_count();
+                p.hold_count += m.hold_count();
+                p.pending_event_count += m.pending_event_count();
+            }
+        }
+        p.reservation_count = count(
+            st.reservations
+                .values()
+                .filter(|r| r.location == l.location)
+                .count(),
+        );
+        locations.push(ResidencyLocationSnapshot::new(p)?);
+    }
+    let reservations = st
+        .reservations
+        .values()
+        .map(|r| MemoryReservation::new(r.location, r.nbytes, &r.label))
+        .collect::<std::result::Result<Vec<_>, _>>()?;
+    Ok(ResidencySnapshot::new(ResidencySnapshotParts {
+        manager_id,
+        state_version: st.version,
+        values,
+        locations,
+        reservations,
+        captured_at_ns: now_ns(),
+        available_devices: Some(available_devices),
+    })?)
+}
+
+impl crate::ResidencyManager {
+    /// One atomic, value-free observation of the manager (spec 1.11): values in registration
+    /// order (discarded ones included), locations in registration order with budget, used,
+    /// reserved, peaks and counts, and reservations in creation order.
+    ///
+    /// Taking a snapshot has **no side effect**: completed consumer events are not reaped, so
+    /// `pending_event_count` counts every released device lease not yet reaped by
+    /// [`crate::ResidencyManager::poll`] or a mutating call (docs/decisions/0201).
+    ///
+    /// # Errors
+    /// [`crate::RuntimeError::Closed`], [`crate::RuntimeError::Reentrancy`].
+    pub fn snapshot(&self) -> Result<ResidencySnapshot> {
+        let st = self.inner.open("snapshot")?;
+        capture(&st, self.inner.id, self.device_locations(), None)
+    }
+
+    /// A snapshot carrying the controller's policy facts.
+    pub(crate) fn snapshot_with(&self, facts: &PolicyFacts) -> Result<ResidencySnapshot> {
+        let st = self.inner.open("snapshot")?;
+        capture(&st, self.inner.id, self.device_locations(), Some(facts))
+    }
+
+    pub(crate) fn device_locations(&self) -> Vec<fhelium_residency::ResidencyLocation> {
+        self.inner
+            .memory
+            .locations()
+            .into_iter()
+            .filter(|l| l.is_device())
+            .collect()
+    }
+}
