@@ -901,7 +901,6 @@ impl ResidencyManager {
         };
         self.inner.check_location(at)?;
         let spec = ResidencyValueSpec::adopted(tag, nbytes, storage, replica_mode)?;
-        let started = now_ns();
         let vi = st.values.len();
         st.values.push(ValueRecord {
             handle: handle.clone(),
@@ -920,22 +919,6 @@ impl ResidencyManager {
             return Err(e);
         }
         st.next_handle += 1;
-        let action = ResidencyAction::EnsureResident {
-            handle: handle.clone(),
-            location: at,
-        };
-        let r = report::transition(
-            &action,
-            false,
-            None,
-            Some(at),
-            nbytes,
-            nbytes.max(storage),
-            started,
-            now_ns(),
-            Some("adopt"),
-        );
-        st.push_trace(r);
         Ok(Handle::new(handle))
     }
 

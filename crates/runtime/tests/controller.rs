@@ -1,0 +1,623 @@
+//! Spec section 5 scenarios F (controller), the ResidencyUse flow (3.13) and the seed flow.
+#![allow(clippy::unwrap_used, clippy::redundant_closure_for_method_calls)]
+
+mod common;
+
+use common::*;
+use fhelium_cuda::Tensors;
+use fhelium_residency::{
+    DeterministicTieredLRU, EvictionReason, MemoryReservation, ReplicaMode, ResidencyAction,
+    ResidencyDecision, ResidencyDecisionParts, ResidencyHandle, ResidencyLocation, ResidencyPlan,
+    ResidencyPolicy, ResidencyRequest, ResidencyRequirement,
+};
+use fhelium_runtime::{
+    ConsumerStreams, ResidencyController, ResidencyErrorKind, RuntimeError, TransferStreams,
+};
+
+fn req(
+    name: &str,
+    reqs: &[(&ResidencyHandle, ResidencyLocation)],
+    res: &[(ResidencyLocation, u64)],
+) -> ResidencyRequest {
+    ResidencyRequest::new(
+        name,
+        reqs.iter()
+            .map(|(h, l)| ResidencyRequirement::new((*h).clone(), *l)),
+        res.iter()
+            .map(|(l, n)| MemoryReservation::new(*l, *n, "ws").unwrap()),
+    )
+    .unwrap()
+}
+fn none() -> TransferStreams {
+    TransferStreams::new()
+}
+fn no_consumers() -> ConsumerStreams {
+    ConsumerStreams::new()
+}
+
+#[test]
+fn f53_decide_use_cache() {
+    let mem = memory();
+    let m = manager(&mem, &[(N, NB)]);
+    let h = repl(&m, 1);
+    let c = ResidencyController::new(&m);
+    let r = req("one", &[(&h, N)], &[]);
+    let d = c.decide(&r).unwrap();
+    assert_eq!(d.expected_state_version(), m.state_version().unwrap());
+    assert_eq!(d.explored_states(), 1);
+    assert!(d.plan().reclaim().is_empty() && d.evictions().is_empty());
+    assert_eq!(d.plan().enter().len(), 1);
+    assert!(d.explanation().feasible);
+    let u = c.use_request(&r, &no_consumers(), &none()).unwrap();
+    let v: &Tensors = u.value(&h, N).unwrap();
+    assert_eq!(fhelium_cuda::Resident::placement(v).unwrap(), N);
+    assert_eq!(u.decision().request().name(), "one");
+    let report = u.close().unwrap();
+    assert_eq!(report.transitions().len(), 1);
+    assert_eq!(locs(&m, &h), vec![P, N]);
+    let d2 = c.decide(&r).unwrap();
+    assert!(d2.plan().reclaim().is_empty() && d2.plan().enter().is_empty());
+}
+
+#[test]
+fn f55_lru_victim_and_priority() {
+    for prioritise_h0 in [false, true] {
+        let mem = memory();
+        let m = manager(&mem, &[(N, 2 * NB)]);
+        let h: Vec<_> = (0..3).map(|i| repl(&m, i)).collect();
+        let c = ResidencyController::new(&m);
+        c.use_request(&req("u0", &[(&h[0], N)], &[]), &no_consumers(), &none())
+            .unwrap()
+            .close()
+            .unwrap();
+        c.use_request(&req("u1", &[(&h[1], N)], &[]), &no_consumers(), &none())
+            .unwrap()
+            .close()
+            .unwrap();
+        assert_eq!(
+            (c.last_access_epoch(&h[0]), c.last_access_epoch(&h[1])),
+            (Some(1), Some(2))
+        );
+        if prioritise_h0 {
+            c.set_policy_metadata(&h[0], 10, None).unwrap();
+        }
+        let d = c.decide(&req("u2", &[(&h[2], N)], &[])).unwrap();
+        let victim = if prioritise_h0 { &h[1] } else { &h[0] };
+        assert_eq!(
+            d.plan().reclaim(),
+            &[ResidencyAction::DropResident {
+                handle: (**victim).clone(),
+                location: N
+            }]
+        );
+        let e = &d.evictions()[0];
+        assert_eq!(
+            (e.rank, e.released_location, e.released_nbytes, e.reason),
+            (0, N, NB, EvictionReason::AnotherMaterialization)
+        );
+        assert_eq!(d.explored_states(), 2);
+        assert!(!d
+            .plan()
+            .actions()
+            .any(|a| matches!(a, ResidencyAction::DiscardValue { .. })));
+        c.scope(&d, &none()).unwrap().close().unwrap();
+        assert!(!locs(&m, victim).contains(&N));
+        assert!(locs(&m, &h[2]).contains(&N));
+    }
+}
+
+#[test]
+fn f57_extra_replica_of_requested_handle_is_reclaimable() {
+    let mem = memory();
+    let m = manager(&mem, &[(N, NB)]);
+    let retained = repl(&m, 1);
+    m.ensure(&retained, N, None).unwrap();
+    let incoming = repl(&m, 2);
+    let c = ResidencyController::new(&m);
+    let d = c
+        .decide(&req("r", &[(&retained, P), (&incoming, N)], &[]))
+        .unwrap();
+    assert_eq!(
+        d.plan().reclaim(),
+        &[ResidencyAction::DropResident {
+            handle: (*retained).clone(),
+            location: N
+        }]
+    );
+    c.scope(&d, &none()).unwrap().close().unwrap();
+    assert_eq!(locs(&m, &retained), vec![P]);
+    assert_eq!(locs(&m, &incoming), vec![P, N]);
+}
+
+#[test]
+fn f59_multi_location_repl_request() {
+    let mem = memory();
+    let m = manager(&mem, &[(N, NB)]);
+    let h = repl(&m, 1);
+    let c = ResidencyController::new(&m);
+    let u = c
+        .use_request(
+            &req("two", &[(&h, P), (&h, N)], &[]),
+            &no_consumers(),
+            &none(),
+        )
+        .unwrap();
+    assert_eq!(u.requirements().len(), 2);
+    let at_p = u.value(&h, P).unwrap();
+    let at_n = u.value(&h, N).unwrap();
+    assert_eq!(fhelium_cuda::Resident::placement(at_p).unwrap(), P);
+    assert_eq!(fhelium_cuda::Resident::placement(at_n).unwrap(), N);
+    assert!(!std::ptr::eq(at_p, at_n));
+    assert!(matches!(
+        u.value(&h, S0).unwrap_err(),
+        RuntimeError::NotCovered { .. }
+    ));
+    u.close().unwrap();
+    // EXCLUSIVE at two locations is an ownership error
+    let x = adopt(&m, P, ReplicaMode::Exclusive, 2);
+    let e = c.decide(&req("x", &[(&x, P), (&x, N)], &[])).unwrap_err();
+    assert_eq!(e.kind(), ResidencyErrorKind::Ownership);
+    assert!(e.to_string().contains("EXCLUSIVE"));
+}
+
+#[test]
+fn f61_sole_copy_moves_along_fallback_and_f63_full_fallback_fails() {
+    let mem = memory();
+    let m = manager(&mem, &[(P, 2 * NB), (N, NB)]);
+    let first = adopt(&m, N, ReplicaMode::Exclusive, 1);
+    let second = adopt(&m, P, ReplicaMode::Exclusive, 2);
+    let policy = DeterministicTieredLRU::with_fallback_tiers([(N, vec![P])]).unwrap();
+    let c = ResidencyController::with_policy(&m, policy.clone());
+    let d = c.decide(&req("f", &[(&second, N)], &[])).unwrap();
+    assert_eq!(
+        d.plan().reclaim(),
+        &[ResidencyAction::MoveResident {
+            handle: (*first).clone(),
+            to: P,
+            from: Some(N)
+        }]
+    );
+    c.scope(&d, &none()).unwrap().close().unwrap();
+    assert_eq!(locs(&m, &first), vec![P]);
+    assert_eq!(locs(&m, &second), vec![N]);
+
+    let m = manager(&mem, &[(P, NB), (N, NB)]);
+    let second = adopt(&m, P, ReplicaMode::Exclusive, 2);
+    let first = adopt(&m, N, ReplicaMode::Exclusive, 1);
+    let c = ResidencyController::with_policy(&m, policy);
+    let v = m.state_version().unwrap();
+    let e = c.decide(&req("f", &[(&second, N)], &[])).unwrap_err();
+    assert!(
+        e.is_plan_error() && e.to_string().contains("fallback"),
+        "{e}"
+    );
+    assert_eq!(m.state_version().unwrap(), v);
+    assert_eq!(locs(&m, &first), vec![N]);
+}
+
+#[test]
+fn f65_impossible_search_is_memoized_not_limited() {
+    let mem = memory();
+    let m = manager(&mem, &[(N, 9 * NB)]);
+    let hs: Vec<_> = (0..9).map(|i| repl(&m, i)).collect();
+    for h in &hs {
+        m.ensure(h, N, None).unwrap();
+    }
+    let c = ResidencyController::new(&m)
+        .search_state_limit(512)
+        .unwrap();
+    let e = c
+        .decide(&req("imp", &[(&hs[0], P)], &[(N, 10 * NB)]))
+        .unwrap_err();
+    assert!(matches!(e, RuntimeError::Plan { .. }), "{e}");
+    let c1 = ResidencyController::new(&m).search_state_limit(1).unwrap();
+    let e = c1
+        .decide(&req("imp", &[(&hs[0], P)], &[(N, NB)]))
+        .unwrap_err();
+    assert!(
+        matches!(
+            e,
+            RuntimeError::SearchLimit {
+                explored_states: 1,
+                state_limit: 1,
+                ..
+            }
+        ),
+        "{e}"
+    );
+    assert!(e.to_string().contains("inconclusive") && !e.to_string().contains("infeasible"));
+    assert!(ResidencyController::new(&m).search_state_limit(0).is_err());
+}
+
+#[test]
+fn f67_protected_materialization_is_never_a_victim() {
+    let mem = memory();
+    let m = manager(&mem, &[(N, NB)]);
+    let first = repl(&m, 1);
+    m.ensure(&first, N, None).unwrap();
+    let second = repl(&m, 2);
+    let hold = m.hold(&[&first], N).unwrap();
+    let c = ResidencyController::new(&m);
+    let e = c.decide(&req("p", &[(&second, N)], &[])).unwrap_err();
+    assert!(e.to_string().contains("no invariant-valid victim"), "{e}");
+    assert_eq!(locs(&m, &first), vec![P, N]);
+    hold.release().unwrap();
+}
+
+#[test]
+fn f69_decide_is_tensor_free() {
+    let mem = memory();
+    let m = manager(&mem, &[]);
+    let (h, loads) = sourced(&m, P, 1, 0);
+    let c = ResidencyController::new(&m);
+    let d = c.decide(&req("s", &[(&h, N)], &[])).unwrap();
+    assert_eq!(loads.load(std::sync::atomic::Ordering::SeqCst), 0);
+    assert!(d.explanation().feasible);
+    c.scope(&d, &none()).unwrap().close().unwrap();
+    assert_eq!(loads.load(std::sync::atomic::Ordering::SeqCst), 1);
+}
+
+#[test]
+fn f71_controller_rejections_and_staleness() {
+    let mem = memory();
+    let m = manager(&mem, &[(N, NB)]);
+    let other = manager(&mem, &[]);
+    let h = repl(&m, 1);
+    let foreign = repl(&other, 1);
+    let c = ResidencyController::new(&m);
+    let e = c.decide(&req("f", &[(&foreign, N)], &[])).unwrap_err();
+    assert!(matches!(e, RuntimeError::ForeignHandle { .. }));
+    let unknown = ResidencyHandle::new(m.manager_id(), 99, "Tensors").unwrap();
+    assert!(c
+        .decide(&req("u", &[(&unknown, N)], &[]))
+        .unwrap_err()
+        .to_string()
+        .contains("unknown"));
+    let d = c.decide(&req("d", &[(&h, N)], &[])).unwrap();
+    // another policy configuration
+    let tiered = ResidencyController::with_policy(
+        &m,
+        DeterministicTieredLRU::with_fallback_tiers([(N, vec![P])]).unwrap(),
+    );
+    let e = tiered.scope(&d, &none()).unwrap_err();
+    assert!(
+        e.is_plan_error() && e.to_string().contains("another policy"),
+        "{e}"
+    );
+    // another manager
+    let oc = ResidencyController::new(&other);
+    assert_eq!(
+        oc.scope(&d, &none()).unwrap_err().kind(),
+        ResidencyErrorKind::Handle
+    );
+    // any intervening mutation makes it stale: no silent replanning
+    m.reserve(P, 0, "elsewhere").unwrap().release().unwrap();
+    let e = c.scope(&d, &none()).unwrap_err();
+    assert!(matches!(e, RuntimeError::StaleState { .. }));
+    assert_eq!(locs(&m, &h), vec![P]);
+    // metadata rules
+    let g = repl(&m, 2);
+    c.set_policy_metadata(&h, 0, Some("k")).unwrap();
+    assert_eq!(
+        c.set_policy_metadata(&g, 0, Some("k")).unwrap_err().kind(),
+        ResidencyErrorKind::InvalidArgument
+    );
+    c.set_policy_metadata(&h, 5, Some("k")).unwrap();
+    assert!(c.set_policy_metadata(&foreign, 0, None).is_err());
+    m.discard(&g).unwrap();
+    assert!(c
+        .set_policy_metadata(&g, 0, None)
+        .unwrap_err()
+        .to_string()
+        .contains("discarded"));
+    assert!(c.set_policy_metadata(&h, 0, Some(" ")).is_err());
+}
+
+#[test]
+fn decision_is_not_stale_when_a_consumer_event_completes() {
+    let mem = memory();
+    let m = manager(&mem, &[(S0, NB)]);
+    let h = repl(&m, 1);
+    let g = repl(&m, 2);
+    m.ensure(&h, S0, None).unwrap();
+    let s0 = mem.stream(&S0).unwrap();
+    s0.hold().unwrap();
+    m.acquire(&[&h], S0, Some(&s0)).unwrap().release().unwrap();
+    s0.release_hold().unwrap();
+    // the completed-but-unreaped event still protects h in the snapshot: no victim yet
+    let c = ResidencyController::new(&m);
+    let e = c.decide(&req("g", &[(&g, S0)], &[])).unwrap_err();
+    assert!(e.is_plan_error());
+    m.poll().unwrap();
+    let d = c.decide(&req("g", &[(&g, S0)], &[])).unwrap();
+    // a completed event elsewhere does not make the decision stale at entry
+    c.scope(&d, &none()).unwrap().close().unwrap();
+    assert_eq!(locs(&m, &g), vec![P, S0]);
+}
+
+#[test]
+fn use_stream_coverage_and_device_flow() {
+    let mem = memory();
+    let m = manager(&mem, &[(S0, 2 * NB)]);
+    let a = repl(&m, 1);
+    let b = repl(&m, 2);
+    let c = ResidencyController::new(&m);
+    let r = req("dev", &[(&a, S0), (&b, S0)], &[(S0, 0)]);
+    let v = m.state_version().unwrap();
+    let e = c.use_request(&r, &no_consumers(), &none()).unwrap_err();
+    assert!(
+        matches!(&e, RuntimeError::StreamCoverage { missing, .. } if missing == &vec![S0]),
+        "{e}"
+    );
+    let mut extra = ConsumerStreams::new();
+    extra.insert(S0, mem.stream(&S0).unwrap());
+    extra.insert(S1, mem.stream(&S1).unwrap());
+    assert!(matches!(
+        c.use_request(&r, &extra, &none()).unwrap_err(),
+        RuntimeError::StreamCoverage { .. }
+    ));
+    let mut host = ConsumerStreams::new();
+    host.insert(P, mem.stream(&S0).unwrap());
+    assert!(matches!(
+        c.use_request(&r, &host, &none()).unwrap_err(),
+        RuntimeError::Stream { .. }
+    ));
+    assert_eq!(m.state_version().unwrap(), v);
+    let compute = mem.stream(&S0).unwrap();
+    let mut consumers = ConsumerStreams::new();
+    consumers.insert(S0, compute.clone());
+    let u = c.use_request(&r, &consumers, &none()).unwrap();
+    assert_eq!(
+        words(&mem, u.value(&a, S0).unwrap()),
+        words(&mem, &value_at(&mem, P, 1))
+    );
+    assert_eq!(u.lease(S0).unwrap().handles().len(), 2);
+    compute.hold().unwrap();
+    u.close().unwrap();
+    // leases released without waiting: pending until the compute stream finishes
+    assert_eq!(
+        m.snapshot()
+            .unwrap()
+            .location(S0)
+            .unwrap()
+            .parts()
+            .pending_event_count,
+        2
+    );
+    compute.release_hold().unwrap();
+    m.poll().unwrap();
+    assert_eq!(
+        m.snapshot()
+            .unwrap()
+            .location(S0)
+            .unwrap()
+            .parts()
+            .pending_event_count,
+        0
+    );
+}
+
+#[test]
+fn f73_failure_inside_use_unwinds_and_keeps_the_decision() {
+    let mem = memory();
+    let m = manager(&mem, &[]);
+    let h = repl(&m, 1);
+    let c = ResidencyController::new(&m);
+    let r = req("fail", &[(&h, S0)], &[(S0, 8)]);
+    let mut consumers = ConsumerStreams::new();
+    consumers.insert(S0, mem.stream(&S0).unwrap());
+    mem.sim_faults(&S0).unwrap().fail_next_copies(1);
+    let e = c.use_request(&r, &consumers, &none()).unwrap_err();
+    let RuntimeError::UseFailed(f) = &e else {
+        panic!("{e}")
+    };
+    assert_eq!(f.decision.request().name(), "fail");
+    assert!(f.report.is_none() && f.exit_error.is_none());
+    assert_eq!(
+        f.source.plan_execution().unwrap().failed_action_index,
+        Some(0)
+    );
+    assert_eq!(e.kind(), ResidencyErrorKind::PlanExecution);
+    assert_eq!(reserved(&m, S0), 0);
+    assert_eq!(locs(&m, &h), vec![P]);
+    // the retry succeeds, and the endpoint stays cached after exit
+    let u = c.use_request(&r, &consumers, &none()).unwrap();
+    let report = u.close().unwrap();
+    assert_eq!(report.transitions().len(), 1);
+    assert_eq!(locs(&m, &h), vec![P, S0]);
+}
+
+#[test]
+fn f75_deterministic_tie_breaking() {
+    let mem = memory();
+    let m = manager(&mem, &[(N, 3 * NB)]);
+    let hs: Vec<_> = (0..3).map(|i| repl(&m, i)).collect();
+    for h in &hs {
+        m.ensure(h, N, None).unwrap();
+    }
+    let extra = repl(&m, 9);
+    let c = ResidencyController::new(&m);
+    let d = c.decide(&req("t", &[(&extra, N)], &[])).unwrap();
+    assert_eq!(d.evictions()[0].action.handle(), &*hs[0]);
+    c.set_policy_metadata(&hs[0], 0, Some("b")).unwrap();
+    c.set_policy_metadata(&hs[1], 0, Some("a")).unwrap();
+    let d = c.decide(&req("t", &[(&extra, N)], &[])).unwrap();
+    assert_eq!(d.evictions()[0].action.handle(), &*hs[1]);
+}
+
+#[test]
+fn hand_built_decision_admits_through_the_controller() {
+    let mem = memory();
+    let m = manager(&mem, &[(N, NB)]);
+    let cold = repl(&m, 1);
+    m.ensure(&cold, N, None).unwrap();
+    let hot = repl(&m, 2);
+    let policy = DeterministicTieredLRU::new();
+    let request = req("hand", &[(&hot, N)], &[]);
+    let plan = ResidencyPlan::new("hand")
+        .unwrap()
+        .with_reclaim([ResidencyAction::DropResident {
+            handle: (*cold).clone(),
+            location: N,
+        }])
+        .with_enter([ResidencyAction::EnsureResident {
+            handle: (*hot).clone(),
+            location: N,
+        }]);
+    let parts = ResidencyDecisionParts {
+        manager_id: m.manager_id(),
+        expected_state_version: m.state_version().unwrap(),
+        explored_states: 1,
+        request,
+        plan: plan.clone(),
+        policy_name: policy.name().to_owned(),
+        policy_config: policy.config_identity(),
+        evictions: vec![fhelium_residency::ResidencyEviction {
+            action: plan.reclaim()[0].clone(),
+            rank: 0,
+            released_location: N,
+            released_nbytes: NB,
+            reason: EvictionReason::AnotherMaterialization,
+        }],
+        explanation: m.explain(&plan, None).unwrap(),
+    };
+    let d = ResidencyDecision::new(parts).unwrap();
+    let c = ResidencyController::new(&m);
+    let scope = c.scope(&d, &none()).unwrap();
+    assert_eq!(scope.entry_transitions().len(), 2);
+    scope.close().unwrap();
+    assert_eq!(locs(&m, &cold), vec![P]);
+    assert_eq!(locs(&m, &hot), vec![P, N]);
+}
+
+const MIB: u64 = 1 << 20;
+
+fn sized(mem: &fhelium_cuda::Memory, at: ResidencyLocation, bytes: u64, fill: u64) -> Tensors {
+    let words = vec![fill; usize::try_from(bytes / 8).unwrap()];
+    Tensors::upload(mem, &at, &[&words], None)
+        .unwrap()
+        .wait()
+        .unwrap()
+}
+
+/// The seed example's flow (ex14) on sim:0: the decision and the accounting tables match
+/// FHElium's printed ones.
+#[test]
+fn seed_flow_reproduces_example_14() {
+    let mem = memory();
+    let dev = S0;
+    let (weight_charge, cold_charge, key_charge, source_charge) = (MIB, MIB, 18 * MIB, 2 * MIB);
+    let workspace = 3 * source_charge;
+    let budget = weight_charge + key_charge + source_charge + workspace;
+    let m = manager(&mem, &[(N, source_charge), (dev, budget)]);
+    let cold = m
+        .adopt(
+            sized(&mem, P, cold_charge, 1),
+            Some(P),
+            ReplicaMode::Replicable,
+        )
+        .unwrap();
+    let weight = m
+        .adopt(
+            sized(&mem, P, weight_charge, 2),
+            Some(P),
+            ReplicaMode::Replicable,
+        )
+        .unwrap();
+    let key = m
+        .adopt(
+            sized(&mem, P, key_charge, 3),
+            Some(P),
+            ReplicaMode::Replicable,
+        )
+        .unwrap();
+    let source = m
+        .adopt(
+            sized(&mem, N, source_charge, 4),
+            Some(N),
+            ReplicaMode::Exclusive,
+        )
+        .unwrap();
+    let transfer = mem.stream(&dev).unwrap();
+    let compute = mem.stream(&dev).unwrap();
+    m.ensure(&cold, dev, Some(&transfer)).unwrap();
+    let policy = DeterministicTieredLRU::with_fallback_tiers([(dev, vec![N, P])]).unwrap();
+    let c = ResidencyController::with_policy(&m, policy);
+    let request = ResidencyRequest::new(
+        "automatic/rotate-scale/tile-0",
+        [
+            ResidencyRequirement::new((*source).clone(), dev),
+            ResidencyRequirement::new((*key).clone(), dev),
+            ResidencyRequirement::new((*weight).clone(), dev),
+        ],
+        [
+            MemoryReservation::new(dev, workspace, "rotate/multiply outputs and workspace")
+                .unwrap(),
+        ],
+    )
+    .unwrap();
+    let d = c.decide(&request).unwrap();
+    assert_eq!(d.expected_state_version(), 6);
+    assert_eq!(d.expected_state_version(), m.state_version().unwrap());
+    assert_eq!(
+        (
+            d.explored_states(),
+            d.plan().reclaim().len(),
+            d.plan().enter().len()
+        ),
+        (2, 1, 3)
+    );
+    let e = &d.evictions()[0];
+    assert_eq!(
+        (
+            e.rank,
+            e.action.kind_name(),
+            e.action.handle(),
+            e.released_location,
+            e.released_nbytes
+        ),
+        (0, "DropResident", &*cold, dev, MIB)
+    );
+    assert_eq!(
+        d.explanation().predicted_peak_bytes,
+        vec![(N, 2 * MIB), (dev, 27 * MIB), (P, 20 * MIB)]
+    );
+    let mut streams = TransferStreams::new();
+    streams.insert(dev, transfer);
+    let scope = c.scope(&d, &streams).unwrap();
+    let lease = m
+        .acquire(&[&source, &key, &weight], dev, Some(&compute))
+        .unwrap();
+    assert_eq!(
+        lease.get(&key).unwrap().views()[0].len(),
+        usize::try_from(key_charge / 8).unwrap()
+    );
+    lease.release().unwrap();
+    compute.synchronize().unwrap();
+    let report = scope.close().unwrap();
+    assert_eq!(report.transitions().len(), 4);
+    m.poll().unwrap();
+    let s = m.snapshot().unwrap();
+    let row = |l: ResidencyLocation| {
+        let x = s.location(l).unwrap();
+        (
+            x.budget_bytes(),
+            x.used_bytes(),
+            x.reserved_bytes(),
+            x.peak_charged_bytes(),
+            x.parts().value_count,
+            x.parts().pending_event_count,
+        )
+    };
+    assert_eq!(row(N), (Some(2 * MIB), 0, 0, 2 * MIB, 0, 0));
+    assert_eq!(row(dev), (Some(27 * MIB), 21 * MIB, 0, 27 * MIB, 3, 0));
+    assert_eq!(row(P), (None, 20 * MIB, 0, 20 * MIB, 3, 0));
+    assert_eq!(locs(&m, &cold), vec![P]);
+    for h in [&*source, &*key, &*weight] {
+        assert!(locs(&m, h).contains(&dev));
+    }
+    for h in [&*source, &*key, &*weight, &*cold] {
+        m.discard(h).unwrap();
+    }
+    m.close(true, false).unwrap();
+}
