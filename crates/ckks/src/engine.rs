@@ -23,6 +23,8 @@ use crate::keys::{KeySwitchKey, PublicKey, RelinearizationKey, RotationKey, Secr
 use crate::params::{CkksConfig, Preset};
 use crate::sampling::Csprng;
 use crate::storage::Words;
+use fhelium_cuda::Memory;
+
 use crate::values::{
     prime_ids, Ciphertext, Domain, ModulusBasis, Plaintext, PlaintextRepresentation,
 };
@@ -37,6 +39,7 @@ pub struct CpuEngine {
     relinearization_key: OnceLock<Arc<RelinearizationKey>>,
     rotation_keys: Mutex<HashMap<i64, Arc<RotationKey>>>,
     location: ResidencyLocation,
+    memory: Memory,
 }
 
 fn valid_scale(op: &'static str, scale: f64) -> Result<f64, CkksError> {
@@ -61,6 +64,17 @@ impl CpuEngine {
 
     /// An engine for any validated configuration; `seed: None` seeds from the OS.
     pub fn from_config(config: CkksConfig, seed: Option<[u8; 32]>) -> Result<Self, CkksError> {
+        Self::from_config_in(config, seed, Memory::host_only())
+    }
+
+    /// An engine whose values are allocated from `memory` (pageable, pinned and `sim:N`
+    /// locations; budgets and fault injection of the memory layer apply). Keys and fresh
+    /// encodings go to pageable host memory.
+    pub fn from_config_in(
+        config: CkksConfig,
+        seed: Option<[u8; 32]>,
+        memory: Memory,
+    ) -> Result<Self, CkksError> {
         let sigma = config.sigma;
         let ctx = Arc::new(Context::new(config)?);
         let mut rng = match seed {
@@ -68,8 +82,8 @@ impl CpuEngine {
             None => Csprng::from_os(sigma),
         };
         let location = ResidencyLocation::PageableHost;
-        let secret_key = Self::gen_secret_key(&ctx, &mut rng, location);
-        let public_key = Self::gen_public_key(&ctx, &mut rng, &secret_key, location);
+        let secret_key = Self::gen_secret_key(&ctx, &mut rng, &memory, location)?;
+        let public_key = Self::gen_public_key(&ctx, &mut rng, &secret_key, &memory, location)?;
         Ok(Self {
             ctx,
             rng: Mutex::new(rng),
@@ -78,6 +92,7 @@ impl CpuEngine {
             relinearization_key: OnceLock::new(),
             rotation_keys: Mutex::new(HashMap::new()),
             location,
+            memory,
         })
     }
 
@@ -117,6 +132,12 @@ impl CpuEngine {
     #[must_use]
     pub fn max_level(&self) -> usize {
         self.ctx.config.max_level()
+    }
+
+    /// The memory layer results are allocated from.
+    #[must_use]
+    pub fn memory(&self) -> &Memory {
+        &self.memory
     }
 
     /// The default scale `2^scale_bits`.
@@ -224,9 +245,22 @@ impl CpuEngine {
             .for_each(|(i, row)| f(ids[i % rows], row));
     }
 
-    fn make_ct(&self, like: &Ciphertext, words: Vec<u64>, components: usize) -> Ciphertext {
+    fn make_ct(
+        &self,
+        like: &Ciphertext,
+        words: &[u64],
+        components: usize,
+    ) -> Result<Ciphertext, CkksError> {
+        Ok(self.wrap_ct(
+            like,
+            Words::alloc_copy(&self.memory, like.location(), words)?,
+            components,
+        ))
+    }
+
+    fn wrap_ct(&self, like: &Ciphertext, words: Words, components: usize) -> Ciphertext {
         Ciphertext {
-            words: Words::from_vec(words, like.location()),
+            words,
             context: self.ctx.id,
             n: self.n_(),
             level: like.level,
@@ -247,33 +281,49 @@ impl CpuEngine {
 
     // ----------------------------------------------------------------- keys
 
-    fn gen_secret_key(ctx: &Context, rng: &mut Csprng, location: ResidencyLocation) -> SecretKey {
+    fn gen_secret_key(
+        ctx: &Context,
+        rng: &mut Csprng,
+        memory: &Memory,
+        location: ResidencyLocation,
+    ) -> Result<SecretKey, CkksError> {
         let n = ctx.n;
         let mut s = rng.ternary(n);
         let rows = ctx.nq + ctx.np;
-        let mut words = vec![0u64; rows * n];
-        words.par_chunks_mut(n).enumerate().for_each(|(id, row)| {
-            let m = ctx.modulus(id);
-            for (o, &c) in row.iter_mut().zip(&s) {
-                *o = m.from_i64(c);
+        let mut words = match Words::alloc(memory, location, rows * n) {
+            Ok(w) => w,
+            Err(e) => {
+                s.zeroize();
+                return Err(e);
             }
-            ctx.tables[id].forward(row);
-        });
+        };
+        words
+            .as_mut_slice()
+            .par_chunks_mut(n)
+            .enumerate()
+            .for_each(|(id, row)| {
+                let m = ctx.modulus(id);
+                for (o, &c) in row.iter_mut().zip(&s) {
+                    *o = m.from_i64(c);
+                }
+                ctx.tables[id].forward(row);
+            });
         s.zeroize();
-        SecretKey {
-            words: Words::from_vec(words, location),
+        Ok(SecretKey {
+            words,
             context: ctx.id,
             key_id: rng.next_u64(),
             n,
-        }
+        })
     }
 
     fn gen_public_key(
         ctx: &Context,
         rng: &mut Csprng,
         sk: &SecretKey,
+        memory: &Memory,
         location: ResidencyLocation,
-    ) -> PublicKey {
+    ) -> Result<PublicKey, CkksError> {
         let n = ctx.n;
         let nq = ctx.nq;
         let mut words = vec![0u64; 2 * nq * n];
@@ -295,16 +345,16 @@ impl CpuEngine {
                     *o = m.sub(*o, m.mul(ai, si));
                 }
             });
-        PublicKey {
-            words: Words::from_vec(words, location),
+        Ok(PublicKey {
+            words: Words::alloc_copy(memory, location, &words)?,
             context: ctx.id,
             key_id: sk.key_id,
             n,
-        }
+        })
     }
 
     /// Key-switching key from `s_src` (NTT rows over every QP prime) to `sk` (spec §3.7).
-    fn gen_key_switch_key(&self, sk: &SecretKey, s_src: &[u64]) -> KeySwitchKey {
+    fn gen_key_switch_key(&self, sk: &SecretKey, s_src: &[u64]) -> Result<KeySwitchKey, CkksError> {
         let ctx = &self.ctx;
         let n = ctx.n;
         let rows = ctx.nq + ctx.np;
@@ -347,14 +397,14 @@ impl CpuEngine {
                         }
                     });
             });
-        KeySwitchKey {
-            words: Words::from_vec(words, self.location),
+        Ok(KeySwitchKey {
+            words: Words::alloc_copy(&self.memory, self.location, &words)?,
             context: ctx.id,
             key_id: sk.key_id,
             n,
             digits,
             rows,
-        }
+        })
     }
 
     /// σ_g(s) in NTT form on every QP row.
@@ -405,7 +455,7 @@ impl CpuEngine {
             });
         }
         let s_src = self.automorphed_secret(sk, g);
-        let ksk = self.gen_key_switch_key(sk, &s_src);
+        let ksk = self.gen_key_switch_key(sk, &s_src)?;
         Ok(RotationKey {
             ksk,
             step: Some(canonical),
@@ -418,7 +468,7 @@ impl CpuEngine {
         self.check_secret("create_conjugation_key", sk)?;
         let g = 2 * self.n_() as u64 - 1;
         let s_src = self.automorphed_secret(sk, g);
-        let ksk = self.gen_key_switch_key(sk, &s_src);
+        let ksk = self.gen_key_switch_key(sk, &s_src)?;
         Ok(RotationKey {
             ksk,
             step: None,
@@ -440,7 +490,7 @@ impl CpuEngine {
                 *x = m.mul(*x, *x);
             }
         });
-        let ksk = self.gen_key_switch_key(sk, &s2);
+        let ksk = self.gen_key_switch_key(sk, &s2)?;
         s2.zeroize();
         Ok(RelinearizationKey { ksk })
     }
@@ -491,10 +541,11 @@ impl CpuEngine {
         let scale = valid_scale("encode", scale.unwrap_or_else(|| self.default_scale()))?;
         let coeffs = self.ctx.encoder.encode(message, scale)?;
         Ok(Plaintext {
-            words: Words::from_vec(
-                coeffs.into_iter().map(|c| c as u64).collect(),
+            words: Words::alloc_copy(
+                &self.memory,
                 self.location,
-            ),
+                &coeffs.into_iter().map(|c| c as u64).collect::<Vec<_>>(),
+            )?,
             context: self.ctx.id,
             n: self.n_(),
             level,
@@ -557,7 +608,7 @@ impl CpuEngine {
         let coeffs: Vec<i64> = pt.words.as_slice().iter().map(|&w| w as i64).collect();
         let mut words = vec![0u64; ids.len() * n];
         self.par_rows(&mut words, &ids, |id, row| {
-            self.lift_signed(id, &coeffs, row)
+            self.lift_signed(id, &coeffs, row);
         });
         Ok((ids, words))
     }
@@ -573,7 +624,7 @@ impl CpuEngine {
             self.rns_from_integer("prepare_plaintext_for_multiplication", pt, basis)?;
         self.par_rows(&mut words, &ids, |id, row| self.ctx.tables[id].forward(row));
         Ok(Plaintext {
-            words: Words::from_vec(words, pt.location()),
+            words: Words::alloc_copy(&self.memory, pt.location(), &words)?,
             context: self.ctx.id,
             n: self.n_(),
             level: pt.level,
@@ -594,7 +645,7 @@ impl CpuEngine {
     ) -> Result<Plaintext, CkksError> {
         let (ids, words) = self.rns_from_integer("prepare_plaintext_for_addition", pt, basis)?;
         Ok(Plaintext {
-            words: Words::from_vec(words, pt.location()),
+            words: Words::alloc_copy(&self.memory, pt.location(), &words)?,
             context: self.ctx.id,
             n: self.n_(),
             level: pt.level,
@@ -650,7 +701,7 @@ impl CpuEngine {
         });
         v.zeroize();
         Ok(Ciphertext {
-            words: Words::from_vec(words, pt.location()),
+            words: Words::alloc_copy(&self.memory, pt.location(), &words)?,
             context: self.ctx.id,
             n,
             level: pt.level,
@@ -733,7 +784,7 @@ impl CpuEngine {
             })
             .collect();
         Ok(Plaintext {
-            words: Words::from_vec(coeffs, ct.location()),
+            words: Words::alloc_copy(&self.memory, ct.location(), &coeffs)?,
             context: self.ctx.id,
             n,
             level: ct.level,
@@ -771,11 +822,12 @@ impl CpuEngine {
                 actual: ct.domain,
             });
         }
-        let mut words = ct.words.as_slice().to_vec();
-        self.par_rows(&mut words, &ct.prime_ids, |id, row| {
-            self.ctx.tables[id].forward(row)
+        let mut buf = Words::alloc_copy(&self.memory, ct.location(), ct.words.as_slice())?;
+        let words = buf.as_mut_slice();
+        self.par_rows(words, &ct.prime_ids, |id, row| {
+            self.ctx.tables[id].forward(row);
         });
-        let mut out = self.make_ct(ct, words, ct.components);
+        let mut out = self.wrap_ct(ct, buf, ct.components);
         out.domain = Domain::Ntt;
         Ok(out)
     }
@@ -794,11 +846,12 @@ impl CpuEngine {
                 actual: ct.domain,
             });
         }
-        let mut words = ct.words.as_slice().to_vec();
-        self.par_rows(&mut words, &ct.prime_ids, |id, row| {
-            self.ctx.tables[id].inverse(row)
+        let mut buf = Words::alloc_copy(&self.memory, ct.location(), ct.words.as_slice())?;
+        let words = buf.as_mut_slice();
+        self.par_rows(words, &ct.prime_ids, |id, row| {
+            self.ctx.tables[id].inverse(row);
         });
-        let mut out = self.make_ct(ct, words, ct.components);
+        let mut out = self.wrap_ct(ct, buf, ct.components);
         out.domain = Domain::Coefficient;
         Ok(out)
     }
@@ -856,13 +909,14 @@ impl CpuEngine {
         }
     }
 
-    fn elementwise<F>(&self, a: &Ciphertext, b: &Ciphertext, f: F) -> Ciphertext
+    fn elementwise<F>(&self, a: &Ciphertext, b: &Ciphertext, f: F) -> Result<Ciphertext, CkksError>
     where
         F: Fn(&crate::arith::Modulus, &mut [u64], &[u64]) + Sync + Send,
     {
         let n = self.n_();
         let rows = a.num_limbs();
-        let mut words = a.words.as_slice().to_vec();
+        let mut buf = Words::alloc_copy(&self.memory, a.location(), a.words.as_slice())?;
+        let words = buf.as_mut_slice();
         words
             .par_chunks_mut(n)
             .zip(b.words.as_slice().par_chunks(n))
@@ -870,31 +924,32 @@ impl CpuEngine {
             .for_each(|(i, (x, y))| {
                 f(self.ctx.modulus(a.prime_ids[i % rows]), x, y);
             });
-        self.make_ct(a, words, a.components)
+        Ok(self.wrap_ct(a, buf, a.components))
     }
 
     /// `a + b`: identical level, basis, domain, components and bit-equal scale.
     pub fn add(&self, a: &Ciphertext, b: &Ciphertext) -> Result<Ciphertext, CkksError> {
         self.check_same_state("add", a, b)?;
         Self::check_same_scale("add", a.scale, b.scale)?;
-        Ok(self.elementwise(a, b, add_assign_limb))
+        self.elementwise(a, b, add_assign_limb)
     }
 
     /// `a − b`: identical level, basis, domain, components and bit-equal scale.
     pub fn subtract(&self, a: &Ciphertext, b: &Ciphertext) -> Result<Ciphertext, CkksError> {
         self.check_same_state("subtract", a, b)?;
         Self::check_same_scale("subtract", a.scale, b.scale)?;
-        Ok(self.elementwise(a, b, sub_assign_limb))
+        self.elementwise(a, b, sub_assign_limb)
     }
 
     /// `−a`.
     pub fn negate(&self, a: &Ciphertext) -> Result<Ciphertext, CkksError> {
         self.check_ct("negate", a)?;
-        let mut words = a.words.as_slice().to_vec();
-        self.par_rows(&mut words, &a.prime_ids, |id, row| {
-            negate_limb(self.ctx.modulus(id), row)
+        let mut buf = Words::alloc_copy(&self.memory, a.location(), a.words.as_slice())?;
+        let words = buf.as_mut_slice();
+        self.par_rows(words, &a.prime_ids, |id, row| {
+            negate_limb(self.ctx.modulus(id), row);
         });
-        Ok(self.make_ct(a, words, a.components))
+        Ok(self.wrap_ct(a, buf, a.components))
     }
 
     fn check_rns_operand(
@@ -952,13 +1007,14 @@ impl CpuEngine {
         Self::check_same_scale(OP, ct.scale, pt.scale)?;
         let n = self.n_();
         let rows = ct.num_limbs();
-        let mut words = ct.words.as_slice().to_vec();
+        let mut buf = Words::alloc_copy(&self.memory, ct.location(), ct.words.as_slice())?;
+        let words = buf.as_mut_slice();
         words[..rows * n]
             .par_chunks_mut(n)
             .zip(pt.words.as_slice().par_chunks(n))
             .enumerate()
             .for_each(|(j, (x, y))| add_assign_limb(self.ctx.modulus(ct.prime_ids[j]), x, y));
-        Ok(self.make_ct(ct, words, ct.components))
+        Ok(self.wrap_ct(ct, buf, ct.components))
     }
 
     fn product_scale(op: &'static str, a: f64, b: f64) -> Result<f64, CkksError> {
@@ -976,13 +1032,14 @@ impl CpuEngine {
         let scale = Self::product_scale(OP, ct.scale, pt.scale)?;
         let n = self.n_();
         let rows = ct.num_limbs();
-        let mut words = ct.words.as_slice().to_vec();
+        let mut buf = Words::alloc_copy(&self.memory, ct.location(), ct.words.as_slice())?;
+        let words = buf.as_mut_slice();
         let p = pt.words.as_slice();
         words.par_chunks_mut(n).enumerate().for_each(|(i, x)| {
             let j = i % rows;
             mul_assign_limb(self.ctx.modulus(ct.prime_ids[j]), x, &p[j * n..(j + 1) * n]);
         });
-        let mut out = self.make_ct(ct, words, ct.components);
+        let mut out = self.wrap_ct(ct, buf, ct.components);
         out.scale = scale;
         Ok(out)
     }
@@ -1034,7 +1091,7 @@ impl CpuEngine {
                 }
             }
         });
-        let mut out = self.make_ct(a, words, 3);
+        let mut out = self.make_ct(a, &words, 3)?;
         out.scale = scale;
         Ok(out)
     }
@@ -1145,7 +1202,7 @@ impl CpuEngine {
         Ok(())
     }
 
-    fn apply_galois(&self, ct: &Ciphertext, key: &RotationKey) -> Ciphertext {
+    fn apply_galois(&self, ct: &Ciphertext, key: &RotationKey) -> Result<Ciphertext, CkksError> {
         let n = self.n_();
         let rows = ct.num_limbs();
         let map = automorphism_index_map(n, key.galois_element);
@@ -1164,7 +1221,7 @@ impl CpuEngine {
                 add_assign_limb(self.ctx.modulus(ct.prime_ids[j]), x, y);
             });
         c1.copy_from_slice(&corr1);
-        self.make_ct(ct, rotated, 2)
+        self.make_ct(ct, &rotated, 2)
     }
 
     /// Rotation with an explicit key: slot j of the result holds slot `j − step` of the input
@@ -1177,7 +1234,7 @@ impl CpuEngine {
         const OP: &str = "rotate_with_key";
         self.check_keyswitch_input(OP, ct, 2, Domain::Coefficient)?;
         self.check_key(OP, &key.ksk)?;
-        Ok(self.apply_galois(ct, key))
+        self.apply_galois(ct, key)
     }
 
     /// Rotation by `step` with the engine's cached key (created on first use); step ≡ 0 returns
@@ -1186,10 +1243,10 @@ impl CpuEngine {
         const OP: &str = "rotate_by_step";
         self.check_keyswitch_input(OP, ct, 2, Domain::Coefficient)?;
         if self.galois_element_for_step(step).0 == 0 {
-            return Ok(ct.clone());
+            return self.make_ct(ct, ct.words.as_slice(), 2);
         }
         let key = self.rotation_key(step)?;
-        Ok(self.apply_galois(ct, &key))
+        self.apply_galois(ct, &key)
     }
 
     /// Complex conjugation of every slot with a conjugation key.
@@ -1203,7 +1260,7 @@ impl CpuEngine {
                 reason: "a rotation key is not a conjugation key".into(),
             });
         }
-        Ok(self.apply_galois(ct, key))
+        self.apply_galois(ct, key)
     }
 
     /// Relinearizes a 3-component NTT-domain product with the engine's key (created on first
@@ -1227,7 +1284,7 @@ impl CpuEngine {
         let rows = ct.num_limbs();
         let mut words = ct.words.as_slice().to_vec();
         self.par_rows(&mut words, &ct.prime_ids, |id, row| {
-            self.ctx.tables[id].inverse(row)
+            self.ctx.tables[id].inverse(row);
         });
         let (c01, d2) = words.split_at_mut(2 * rows * n);
         let (corr0, corr1) = self.key_switch(d2, ct.level, &key.ksk);
@@ -1241,7 +1298,7 @@ impl CpuEngine {
                 });
         }
         words.truncate(2 * rows * n);
-        let mut out = self.make_ct(ct, words, 2);
+        let mut out = self.make_ct(ct, &words, 2)?;
         out.domain = Domain::Coefficient;
         Ok(out)
     }
@@ -1283,7 +1340,7 @@ impl CpuEngine {
             out.copy_from_slice(&src[base + (j + 1) * n..base + (j + 2) * n]);
             rescale_limb(m, q_drop, inv, &src[base..base + n], out);
         });
-        let mut out = self.make_ct(ct, words, ct.components);
+        let mut out = self.make_ct(ct, &words, ct.components)?;
         out.level = ct.level + 1;
         out.scale = scale;
         out.prime_ids = new_ids;
@@ -1301,7 +1358,7 @@ impl CpuEngine {
                 max_level: self.max_level(),
             });
         }
-        Ok(self.drop_rows(ct, ct.level + 1))
+        self.drop_rows(ct, ct.level + 1)
     }
 
     /// Drops leading rows down to `level` (≥ the current level, ≤ the last public level).
@@ -1320,10 +1377,10 @@ impl CpuEngine {
                 max_level: self.max_level(),
             });
         }
-        Ok(self.drop_rows(ct, level))
+        self.drop_rows(ct, level)
     }
 
-    fn drop_rows(&self, ct: &Ciphertext, level: usize) -> Ciphertext {
+    fn drop_rows(&self, ct: &Ciphertext, level: usize) -> Result<Ciphertext, CkksError> {
         let n = self.n_();
         let rows = ct.num_limbs();
         let drop = level - ct.level;
@@ -1332,21 +1389,22 @@ impl CpuEngine {
         for c in 0..ct.components {
             words.extend_from_slice(&src[(c * rows + drop) * n..(c + 1) * rows * n]);
         }
-        let mut out = self.make_ct(ct, words, ct.components);
+        let mut out = self.make_ct(ct, &words, ct.components)?;
         out.level = level;
         out.prime_ids = ct.prime_ids[drop..].to_vec();
-        out
+        Ok(out)
     }
 
     /// Multiplies every coefficient by an integer constant (no scale change); a helper for
     /// tests and simple programs.
     pub fn multiply_by_integer(&self, ct: &Ciphertext, k: i64) -> Result<Ciphertext, CkksError> {
         self.check_ct("multiply_by_integer", ct)?;
-        let mut words = ct.words.as_slice().to_vec();
-        self.par_rows(&mut words, &ct.prime_ids, |id, row| {
+        let mut buf = Words::alloc_copy(&self.memory, ct.location(), ct.words.as_slice())?;
+        let words = buf.as_mut_slice();
+        self.par_rows(words, &ct.prime_ids, |id, row| {
             let m = self.ctx.modulus(id);
             mul_scalar_limb(m, row, m.from_i64(k));
         });
-        Ok(self.make_ct(ct, words, ct.components))
+        Ok(self.wrap_ct(ct, buf, ct.components))
     }
 }

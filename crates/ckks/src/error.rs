@@ -165,6 +165,9 @@ pub enum CkksError {
         /// Where the value lives.
         location: ResidencyLocation,
     },
+    /// The memory layer refused an allocation or a copy (budget, injected fault, location).
+    #[error(transparent)]
+    Memory(#[from] fhelium_cuda::MemoryError),
     /// Rotation step 0 needs no key, and conjugation keys are not rotation keys.
     #[error("{op}: invalid rotation: {reason}")]
     InvalidRotation {

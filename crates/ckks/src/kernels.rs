@@ -130,6 +130,8 @@ pub fn automorphism_ntt_index_map(log_n: u32, g: u64) -> Vec<u32> {
 pub struct MixedRadix {
     moduli: Vec<Modulus>,
     inv: Vec<Vec<u64>>,
+    /// Mixed-radix digits of `(D − 1)/2`, `D = Π p` (the balanced threshold).
+    half: Vec<u64>,
 }
 
 impl MixedRadix {
@@ -146,10 +148,37 @@ impl MixedRadix {
                     .collect()
             })
             .collect();
-        Self {
+        let mut r = Self {
             moduli: moduli.to_vec(),
             inv,
+            half: vec![0; moduli.len()],
+        };
+        // (D - 1)/2 ≡ (p_j - 1)/2 mod every (odd) p_j
+        let res: Vec<u64> = moduli.iter().map(|m| (m.value() - 1) / 2).collect();
+        let mut half = vec![0u64; moduli.len()];
+        r.digits(&res, &mut half);
+        r.half = half;
+        r
+    }
+
+    /// Whether the integer with mixed-radix digits `v` exceeds `(D − 1)/2` (it is then
+    /// represented by `x − D` in the balanced range).
+    #[must_use]
+    pub fn above_half(&self, v: &[u64]) -> bool {
+        for (a, b) in v.iter().zip(&self.half).rev() {
+            if a != b {
+                return a > b;
+            }
         }
+        false
+    }
+
+    /// `D mod target`.
+    #[must_use]
+    pub fn product_mod(&self, target: &Modulus) -> u64 {
+        self.moduli.iter().fold(1 % target.value(), |acc, m| {
+            target.mul(acc, target.reduce(m.value()))
+        })
     }
 
     /// Number of primes.
@@ -192,14 +221,24 @@ impl MixedRadix {
     }
 }
 
-/// Exact ModUp of one digit (residue rows `digit_rows` over the primes of `radix`) to the prime
-/// `target`: `dst[i] = x_i mod target`, where `x_i ∈ [0, Π digit primes)` is the integer with
-/// those residues (spec §1.5). For a single-prime digit this is [`reduce_limb`].
+/// Exact **balanced** ModUp of one digit (residue rows `digit_rows` over the primes of `radix`,
+/// product D) to the prime `target`: `dst[i] = x_i mod target`, where `x_i ∈ (−D/2, D/2)` is the
+/// centred integer with those residues (decision 0403; FHElium lifts `[0, D)`, whose mean D/2
+/// puts a deterministic ~2e-6 outlier on slot 0 after every key switch).
+///
+/// Single-prime digit: `x = d` if `d ≤ (q_j − 1)/2`, else `d − q_j`.
 pub fn modup_limb(radix: &MixedRadix, digit_rows: &[&[u64]], target: &Modulus, dst: &mut [u64]) {
     if radix.len() == 1 {
-        reduce_limb(target, digit_rows[0], dst);
+        let qj = radix.moduli[0].value();
+        let half = (qj - 1) / 2;
+        let qj_mod = target.reduce(qj);
+        for (d, &s) in dst.iter_mut().zip(digit_rows[0]) {
+            let r = target.reduce(s);
+            *d = if s > half { target.sub(r, qj_mod) } else { r };
+        }
         return;
     }
+    let d_mod = radix.product_mod(target);
     let k = radix.len();
     let mut res = vec![0u64; k];
     let mut v = vec![0u64; k];
@@ -208,7 +247,12 @@ pub fn modup_limb(radix: &MixedRadix, digit_rows: &[&[u64]], target: &Modulus, d
             *r = row[i];
         }
         radix.digits(&res, &mut v);
-        *d = radix.eval(&v, target);
+        let x = radix.eval(&v, target);
+        *d = if radix.above_half(&v) {
+            target.sub(x, d_mod)
+        } else {
+            x
+        };
     }
 }
 
@@ -292,10 +336,23 @@ mod tests {
             // ModUp of the 2-prime digit {p0, p1} to p2 and p3
             let radix = MixedRadix::new(&moduli[..2]);
             let x = crt(&res[..2], &PRIMES[..2]);
+            let d: BigUint = BigUint::from(PRIMES[0]) * PRIMES[1];
+            let centred_above = x > ((&d - 1u32) >> 1u32);
             for t in 2..4 {
                 let mut out = [0u64];
                 modup_limb(&radix, &[&res[0..1], &res[1..2]], &moduli[t], &mut out);
-                prop_assert_eq!(BigUint::from(out[0]), &x % PRIMES[t]);
+                // balanced: x - D when x > (D-1)/2, reduced mod the target
+                let want = if centred_above {
+                    (&x + BigUint::from(PRIMES[t]) * 4u32 - &d % PRIMES[t]) % PRIMES[t]
+                } else {
+                    &x % PRIMES[t]
+                };
+                prop_assert_eq!(BigUint::from(out[0]), want);
+                let single = MixedRadix::new(&moduli[..1]);
+                modup_limb(&single, &[&res[0..1]], &moduli[t], &mut out);
+                let r0 = i128::from(res[0]);
+                let c0 = if res[0] > (PRIMES[0] - 1) / 2 { r0 - i128::from(PRIMES[0]) } else { r0 };
+                prop_assert_eq!(i128::from(out[0]), c0.rem_euclid(i128::from(PRIMES[t])));
             }
             // ModDown by P = p2·p3 of x in Q = p0·p1 ... on row p0
             let full = crt(&res, &PRIMES);
@@ -334,9 +391,9 @@ mod tests {
             for (i, &c) in a.iter().enumerate() {
                 let e = (g as usize * i) % (2 * n);
                 if e < n {
-                    want[e] = m.add(want[e], c)
+                    want[e] = m.add(want[e], c);
                 } else {
-                    want[e - n] = m.sub(want[e - n], c)
+                    want[e - n] = m.sub(want[e - n], c);
                 }
             }
             assert_eq!(coef, want, "g = {g}");

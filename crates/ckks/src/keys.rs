@@ -30,7 +30,7 @@ impl Drop for SecretKey {
 }
 
 /// The public encryption key `(e − a·s, a)` on the Q rows (NTT form).
-#[derive(Clone, Debug)]
+#[derive(Debug)]
 pub struct PublicKey {
     pub(crate) words: Words,
     pub(crate) context: u64,
@@ -39,7 +39,7 @@ pub struct PublicKey {
 }
 
 /// A hybrid key-switching key from `s_src` to the engine secret `s` (see the module docs).
-#[derive(Clone, Debug)]
+#[derive(Debug)]
 pub struct KeySwitchKey {
     pub(crate) words: Words,
     pub(crate) context: u64,
@@ -51,7 +51,7 @@ pub struct KeySwitchKey {
 
 /// Key switching for the automorphism σ_g: a rotation by `step` slots (g = 3^step mod 2N) or
 /// the conjugation (g = 2N − 1).
-#[derive(Clone, Debug)]
+#[derive(Debug)]
 pub struct RotationKey {
     pub(crate) ksk: KeySwitchKey,
     pub(crate) step: Option<i64>,
@@ -59,7 +59,7 @@ pub struct RotationKey {
 }
 
 /// Key switching from `s²` to `s` (relinearization of a 3-component product).
-#[derive(Clone, Debug)]
+#[derive(Debug)]
 pub struct RelinearizationKey {
     pub(crate) ksk: KeySwitchKey,
 }
@@ -101,11 +101,10 @@ key_common!(PublicKey);
 key_common!(KeySwitchKey);
 
 impl SecretKey {
-    /// `[row, N]` view of the NTT-form secret.
+    /// `[row, N]` view of the NTT-form secret (`None` when not host-accessible).
     #[must_use]
-    pub fn view(&self) -> ArrayView2<'_, u64> {
-        ArrayView2::from_shape((self.words.len() / self.n, self.n), self.words.as_slice())
-            .expect("shape matches words")
+    pub fn view(&self) -> Option<ArrayView2<'_, u64>> {
+        ArrayView2::from_shape((self.words.len() / self.n, self.n), self.words.as_slice()).ok()
     }
 
     pub(crate) fn row(&self, id: usize) -> &[u64] {
@@ -116,10 +115,9 @@ impl SecretKey {
 impl PublicKey {
     /// `[component, row, N]` view.
     #[must_use]
-    pub fn view(&self) -> ArrayView3<'_, u64> {
+    pub fn view(&self) -> Option<ArrayView3<'_, u64>> {
         let rows = self.words.len() / (2 * self.n);
-        ArrayView3::from_shape((2, rows, self.n), self.words.as_slice())
-            .expect("shape matches words")
+        ArrayView3::from_shape((2, rows, self.n), self.words.as_slice()).ok()
     }
 
     pub(crate) fn row(&self, component: usize, id: usize) -> &[u64] {
@@ -132,9 +130,12 @@ impl PublicKey {
 impl KeySwitchKey {
     /// `[digit, component, row, N]` view.
     #[must_use]
-    pub fn view(&self) -> ArrayView4<'_, u64> {
-        ArrayView4::from_shape((self.digits, 2, self.rows, self.n), self.words.as_slice())
-            .expect("shape matches words")
+    pub fn view(&self) -> Option<ArrayView4<'_, u64>> {
+        ArrayView4::from_shape((self.digits, 2, self.rows, self.n), self.words.as_slice()).ok()
+    }
+
+    pub(crate) fn with_words(&self, words: Words) -> Self {
+        Self { words, ..*self }
     }
 
     /// Number of level-0 digits (dnum).
@@ -188,15 +189,8 @@ impl RotationKey {
 
     /// `[digit, component, row, N]` view.
     #[must_use]
-    pub fn view(&self) -> ArrayView4<'_, u64> {
+    pub fn view(&self) -> Option<ArrayView4<'_, u64>> {
         self.ksk.view()
-    }
-
-    /// A copy at another host-accessible location.
-    pub fn copied_to(&self, location: ResidencyLocation) -> Result<Self, crate::CkksError> {
-        let mut k = self.clone();
-        k.ksk.words = self.ksk.words.copy_to(location)?;
-        Ok(k)
     }
 }
 
@@ -215,7 +209,37 @@ impl RelinearizationKey {
 
     /// `[digit, component, row, N]` view.
     #[must_use]
-    pub fn view(&self) -> ArrayView4<'_, u64> {
+    pub fn view(&self) -> Option<ArrayView4<'_, u64>> {
         self.ksk.view()
     }
 }
+
+crate::values::resident_impl!(RotationKey, "RotationKey", |v| v.ksk.words, |src, w| {
+    RotationKey {
+        ksk: src.ksk.with_words(w),
+        step: src.step,
+        galois_element: src.galois_element,
+    }
+});
+crate::values::resident_impl!(
+    RelinearizationKey,
+    "RelinearizationKey",
+    |v| v.ksk.words,
+    |src, w| {
+        RelinearizationKey {
+            ksk: src.ksk.with_words(w),
+        }
+    }
+);
+crate::values::resident_impl!(PublicKey, "PublicKey", |v| v.words, |src, w| PublicKey {
+    words: w,
+    context: src.context,
+    key_id: src.key_id,
+    n: src.n
+});
+crate::values::resident_impl!(SecretKey, "SecretKey", |v| v.words, |src, w| SecretKey {
+    words: w,
+    context: src.context,
+    key_id: src.key_id,
+    n: src.n
+});

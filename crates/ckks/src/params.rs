@@ -141,6 +141,9 @@ pub struct CkksConfig {
     pub security_bits: u32,
     /// Galois generator of the slot order (3, as FHElium's default).
     pub galois_generator: u64,
+    /// Refuse parameters over the security budget (default true; turn off only for small test
+    /// rings, which are insecure by construction).
+    pub enforce_security_budget: bool,
 }
 
 impl CkksConfig {
@@ -159,6 +162,18 @@ impl CkksConfig {
         scale_bits: u32,
         num_scale_primes: usize,
         num_p_primes: usize,
+    ) -> Result<Self, CkksError> {
+        Self::generate_with_budget(log_n, scale_bits, num_scale_primes, num_p_primes, true)
+    }
+
+    /// As [`CkksConfig::generate`]; `enforce_security_budget = false` allows rings too small
+    /// for any security (unit tests of the arithmetic on small N).
+    pub fn generate_with_budget(
+        log_n: u32,
+        scale_bits: u32,
+        num_scale_primes: usize,
+        num_p_primes: usize,
+        enforce_security_budget: bool,
     ) -> Result<Self, CkksError> {
         if !(4..=17).contains(&log_n) || !(20..=58).contains(&scale_bits) || num_p_primes == 0 {
             return Err(CkksError::InvalidConfig {
@@ -179,6 +194,7 @@ impl CkksConfig {
             sigma: DEFAULT_SIGMA,
             security_bits: 128,
             galois_generator: 3,
+            enforce_security_budget,
         };
         cfg.validate()?;
         Ok(cfg)
@@ -237,6 +253,7 @@ impl CkksConfig {
             .find(|(l, _)| *l == self.log_n)
             .map(|(_, b)| *b);
         match budget {
+            _ if !self.enforce_security_budget => Ok(()),
             Some(b) if total <= b => Ok(()),
             _ => Err(CkksError::SecurityBudgetExceeded {
                 log_n: self.log_n,

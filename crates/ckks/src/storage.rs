@@ -1,17 +1,26 @@
 //! The one place that owns a value's words.
 //!
-//! Until `fhelium_cuda::Buffer` lands this is a host vector tagged with its
-//! [`ResidencyLocation`]; every value reaches its words only through [`Words`], so swapping the
-//! backing store is a change to this file alone.
+//! Values made by the engine keep their words in an [`fhelium_cuda::Buffer`] allocated from
+//! the engine's [`Memory`] at the location of the operation's input (so budgets and fault
+//! injection of the memory layer apply). [`Words::from_vec`] wraps a plain host vector
+//! (pageable memory outside any budget), for code that downloads results.
 
+use fhelium_cuda::{Buffer, Event, Memory, MemoryError, StorageKey, Stream};
 use fhelium_residency::ResidencyLocation;
 
 use crate::error::CkksError;
 
+#[derive(Debug)]
+enum Backing {
+    Buffer(Buffer),
+    #[cfg_attr(not(feature = "cuda"), allow(dead_code))]
+    Host(Vec<u64>),
+}
+
 /// Contiguous u64 words at one location.
-#[derive(Clone, Debug)]
+#[derive(Debug)]
 pub(crate) struct Words {
-    data: Vec<u64>,
+    backing: Backing,
     location: ResidencyLocation,
 }
 
@@ -22,24 +31,65 @@ pub fn is_host_accessible(location: &ResidencyLocation) -> bool {
 }
 
 impl Words {
-    /// Wraps a host vector as storage at `location`.
+    /// Wraps a host vector as storage at `location` (not accounted in any [`Memory`]).
+    #[cfg_attr(not(feature = "cuda"), allow(dead_code))]
     pub(crate) fn from_vec(data: Vec<u64>, location: ResidencyLocation) -> Self {
-        Self { data, location }
+        Self {
+            backing: Backing::Host(data),
+            location,
+        }
     }
 
-    /// The words (host-accessible storage only).
+    /// Wraps a buffer of the memory layer.
+    pub(crate) fn from_buffer(buffer: Buffer) -> Self {
+        Self {
+            location: buffer.location(),
+            backing: Backing::Buffer(buffer),
+        }
+    }
+
+    /// `len` zeroed words at `location`, allocated from `mem`.
+    pub(crate) fn alloc(
+        mem: &Memory,
+        location: ResidencyLocation,
+        len: usize,
+    ) -> Result<Self, CkksError> {
+        Ok(Self::from_buffer(mem.alloc(&location, len, None)?))
+    }
+
+    /// A copy of `data` at `location`, allocated from `mem` (host-accessible locations).
+    pub(crate) fn alloc_copy(
+        mem: &Memory,
+        location: ResidencyLocation,
+        data: &[u64],
+    ) -> Result<Self, CkksError> {
+        let mut w = Self::alloc(mem, location, data.len())?;
+        w.as_mut_slice().copy_from_slice(data);
+        Ok(w)
+    }
+
+    /// The words (empty for device memory: check [`Words::check_host`] first).
     pub(crate) fn as_slice(&self) -> &[u64] {
-        &self.data
+        match &self.backing {
+            Backing::Host(v) => v,
+            Backing::Buffer(b) => b.host_slice().unwrap_or(&[]),
+        }
     }
 
-    /// The words, mutably.
+    /// The words, mutably (empty for device memory).
     pub(crate) fn as_mut_slice(&mut self) -> &mut [u64] {
-        &mut self.data
+        match &mut self.backing {
+            Backing::Host(v) => v,
+            Backing::Buffer(b) => b.host_slice_mut().unwrap_or(&mut []),
+        }
     }
 
     /// Number of words.
     pub(crate) fn len(&self) -> usize {
-        self.data.len()
+        match &self.backing {
+            Backing::Host(v) => v.len(),
+            Backing::Buffer(b) => b.words(),
+        }
     }
 
     /// Where the words live.
@@ -47,33 +97,57 @@ impl Words {
         self.location
     }
 
-    /// Bytes of the backing allocation (equal to the payload for freshly allocated values).
-    pub(crate) fn storage_nbytes(&self) -> u64 {
-        (self.data.len() * 8) as u64
+    /// The buffer, when the words live in one.
+    #[cfg_attr(not(feature = "cuda"), allow(dead_code))]
+    pub(crate) fn buffer(&self) -> Option<&Buffer> {
+        match &self.backing {
+            Backing::Buffer(b) => Some(b),
+            Backing::Host(_) => None,
+        }
     }
 
-    /// A copy of these words at another host-accessible location.
-    pub(crate) fn copy_to(&self, location: ResidencyLocation) -> Result<Self, CkksError> {
-        if !is_host_accessible(&location) {
-            return Err(CkksError::NotHostAccessible {
-                op: "copy",
-                location,
-            });
+    /// Bytes of the backing allocation (equal to the payload: values never narrow in place).
+    pub(crate) fn storage_nbytes(&self) -> u64 {
+        (self.len() * 8) as u64
+    }
+
+    /// Storage identity for the residency manager's alias check.
+    pub(crate) fn storage_key(&self) -> StorageKey {
+        match &self.backing {
+            Backing::Buffer(b) => b.storage_key(),
+            Backing::Host(v) => StorageKey {
+                location: self.location,
+                base: v.as_ptr() as u64,
+            },
         }
-        Ok(Self {
-            data: self.data.clone(),
-            location,
-        })
+    }
+
+    /// An independent copy at `to` and its copy-complete event.
+    pub(crate) fn materialize(
+        &self,
+        mem: &Memory,
+        to: &ResidencyLocation,
+        stream: Option<&Stream>,
+    ) -> Result<(Self, Option<Event>), MemoryError> {
+        let (buf, ev) = match &self.backing {
+            Backing::Buffer(b) => b.copy_to(mem, to, stream)?,
+            Backing::Host(v) => mem.alloc_from(to, v, stream)?,
+        };
+        Ok((Self::from_buffer(buf), ev))
     }
 
     /// Overwrites every word with zero (secret material).
     pub(crate) fn zeroize(&mut self) {
-        zeroize::Zeroize::zeroize(&mut self.data);
+        zeroize::Zeroize::zeroize(self.as_mut_slice());
     }
 
     /// Checks that the CPU engine can read these words.
     pub(crate) fn check_host(&self, op: &'static str) -> Result<(), CkksError> {
-        if is_host_accessible(&self.location) {
+        let host = match &self.backing {
+            Backing::Host(_) => true,
+            Backing::Buffer(b) => b.is_host_accessible(),
+        };
+        if host {
             Ok(())
         } else {
             Err(CkksError::NotHostAccessible {

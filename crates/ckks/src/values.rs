@@ -5,7 +5,6 @@ use std::fmt;
 use fhelium_residency::ResidencyLocation;
 use ndarray::{ArrayView3, ArrayViewMut3};
 
-use crate::error::CkksError;
 use crate::storage::Words;
 
 /// Polynomial domain of a value's last axis.
@@ -81,7 +80,7 @@ pub fn prime_ids(level: usize, basis: ModulusBasis, nq: usize, np: usize) -> Vec
 /// A CKKS ciphertext: `components × limbs × N` words, limb-major per component; limb j holds the
 /// residues modulo prime id `prime_ids()[j]`, canonical in `[0, q)`, standard (non-Montgomery)
 /// form, in the coefficient domain or the bit-reversed NTT domain.
-#[derive(Clone, Debug)]
+#[derive(Debug)]
 pub struct Ciphertext {
     pub(crate) words: Words,
     pub(crate) context: u64,
@@ -95,7 +94,7 @@ pub struct Ciphertext {
 }
 
 /// A CKKS plaintext (see [`PlaintextRepresentation`]); RNS plaintexts are `limbs × N` words.
-#[derive(Clone, Debug)]
+#[derive(Debug)]
 pub struct Plaintext {
     pub(crate) words: Words,
     pub(crate) context: u64,
@@ -167,12 +166,13 @@ macro_rules! common_accessors {
             pub fn words(&self) -> &[u64] {
                 self.words.as_slice()
             }
-            /// A copy of this value at another host-accessible location (pageable, pinned,
-            /// `sim:N`).
-            pub fn copied_to(&self, location: ResidencyLocation) -> Result<Self, CkksError> {
-                let mut v = self.clone();
-                v.words = self.words.copy_to(location)?;
-                Ok(v)
+            /// A copy of this value's metadata around new words.
+            pub(crate) fn with_words(&self, words: Words) -> Self {
+                Self {
+                    words,
+                    prime_ids: self.prime_ids.clone(),
+                    ..*self
+                }
             }
         }
     };
@@ -194,17 +194,18 @@ impl Ciphertext {
         self.prime_ids.len()
     }
 
-    /// The words as an ndarray view shaped `[component, limb, N]`.
+    /// The words as an ndarray view shaped `[component, limb, N]` (`None` when the words are
+    /// not host-accessible).
     #[must_use]
-    pub fn view(&self) -> ArrayView3<'_, u64> {
+    pub fn view(&self) -> Option<ArrayView3<'_, u64>> {
         let shape = (self.components, self.prime_ids.len(), self.n);
-        ArrayView3::from_shape(shape, self.words.as_slice()).expect("shape matches words")
+        ArrayView3::from_shape(shape, self.words.as_slice()).ok()
     }
 
     /// Mutable ndarray view shaped `[component, limb, N]` (values must stay canonical).
-    pub fn view_mut(&mut self) -> ArrayViewMut3<'_, u64> {
+    pub fn view_mut(&mut self) -> Option<ArrayViewMut3<'_, u64>> {
         let shape = (self.components, self.prime_ids.len(), self.n);
-        ArrayViewMut3::from_shape(shape, self.words.as_mut_slice()).expect("shape matches words")
+        ArrayViewMut3::from_shape(shape, self.words.as_mut_slice()).ok()
     }
 }
 
@@ -221,11 +222,11 @@ impl Plaintext {
         self.words.len() / self.n
     }
 
-    /// The words as an ndarray view shaped `[1, limb, N]`.
+    /// The words as an ndarray view shaped `[1, limb, N]` (`None` when not host-accessible).
     #[must_use]
-    pub fn view(&self) -> ArrayView3<'_, u64> {
+    pub fn view(&self) -> Option<ArrayView3<'_, u64>> {
         let shape = (1, self.num_limbs(), self.n);
-        ArrayView3::from_shape(shape, self.words.as_slice()).expect("shape matches words")
+        ArrayView3::from_shape(shape, self.words.as_slice()).ok()
     }
 
     /// The signed coefficients of an `IntegerCoefficients` plaintext.
@@ -247,3 +248,54 @@ impl Plaintext {
         })
     }
 }
+
+/// `fhelium_cuda::Resident` for a value with one `words` field.
+macro_rules! resident_impl {
+    ($t:ty, $tag:literal, |$v:ident| $words:expr, |$src:ident, $w:ident| $rebuild:expr) => {
+        impl fhelium_cuda::Resident for $t {
+            fn type_tag(&self) -> &'static str {
+                $tag
+            }
+            fn placement(&self) -> Result<ResidencyLocation, fhelium_cuda::MemoryError> {
+                let $v = self;
+                fhelium_cuda::common_placement($tag, [$words.location()])
+            }
+            fn nbytes(&self) -> u64 {
+                let $v = self;
+                ($words.len() * 8) as u64
+            }
+            fn storage_nbytes(&self) -> u64 {
+                let $v = self;
+                $words.storage_nbytes()
+            }
+            fn storage_keys(&self) -> Vec<fhelium_cuda::StorageKey> {
+                let $v = self;
+                if $words.len() == 0 {
+                    Vec::new()
+                } else {
+                    vec![$words.storage_key()]
+                }
+            }
+            fn materialize(
+                &self,
+                mem: &fhelium_cuda::Memory,
+                to: &ResidencyLocation,
+                stream: Option<&fhelium_cuda::Stream>,
+            ) -> Result<fhelium_cuda::Materialized<Self>, fhelium_cuda::MemoryError> {
+                let $v = self;
+                let ($w, ready) = $words.materialize(mem, to, stream)?;
+                let $src = self;
+                Ok(fhelium_cuda::Materialized {
+                    value: $rebuild,
+                    ready,
+                })
+            }
+        }
+    };
+}
+pub(crate) use resident_impl;
+
+resident_impl!(Ciphertext, "Ciphertext", |v| v.words, |src, w| src
+    .with_words(w));
+resident_impl!(Plaintext, "Plaintext", |v| v.words, |src, w| src
+    .with_words(w));
