@@ -489,6 +489,7 @@ pub(crate) fn copy_engine(
     if faulted {
         return Err(MemoryError::InjectedCopyFailure { from, to, bytes });
     }
+    tracing::trace!(%from, %to, bytes, stream = stream.map(Stream::id), "copy");
     #[cfg(feature = "cuda")]
     if matches!(from, ResidencyLocation::Cuda(_)) || matches!(to, ResidencyLocation::Cuda(_)) {
         return crate::cuda::copy(mem, src, dst, len, stream);
