@@ -194,6 +194,8 @@ __device__ __forceinline__ void inv_col_stages(u64* s, const WP* itw, u64 q) {
 // ginv != 0: the input row is first permuted by the coefficient automorphism sigma_g
 // (ginv = g^-1 mod 2N); its sign is applied modulo the source prime src_pid(y, z) =
 // src_off + (src_by_z ? z : y) (ModUp of a rotated digit reads prime j, writes prime r).
+// src_by_z != 0 (ModUp): the digit is lifted balanced, d > (q_j - 1)/2 standing for d - q_j
+// (the CPU engine's decision 0403), before reduction modulo the target prime.
 // Output lazy in [0, 4q).
 extern "C" __global__ void __launch_bounds__(NTT_THREADS)
 ntt_fwd_cols(const u64* __restrict__ in, u64* __restrict__ out, const Prime* __restrict__ primes,
@@ -209,6 +211,7 @@ ntt_fwd_cols(const u64* __restrict__ in, u64* __restrict__ out, const Prime* __r
     u64* dst = out + z * out_zs + y * out_ys;
     const uint32_t b0 = blockIdx.x * TILE_COLS;
     const u64 src_q = primes[src_off + (src_by_z ? z : y)].q;
+    const u64 src_q_mod = reduce64(src_q, p);
     for (uint32_t idx = threadIdx.x; idx < TILE; idx += NTT_THREADS) {
         uint32_t a = idx / TILE_COLS, c = idx % TILE_COLS;
         uint32_t pos = a * SUB + b0 + c;
@@ -223,7 +226,10 @@ ntt_fwd_cols(const u64* __restrict__ in, u64* __restrict__ out, const Prime* __r
         } else {
             x = src[pos];
         }
-        s[idx] = shoup_lazy(x, pw.w, pw.wp, p.q);
+        u64 r = shoup(x, pw.w, pw.wp, p.q);
+        // Balanced ModUp: a digit residue above (q_j - 1) / 2 stands for x - q_j.
+        if (src_by_z && x > src_q / 2) r = submod(r, src_q_mod, p.q);
+        s[idx] = r;
     }
     fwd_col_stages(s, twf + (u64)pid * NN, p.q);
     for (uint32_t idx = threadIdx.x; idx < TILE; idx += NTT_THREADS) {

@@ -376,27 +376,54 @@ impl CudaEngine {
         Ok(())
     }
 
+    /// A fresh device copy of a value's words: from host memory (pageable or pinned), or
+    /// device to device when the words already live in a CUDA buffer of the memory layer
+    /// (a value the residency manager placed on `cuda:N`).
     fn upload_words(
         &self,
         op: &'static str,
-        words: &[u64],
+        words: &Words,
         stream: &Stream,
     ) -> Result<DeviceBuffer<u64>> {
-        let mut buf = self.alloc(op, words.len(), stream)?;
-        // SAFETY: `words` is pageable host memory: the driver stages it before returning, so
-        // the host slice may change afterwards; `buf` is fresh and sized to `words`.
-        drv(op, unsafe { buf.async_copy_from(words, stream) })?;
+        let len = words.len();
+        let mut buf = self.alloc(op, len, stream)?;
+        if let Some(src) = words.buffer().and_then(fhelium_cuda::Buffer::device_ptr) {
+            // SAFETY: `src` is a live device allocation of `len` words owned by `words`, which
+            // the caller borrows for this call; the copy is ordered on `stream` before any use
+            // of `buf`, and callers keep the source value alive until that work completes
+            // (documented on the upload functions).
+            let rc = unsafe {
+                cust::sys::cuMemcpyDtoDAsync_v2(
+                    buf.as_device_ptr().as_raw(),
+                    src,
+                    len * 8,
+                    stream.as_inner(),
+                )
+            };
+            if rc != cust::sys::cudaError_enum::CUDA_SUCCESS {
+                return Err(CudaBackendError::Unsupported {
+                    op,
+                    reason: format!("device-to-device copy failed: {rc:?}"),
+                });
+            }
+            return Ok(buf);
+        }
+        words.check_host(op)?;
+        // SAFETY: host memory: pageable memory is staged by the driver before the call returns;
+        // pinned memory is read in stream order and the caller keeps the value alive until the
+        // stream passes the copy; `buf` is fresh and sized to the words.
+        drv(op, unsafe { buf.async_copy_from(words.as_slice(), stream) })?;
         Ok(buf)
     }
 
-    /// Copies a host ciphertext (any host-accessible location) to the device.
+    /// Copies a ciphertext (any host location, or a CUDA buffer of the memory layer) into the
+    /// engine's pool. Keep `ct` alive until `stream` has passed the copy.
     pub fn upload_ciphertext(&self, ct: &Ciphertext, stream: &Stream) -> Result<GpuCiphertext> {
         const OP: &str = "upload_ciphertext";
         self.check_context(OP, ct.context)?;
-        ct.words.check_host(OP)?;
         self.check_rows(OP, &ct.prime_ids)?;
         Ok(GpuCiphertext {
-            buf: self.upload_words(OP, ct.words.as_slice(), stream)?,
+            buf: self.upload_words(OP, &ct.words, stream)?,
             context: ct.context,
             level: ct.level,
             scale: ct.scale,
@@ -411,7 +438,6 @@ impl CudaEngine {
     pub fn upload_plaintext(&self, pt: &Plaintext, stream: &Stream) -> Result<GpuPlaintext> {
         const OP: &str = "upload_plaintext";
         self.check_context(OP, pt.context)?;
-        pt.words.check_host(OP)?;
         if pt.representation != PlaintextRepresentation::Rns {
             return Err(CkksError::RepresentationMismatch {
                 op: OP,
@@ -422,7 +448,7 @@ impl CudaEngine {
         }
         self.check_rows(OP, &pt.prime_ids)?;
         Ok(GpuPlaintext {
-            buf: self.upload_words(OP, pt.words.as_slice(), stream)?,
+            buf: self.upload_words(OP, &pt.words, stream)?,
             context: pt.context,
             level: pt.level,
             scale: pt.scale,
@@ -440,7 +466,6 @@ impl CudaEngine {
         stream: &Stream,
     ) -> Result<GpuSwitchKey> {
         self.check_context(op, k.context)?;
-        k.words.check_host(op)?;
         if k.rows != self.moduli.len() || k.digits != self.nq {
             return Err(CudaBackendError::Unsupported {
                 op,
@@ -448,7 +473,7 @@ impl CudaEngine {
             });
         }
         Ok(GpuSwitchKey {
-            buf: self.upload_words(op, k.words.as_slice(), stream)?,
+            buf: self.upload_words(op, &k.words, stream)?,
             context: k.context,
             key_id: k.key_id,
             digits: k.digits,

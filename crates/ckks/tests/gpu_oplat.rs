@@ -1,0 +1,224 @@
+//! Per-operation latency of the CUDA engine (the `oplat` table of
+//! `../shared/reference/fhelium-h200/oplat.txt`, same op names), timed with CUDA events:
+//! median / p10 / p90 of 200 calls after 20 warm-ups, the stream idle before each call (as
+//! FHElium's method synchronises before each sample), cycling through 4 ciphertexts and 4
+//! keys so an 18 MiB key is not served from the 50 MB L2 every time.
+//!
+//! A test binary so that `cargo xtask gpu-bundle`'s run-all.sh runs it on the GPU machine; it
+//! prints the table (and writes `$OUT/oplat_gpu.txt` when `OUT` is set). Without a device it
+//! skips, unless `FHELIUM_REQUIRE_GPU=1`.
+#![cfg(feature = "cuda")]
+
+use cust::event::{Event, EventFlags};
+use cust::stream::Stream;
+use fhelium_ckks::cuda::{CudaBackendError, CudaEngine, GpuCiphertext};
+use fhelium_ckks::{CpuEngine, ModulusBasis, Preset};
+
+/// (median, p10, p90) in microseconds.
+type Stats = (f64, f64, f64);
+
+const WARMUP: usize = 20;
+const SAMPLES: usize = 200;
+const SETS: usize = 4;
+
+/// FHElium 0.10 on our H200 (median us), from oplat.txt.
+const FHELIUM_US: [(&str, f64); 10] = [
+    ("encrypt_message", 1549.5),
+    ("rotate_with_key", 1589.7),
+    ("coefficient_to_ntt", 179.7),
+    ("multiply_plaintext", 218.9),
+    ("ntt_to_coefficient", 184.4),
+    ("rescale_to_next_level", 262.8),
+    ("decrypt_message", 1824.9),
+    ("example14_stage", 2452.6),
+    ("multiply_ct_ct", 334.0),
+    ("relinearize", 1688.5),
+];
+
+fn percentile(sorted: &[f64], p: f64) -> f64 {
+    let idx = ((sorted.len() - 1) as f64 * p).round() as usize;
+    sorted[idx]
+}
+
+/// Times `op(i)` (i = sample index) with CUDA events; returns (median, p10, p90) in us.
+fn time_op(
+    stream: &Stream,
+    mut op: impl FnMut(usize) -> Result<GpuCiphertext, CudaBackendError>,
+) -> (f64, f64, f64) {
+    let mut samples = Vec::with_capacity(SAMPLES);
+    for i in 0..WARMUP + SAMPLES {
+        stream.synchronize().expect("sync");
+        let start = Event::new(EventFlags::DEFAULT).expect("event");
+        let end = Event::new(EventFlags::DEFAULT).expect("event");
+        start.record(stream).expect("record");
+        let out = op(i).expect("op");
+        end.record(stream).expect("record");
+        out.free_async(stream).expect("free");
+        end.synchronize().expect("event sync");
+        if i >= WARMUP {
+            let ms = end.elapsed_time_f32(&start).expect("elapsed");
+            samples.push(f64::from(ms) * 1000.0);
+        }
+    }
+    samples.sort_by(f64::total_cmp);
+    (
+        percentile(&samples, 0.5),
+        percentile(&samples, 0.1),
+        percentile(&samples, 0.9),
+    )
+}
+
+#[test]
+fn oplat_table_on_the_gpu() {
+    let required = std::env::var("FHELIUM_REQUIRE_GPU").is_ok_and(|v| v == "1");
+    let cpu = CpuEngine::with_seed(Preset::Slots8192Scale40Levels7Int64, [3; 32]).expect("cpu");
+    let gpu = match CudaEngine::new(cpu.context(), 0) {
+        Ok(g) => g,
+        Err(e) => {
+            assert!(!required, "FHELIUM_REQUIRE_GPU=1 but no CUDA engine: {e}");
+            eprintln!("skipped: no CUDA device available ({e})");
+            return;
+        }
+    };
+    let s = gpu.stream().expect("stream");
+    let slots = cpu.num_slots();
+    let cts: Vec<GpuCiphertext> = (0..SETS)
+        .map(|k| {
+            let m: Vec<f64> = (0..slots)
+                .map(|j| 0.01 * (0.017 * j as f64 + k as f64).sin())
+                .collect();
+            let ct = cpu.encrypt_message(&m).expect("encrypt");
+            gpu.upload_ciphertext(&ct, &s).expect("upload")
+        })
+        .collect();
+    let keys: Vec<_> = (1..=SETS as i64)
+        .map(|step| {
+            let k = cpu
+                .create_rotation_key(step, cpu.secret_key())
+                .expect("key");
+            gpu.upload_rotation_key(&k, &s).expect("upload key")
+        })
+        .collect();
+    let rlks: Vec<_> = (0..SETS)
+        .map(|_| {
+            let k = cpu
+                .create_relinearization_key(cpu.secret_key())
+                .expect("rlk");
+            gpu.upload_relinearization_key(&k, &s).expect("upload rlk")
+        })
+        .collect();
+    let half = cpu
+        .prepare_plaintext_for_multiplication(
+            &cpu.encode(&vec![0.5; slots], 0, None).expect("encode"),
+            ModulusBasis::Q,
+        )
+        .expect("prepare");
+    let pts: Vec<_> = (0..SETS)
+        .map(|_| gpu.upload_plaintext(&half, &s).expect("upload pt"))
+        .collect();
+    let ntts: Vec<GpuCiphertext> = cts
+        .iter()
+        .map(|c| gpu.coefficient_domain_to_ntt_domain(c, &s).expect("ntt"))
+        .collect();
+    let prods: Vec<GpuCiphertext> = (0..SETS)
+        .map(|k| {
+            gpu.multiply(&ntts[k], &ntts[(k + 1) % SETS], &s)
+                .expect("multiply")
+        })
+        .collect();
+    s.synchronize().expect("sync");
+
+    let mut rows: Vec<(&str, Option<Stats>)> = Vec::new();
+    rows.push(("encrypt_message", None));
+    rows.push((
+        "rotate_with_key",
+        Some(time_op(&s, |i| {
+            gpu.rotate_with_key(&cts[i % SETS], &keys[(i / SETS + i) % SETS], &s)
+        })),
+    ));
+    rows.push((
+        "coefficient_to_ntt",
+        Some(time_op(&s, |i| {
+            gpu.coefficient_domain_to_ntt_domain(&cts[i % SETS], &s)
+        })),
+    ));
+    rows.push((
+        "multiply_plaintext",
+        Some(time_op(&s, |i| {
+            gpu.multiply_plaintext(&ntts[i % SETS], &pts[(i + 1) % SETS], &s)
+        })),
+    ));
+    rows.push((
+        "ntt_to_coefficient",
+        Some(time_op(&s, |i| {
+            gpu.ntt_domain_to_coefficient_domain(&ntts[i % SETS], &s)
+        })),
+    ));
+    rows.push((
+        "rescale_to_next_level",
+        Some(time_op(&s, |i| {
+            gpu.rescale_to_next_level(&cts[i % SETS], &s)
+        })),
+    ));
+    rows.push(("decrypt_message", None));
+    rows.push((
+        "example14_stage",
+        Some(time_op(&s, |i| {
+            let r = gpu.rotate_with_key(&cts[i % SETS], &keys[(i / SETS + i) % SETS], &s)?;
+            let t = gpu.coefficient_domain_to_ntt_domain(&r, &s)?;
+            r.free_async(&s)?;
+            let u = gpu.multiply_plaintext(&t, &pts[i % SETS], &s)?;
+            t.free_async(&s)?;
+            let v = gpu.ntt_domain_to_coefficient_domain(&u, &s)?;
+            u.free_async(&s)?;
+            let w = gpu.rescale_to_next_level(&v, &s)?;
+            v.free_async(&s)?;
+            Ok(w)
+        })),
+    ));
+    rows.push((
+        "multiply_ct_ct",
+        Some(time_op(&s, |i| {
+            gpu.multiply(&ntts[i % SETS], &ntts[(i + 1) % SETS], &s)
+        })),
+    ));
+    rows.push((
+        "relinearize",
+        Some(time_op(&s, |i| {
+            gpu.relinearize_with_key(&prods[i % SETS], &rlks[(i / SETS + i) % SETS], &s)
+        })),
+    ));
+
+    let mut table = String::from(
+        "preset=slots8192-scale40-levels7-int64 device=cuda:0 (fhelium-rs CudaEngine, CUDA events, 200 after 20 warm-ups, 4 keys x 4 ciphertexts)\n",
+    );
+    table.push_str(&format!(
+        "{:<24} {:>10} {:>9} {:>9} {:>12} {:>8}\n",
+        "op", "median_us", "p10", "p90", "fhelium_us", "ratio"
+    ));
+    for (name, r) in &rows {
+        let peer = FHELIUM_US
+            .iter()
+            .find(|(n, _)| n == name)
+            .map_or(f64::NAN, |p| p.1);
+        match r {
+            Some((med, p10, p90)) => table.push_str(&format!(
+                "{name:<24} {med:>10.1} {p10:>9.1} {p90:>9.1} {peer:>12.1} {:>7.1}x\n",
+                peer / med
+            )),
+            None => table.push_str(&format!(
+                "{name:<24} {:>10} {:>9} {:>9} {peer:>12.1} {:>8}\n",
+                "host", "-", "-", "-"
+            )),
+        }
+    }
+    eprintln!("{table}");
+    if let Ok(out) = std::env::var("OUT") {
+        let _ = std::fs::write(std::path::Path::new(&out).join("oplat_gpu.txt"), &table);
+    }
+    for (name, r) in &rows {
+        if let Some((med, _, _)) = r {
+            assert!(med.is_finite() && *med > 0.0, "{name}: no timing");
+        }
+    }
+}
