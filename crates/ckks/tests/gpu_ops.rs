@@ -11,10 +11,11 @@ use fhelium_ckks::{Ciphertext, CkksError, CpuEngine, Domain, ModulusBasis, Prese
 
 const SEED: [u8; 32] = [7; 32];
 
+// Field order = drop order: the stream goes before the engine releases the context.
 struct Fixture {
-    cpu: CpuEngine,
-    gpu: CudaEngine,
     stream: cust::stream::Stream,
+    gpu: CudaEngine,
+    cpu: CpuEngine,
 }
 
 fn fixture() -> Option<Fixture> {
@@ -23,7 +24,7 @@ fn fixture() -> Option<Fixture> {
     match CudaEngine::new(cpu.context(), 0) {
         Ok(gpu) => {
             let stream = gpu.stream().expect("stream");
-            Some(Fixture { cpu, gpu, stream })
+            Some(Fixture { stream, gpu, cpu })
         }
         Err(e) => {
             assert!(!required, "FHELIUM_REQUIRE_GPU=1 but no CUDA engine: {e}");
