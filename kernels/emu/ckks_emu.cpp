@@ -1,0 +1,399 @@
+// Host emulator of kernels/ckks.cu: runs the CUDA kernels on the CPU (one OS thread per CUDA
+// thread of a block, __syncthreads = a std::barrier, blocks one after another so __shared__
+// arrays can be function statics) and checks them against plain reference code written from
+// spec ckks.md sections 3.6, 3.8, 3.12 and 4.1. Launch arguments mirror
+// crates/ckks/src/cuda/engine.rs. For machines without a GPU:
+//
+//   g++ -std=c++20 -O2 -pthread kernels/emu/ckks_emu.cpp -o /tmp/ckks_emu && /tmp/ckks_emu
+#include <barrier>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <functional>
+#include <random>
+#include <thread>
+#include <vector>
+
+struct dim3 {
+    unsigned x = 1, y = 1, z = 1;
+};
+static thread_local dim3 threadIdx, blockIdx;
+static dim3 blockDim, gridDim;
+static std::barrier<>* g_bar = nullptr;
+
+#define __global__
+#define __device__
+#define __forceinline__ inline
+#define __launch_bounds__(x)
+#define __shared__ static
+#define __restrict__
+static inline unsigned long long __umul64hi(unsigned long long a, unsigned long long b) {
+    return (unsigned long long)(((unsigned __int128)a * b) >> 64);
+}
+static inline unsigned __brev(unsigned x) {
+    unsigned r = 0;
+    for (int i = 0; i < 32; i++) {
+        r = (r << 1) | (x & 1);
+        x >>= 1;
+    }
+    return r;
+}
+static inline void __syncthreads() { g_bar->arrive_and_wait(); }
+
+#include "../ckks.cu"
+
+// Launch: `threads` OS threads walk every block in order; a barrier ends each block so the
+// static shared tile is never reused early.
+static void launch(dim3 grid, unsigned threads, const std::function<void()>& kernel) {
+    gridDim = grid;
+    blockDim = dim3{threads, 1, 1};
+    std::barrier<> bar((std::ptrdiff_t)threads);
+    g_bar = &bar;
+    std::vector<std::thread> ts;
+    for (unsigned t = 0; t < threads; t++) {
+        ts.emplace_back([&, t] {
+            threadIdx = dim3{t, 0, 0};
+            for (unsigned z = 0; z < grid.z; z++)
+                for (unsigned y = 0; y < grid.y; y++)
+                    for (unsigned x = 0; x < grid.x; x++) {
+                        blockIdx = dim3{x, y, z};
+                        kernel();
+                        bar.arrive_and_wait();
+                    }
+        });
+    }
+    for (auto& t : ts) t.join();
+}
+// Elementwise kernels have no barrier: run their threads in one OS thread.
+static void launch_ew(dim3 grid, unsigned threads, const std::function<void()>& kernel) {
+    gridDim = grid;
+    blockDim = dim3{threads, 1, 1};
+    for (unsigned z = 0; z < grid.z; z++)
+        for (unsigned y = 0; y < grid.y; y++)
+            for (unsigned x = 0; x < grid.x; x++)
+                for (unsigned t = 0; t < threads; t++) {
+                    blockIdx = dim3{x, y, z};
+                    threadIdx = dim3{t, 0, 0};
+                    kernel();
+                }
+}
+
+// ------------------------------------------------------------------ host arithmetic
+typedef unsigned __int128 u128;
+static const int NP = 9;
+static const u64 QS[NP] = {1099510054913ull,       1099515691009ull,      1099508121601ull,
+                           1099515789313ull,       1099507695617ull,      1099516280833ull,
+                           1099506515969ull,       1152921504606748673ull, 1152921504606683137ull};
+static u64 mulm(u64 a, u64 b, u64 q) { return (u64)((u128)a * b % q); }
+static u64 powm(u64 b, u64 e, u64 q) {
+    u64 r = 1 % q;
+    b %= q;
+    while (e) {
+        if (e & 1) r = mulm(r, b, q);
+        b = mulm(b, b, q);
+        e >>= 1;
+    }
+    return r;
+}
+static u64 invm(u64 a, u64 q) { return powm(a % q, q - 2, q); }
+static u64 shoupc(u64 w, u64 q) { return (u64)(((u128)w << 64) / q); }
+static u64 addm(u64 a, u64 b, u64 q) { return (a + b) % q; }
+static u64 subm(u64 a, u64 b, u64 q) { return (a + q - b % q) % q; }
+static unsigned br14(unsigned x) { return __brev(x) >> 18; }
+
+struct Tables {
+    std::vector<u64> primes, twf, twi, reduce, n_inv, mont_fix, ks_post, p_inv, q_inv, psi;
+};
+static void pair(std::vector<u64>& v, u64 w, u64 q) {
+    v.push_back(w);
+    v.push_back(shoupc(w, q));
+}
+static Tables make_tables() {
+    Tables t;
+    const u64 N = NN;
+    for (int id = 0; id < NP; id++) {
+        u64 q = QS[id];
+        u64 psi = 0;
+        for (u64 c = 2;; c++) {
+            psi = powm(c, (q - 1) / (2 * N), q);
+            if (powm(psi, N, q) == q - 1) break;
+        }
+        t.psi.push_back(psi);
+        u64 inv = 1;
+        for (int i = 0; i < 7; i++) inv *= 2 - q * inv;
+        t.primes.insert(t.primes.end(), {q, (u64)(0 - inv), shoupc(1, q), 0});
+        u64 ipsi = invm(psi, q);
+        std::vector<u64> tw(N), itw(N);
+        u64 p = 1, pi = 1;
+        for (unsigned k = 0; k < N; k++) {
+            tw[br14(k)] = p;
+            itw[br14(k)] = pi;
+            p = mulm(p, psi, q);
+            pi = mulm(pi, ipsi, q);
+        }
+        for (unsigned k = 0; k < N; k++) {
+            pair(t.twf, tw[k], q);
+            pair(t.twi, itw[k], q);
+        }
+        pair(t.reduce, 1, q);
+        u64 ninv = invm(N, q);
+        pair(t.n_inv, ninv, q);
+        u64 fix = (u64)(((u128)1 << 64) % q);
+        pair(t.mont_fix, fix, q);
+        pair(t.ks_post, mulm(ninv, fix, q), q);
+        pair(t.p_inv, id < 8 ? invm(QS[8] % q, q) : 0, q);
+    }
+    for (int d = 0; d < NP; d++)
+        for (int i = 0; i < NP; i++) pair(t.q_inv, d == i ? 0 : invm(QS[d] % QS[i], QS[i]), QS[i]);
+    return t;
+}
+
+// Reference NTTs: the spec 4.1 loops with exact % arithmetic.
+static void ref_fwd(std::vector<u64>& a, u64 q, u64 psi) {
+    std::vector<u64> tw(NN);
+    u64 p = 1;
+    for (unsigned k = 0; k < NN; k++) {
+        tw[br14(k)] = p;
+        p = mulm(p, psi, q);
+    }
+    for (unsigned m = 1, t = NN / 2; m < NN; m *= 2, t /= 2)
+        for (unsigned i = 0; i < m; i++)
+            for (unsigned j = 2 * i * t; j < 2 * i * t + t; j++) {
+                u64 u = a[j], v = mulm(tw[m + i], a[j + t], q);
+                a[j] = addm(u, v, q);
+                a[j + t] = subm(u, v, q);
+            }
+}
+static void ref_inv(std::vector<u64>& a, u64 q, u64 psi) {
+    u64 ipsi = invm(psi, q);
+    std::vector<u64> tw(NN);
+    u64 p = 1;
+    for (unsigned k = 0; k < NN; k++) {
+        tw[br14(k)] = p;
+        p = mulm(p, ipsi, q);
+    }
+    for (unsigned t = 1; t < NN; t *= 2) {
+        unsigned m = NN / (2 * t);
+        for (unsigned i = 0; i < m; i++)
+            for (unsigned j = 2 * i * t; j < 2 * i * t + t; j++) {
+                u64 u = a[j], v = a[j + t];
+                a[j] = addm(u, v, q);
+                a[j + t] = mulm(tw[m + i], subm(u, v, q), q);
+            }
+    }
+    u64 ninv = invm(NN, q);
+    for (auto& x : a) x = mulm(x, ninv, q);
+}
+
+static int failures = 0;
+static void expect_eq(const char* what, const std::vector<u64>& got, const std::vector<u64>& want) {
+    size_t bad = 0, first = 0;
+    for (size_t i = 0; i < want.size(); i++)
+        if (got[i] != want[i] && bad++ == 0) first = i;
+    if (got.size() != want.size() || bad) {
+        failures++;
+        std::printf("FAIL %s: %zu of %zu words differ, first at %zu (got %llu want %llu)\n", what,
+                    bad, want.size(), first, (unsigned long long)got[first],
+                    (unsigned long long)want[first]);
+    } else {
+        std::printf("ok   %s (%zu words)\n", what, want.size());
+    }
+}
+
+static std::mt19937_64 rng(12345);
+static std::vector<u64> random_rows(unsigned comps, unsigned limbs, unsigned off) {
+    std::vector<u64> v((size_t)comps * limbs * NN);
+    for (unsigned c = 0; c < comps; c++)
+        for (unsigned l = 0; l < limbs; l++)
+            for (unsigned k = 0; k < NN; k++) v[((size_t)c * limbs + l) * NN + k] = rng() % QS[off + l];
+    return v;
+}
+static const u64* P(const std::vector<u64>& v) { return v.data(); }
+static u64* M(std::vector<u64>& v) { return v.data(); }
+#define PR(t) ((const Prime*)(t).primes.data())
+#define WPP(v) ((const WP*)(v).data())
+
+static void fwd_ntt_emu(const Tables& T, const u64* in, u64* out, unsigned off, unsigned limbs,
+                        unsigned comps) {
+    u64 n = NN, cs = (u64)limbs * NN;
+    launch(dim3{16, limbs, comps}, NTT_THREADS, [&] {
+        ntt_fwd_cols(in, out, PR(T), WPP(T.twf), WPP(T.reduce), off, n, cs, n, cs, 0, 0, off, 0);
+    });
+    launch(dim3{16, limbs, comps}, NTT_THREADS,
+           [&] { ntt_fwd_rows(out, out, PR(T), WPP(T.twf), off, n, cs, n, cs); });
+}
+static void inv_ntt_emu(const Tables& T, const u64* in, u64* out, const std::vector<u64>& post,
+                        unsigned off, unsigned limbs, unsigned comps) {
+    u64 n = NN, cs = (u64)limbs * NN;
+    launch(dim3{16, limbs, comps}, NTT_THREADS,
+           [&] { ntt_inv_rows(in, out, PR(T), WPP(T.twi), off, n, cs, n, cs); });
+    launch(dim3{16, limbs, comps}, NTT_THREADS, [&] {
+        ntt_inv_cols(out, out, PR(T), WPP(T.twi), WPP(post), off, n, cs, n, cs);
+    });
+}
+
+int main() {
+    Tables T = make_tables();
+    std::printf("tables built; psi[0] = %llu (spec 81696219706)\n", (unsigned long long)T.psi[0]);
+    // 1. forward / inverse NTT over 2 components x 3 limbs from prime id 5 (5, 6, 7).
+    {
+        unsigned off = 5, L = 3, C = 2;
+        auto a = random_rows(C, L, off);
+        std::vector<u64> out(a.size(), ~0ull), want = a;
+        fwd_ntt_emu(T, P(a), M(out), off, L, C);
+        for (unsigned c = 0; c < C; c++)
+            for (unsigned l = 0; l < L; l++) {
+                std::vector<u64> row(want.begin() + ((size_t)c * L + l) * NN,
+                                     want.begin() + ((size_t)c * L + l + 1) * NN);
+                ref_fwd(row, QS[off + l], T.psi[off + l]);
+                std::copy(row.begin(), row.end(), want.begin() + ((size_t)c * L + l) * NN);
+            }
+        expect_eq("forward NTT 2 x 3 limbs", out, want);
+        std::vector<u64> back(a.size(), ~0ull);
+        inv_ntt_emu(T, P(out), M(back), T.n_inv, off, L, C);
+        expect_eq("inverse NTT round trip", back, a);
+    }
+    // 2. key switch of a rotation at prime offset 6 (L = 2 Q rows + P), g = 3.
+    for (int mode = 0; mode < 2; mode++) {
+        unsigned off = 6, L = 2, rows = L + 1;
+        u64 g = mode == 0 ? 3 : 1;  // mode 1: relinearization shape (no automorphism, add1)
+        u64 ginv = 1;
+        for (u64 x = 1; x < 2 * NN; x += 2)
+            if (g * x % (2 * NN) == 1) ginv = x;
+        auto ct = random_rows(2, L, off);
+        auto add1 = random_rows(1, L, off);
+        // key [8][2][9][N], random canonical per row prime
+        std::vector<u64> key((size_t)8 * 2 * 9 * NN);
+        for (unsigned d = 0; d < 8; d++)
+            for (unsigned c = 0; c < 2; c++)
+                for (unsigned r = 0; r < 9; r++)
+                    for (unsigned k = 0; k < NN; k++)
+                        key[(((size_t)d * 2 + c) * 9 + r) * NN + k] = rng() % QS[r];
+        // reference
+        auto aut = [&](const u64* row, u64 q, std::vector<u64>& out) {
+            for (unsigned i = 0; i < NN; i++) {
+                u64 t = g * i % (2 * NN);
+                if (t < NN)
+                    out[t] = row[i];
+                else
+                    out[t - NN] = row[i] == 0 ? 0 : q - row[i];
+            }
+        };
+        std::vector<std::vector<u64>> c1(L, std::vector<u64>(NN)), c0(L, std::vector<u64>(NN));
+        for (unsigned j = 0; j < L; j++) {
+            aut(&ct[(size_t)j * NN], QS[off + j], c0[j]);
+            aut(&ct[((size_t)L + j) * NN], QS[off + j], c1[j]);
+        }
+        std::vector<std::vector<u64>> acc0(rows, std::vector<u64>(NN, 0)), acc1 = acc0;
+        for (unsigned r = 0; r < rows; r++) {
+            u64 qt = QS[off + r];
+            for (unsigned j = 0; j < L; j++) {
+                u64 qj = QS[off + j];
+                std::vector<u64> d(NN);
+                for (unsigned k = 0; k < NN; k++) {
+                    u64 x = c1[j][k];
+                    d[k] = x > (qj - 1) / 2 ? subm(x % qt, qj % qt, qt) : x % qt;
+                }
+                ref_fwd(d, qt, T.psi[off + r]);
+                for (unsigned k = 0; k < NN; k++) {
+                    size_t b0 = (((size_t)(off + j) * 2 + 0) * 9 + off + r) * NN + k;
+                    size_t b1 = (((size_t)(off + j) * 2 + 1) * 9 + off + r) * NN + k;
+                    acc0[r][k] = addm(acc0[r][k], mulm(d[k], key[b0], qt), qt);
+                    acc1[r][k] = addm(acc1[r][k], mulm(d[k], key[b1], qt), qt);
+                }
+            }
+            ref_inv(acc0[r], qt, T.psi[off + r]);
+            ref_inv(acc1[r], qt, T.psi[off + r]);
+        }
+        std::vector<u64> want((size_t)2 * L * NN);
+        for (unsigned c = 0; c < 2; c++)
+            for (unsigned i = 0; i < L; i++) {
+                u64 q = QS[off + i], pinv = invm(QS[8] % q, q);
+                auto& acc = c == 0 ? acc0 : acc1;
+                for (unsigned k = 0; k < NN; k++) {
+                    u64 v = mulm(subm(acc[i][k], acc[L][k] % q, q), pinv, q);
+                    if (c == 0) v = addm(v, mode == 0 ? c0[i][k] : ct[(size_t)i * NN + k], q);
+                    if (c == 1 && mode == 1) v = addm(v, add1[(size_t)i * NN + k], q);
+                    want[((size_t)c * L + i) * NN + k] = v;
+                }
+            }
+        // emulated pipeline (as CudaEngine::key_switch)
+        u64 n = NN;
+        std::vector<u64> ext((size_t)L * rows * NN, ~0ull), acc((size_t)2 * rows * NN, ~0ull),
+            out((size_t)2 * L * NN, ~0ull);
+        const u64* src = P(ct) + (size_t)L * NN;
+        unsigned gi = mode == 0 ? (unsigned)ginv : 0;
+        launch(dim3{16, rows, L}, NTT_THREADS, [&] {
+            ntt_fwd_cols(src, M(ext), PR(T), WPP(T.twf), WPP(T.reduce), off, 0, n, n, rows * n, 0,
+                         gi, off, 1);
+        });
+        launch(dim3{16, rows, 1}, NTT_THREADS, [&] {
+            ks_inner(P(ext), P(key), M(acc), PR(T), WPP(T.twf), WPP(T.twi), off, L, rows,
+                     2 * 9 * n, 9 * n);
+        });
+        launch(dim3{16, rows, 2}, NTT_THREADS, [&] {
+            ntt_inv_cols(P(acc), M(acc), PR(T), WPP(T.twi), WPP(T.ks_post), off, n, rows * n, n,
+                         rows * n);
+        });
+        launch_ew(dim3{NN / 256, L, 2}, 256, [&] {
+            ks_moddown(P(acc), P(ct), mode == 1 ? P(add1) : nullptr, M(out), PR(T), WPP(T.p_inv),
+                       off, L, gi);
+        });
+        expect_eq(mode == 0 ? "rotate key switch (g = 3, L = 2)"
+                            : "relinearize-shaped key switch (L = 2)",
+                  out, want);
+    }
+    // 3. rescale from prime id 5 (rows 5, 6, 7), nearest.
+    {
+        unsigned off = 5, L = 3, C = 2;
+        auto a = random_rows(C, L, off);
+        std::vector<u64> out((size_t)C * (L - 1) * NN, ~0ull), want(out.size());
+        u64 qd = QS[off];
+        for (unsigned c = 0; c < C; c++)
+            for (unsigned i = 1; i < L; i++) {
+                u64 q = QS[off + i], inv = invm(qd % q, q);
+                for (unsigned k = 0; k < NN; k++) {
+                    u64 cd = a[((size_t)c * L) * NN + k];
+                    u64 v = mulm(subm(a[((size_t)c * L + i) * NN + k], cd % q, q), inv, q);
+                    if (cd > qd / 2) v = addm(v, 1, q);
+                    want[((size_t)c * (L - 1) + i - 1) * NN + k] = v;
+                }
+            }
+        const WP* qinv_row = (const WP*)(T.q_inv.data() + (size_t)off * NP * 2);
+        launch_ew(dim3{NN / 256, L - 1, C}, 256,
+                  [&] { rescale(P(a), M(out), PR(T), qinv_row, off, L, 0); });
+        expect_eq("rescale from prime 5, 3 rows", out, want);
+    }
+    // 4. ew_mul (plaintext broadcast) and ew_tensor.
+    {
+        unsigned off = 4, L = 4, C = 2;
+        auto a = random_rows(C, L, off);
+        auto b = random_rows(C, L, off);
+        auto p = random_rows(1, L, off);
+        std::vector<u64> out(a.size(), ~0ull), want(a.size());
+        for (unsigned c = 0; c < C; c++)
+            for (unsigned l = 0; l < L; l++)
+                for (unsigned k = 0; k < NN; k++) {
+                    size_t e = ((size_t)c * L + l) * NN + k;
+                    want[e] = mulm(a[e], p[(size_t)l * NN + k], QS[off + l]);
+                }
+        launch_ew(dim3{NN / 256, L, C}, 256,
+                  [&] { ew_mul(P(a), P(p), M(out), PR(T), WPP(T.mont_fix), off, 0); });
+        expect_eq("ew_mul (plaintext broadcast)", out, want);
+        std::vector<u64> t3((size_t)3 * L * NN, ~0ull), w3(t3.size());
+        size_t cs = (size_t)L * NN;
+        for (unsigned l = 0; l < L; l++)
+            for (unsigned k = 0; k < NN; k++) {
+                u64 q = QS[off + l];
+                size_t e = (size_t)l * NN + k;
+                w3[e] = mulm(a[e], b[e], q);
+                w3[cs + e] = addm(mulm(a[e], b[cs + e], q), mulm(a[cs + e], b[e], q), q);
+                w3[2 * cs + e] = mulm(a[cs + e], b[cs + e], q);
+            }
+        launch_ew(dim3{NN / 256, L, 1}, 256,
+                  [&] { ew_tensor(P(a), P(b), M(t3), PR(T), WPP(T.mont_fix), off, L); });
+        expect_eq("ew_tensor", t3, w3);
+    }
+    std::printf(failures ? "emulator: %d FAILURES\n" : "emulator: all checks passed\n", failures);
+    return failures ? 1 : 0;
+}
