@@ -3,7 +3,7 @@
 //! It replays a plan on a copy-on-write view of a snapshot: only the values and locations the
 //! plan touches are copied, so a dry run costs O(plan length), not O(snapshot size).
 
-use std::collections::{HashMap, HashSet};
+use crate::hash::{FxHashMap, FxHashSet};
 
 use crate::location::ResidencyLocation;
 use crate::model::{MemoryReservation, ReplicaMode, ResidencyAction, ResidencyHandle};
@@ -25,11 +25,11 @@ struct SimLocation {
 struct Sim<'s> {
     snapshot: &'s ResidencySnapshot,
     /// Materialized locations of each touched value (copied from the snapshot on first touch).
-    placements: HashMap<usize, Vec<ResidencyLocation>>,
+    placements: FxHashMap<usize, Vec<ResidencyLocation>>,
     /// Values discarded by the plan.
-    discarded: HashSet<usize>,
+    discarded: FxHashSet<usize>,
     /// Materializations created by the simulation (never protected).
-    created: HashSet<(usize, ResidencyLocation)>,
+    created: FxHashSet<(usize, ResidencyLocation)>,
     /// Locations in peak order: registered ones, then first references.
     locations: Vec<SimLocation>,
 }
@@ -49,9 +49,9 @@ impl<'s> Sim<'s> {
             .collect();
         Self {
             snapshot,
-            placements: HashMap::new(),
-            discarded: HashSet::new(),
-            created: HashSet::new(),
+            placements: FxHashMap::default(),
+            discarded: FxHashSet::default(),
+            created: FxHashSet::default(),
             locations,
         }
     }

@@ -15,6 +15,7 @@
 pub mod decision;
 pub mod error;
 pub mod explain;
+mod hash;
 pub mod location;
 pub mod model;
 pub mod plan;

@@ -2,6 +2,7 @@
 //! reservations and the four residency actions (spec 1.2-1.8).
 
 use std::fmt;
+use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
@@ -59,12 +60,25 @@ impl fmt::Display for Recoverability {
 ///
 /// It never changes while the value moves. `value_type` is the runtime type tag of the concrete
 /// value (used to validate source outputs and typed lookups).
-#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+///
+/// Cloning is cheap: the type tag is shared (`Arc<str>`).
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Deserialize)]
 #[serde(try_from = "HandleRepr")]
 pub struct ResidencyHandle {
     manager_id: u64,
     handle_id: u64,
-    value_type: String,
+    value_type: Arc<str>,
+}
+
+impl Serialize for ResidencyHandle {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeStruct;
+        let mut s = serializer.serialize_struct("ResidencyHandle", 3)?;
+        s.serialize_field("manager_id", &self.manager_id)?;
+        s.serialize_field("handle_id", &self.handle_id)?;
+        s.serialize_field("value_type", &*self.value_type)?;
+        s.end()
+    }
 }
 
 impl ResidencyHandle {
@@ -76,7 +90,7 @@ impl ResidencyHandle {
         Ok(Self {
             manager_id,
             handle_id,
-            value_type: non_blank(value_type, ModelError::EmptyValueType)?,
+            value_type: non_blank(value_type, ModelError::EmptyValueType)?.into(),
         })
     }
 

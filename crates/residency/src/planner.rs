@@ -16,8 +16,9 @@
 //! Candidates at a location come from the snapshot's per-location index; with a policy that
 //! orders by a per-candidate key they are ordered once per decision and filtered per node.
 
-use std::collections::{BTreeMap, HashMap, HashSet};
+use crate::hash::{FxHashMap, FxHashSet};
 use std::ops::ControlFlow;
+use std::rc::Rc;
 
 use crate::decision::{
     EvictionReason, ResidencyDecision, ResidencyDecisionParts, ResidencyEviction,
@@ -87,9 +88,9 @@ pub fn decide_with_limit<P: ResidencyPolicy + ?Sized>(
         requirements,
         limit: search_state_limit,
         explored: 0,
-        failed_requests: HashSet::new(),
-        failed_capacities: HashSet::new(),
-        order_cache: HashMap::new(),
+        failed_requests: FxHashSet::default(),
+        failed_capacities: FxHashSet::default(),
+        order_cache: FxHashMap::default(),
     };
     let initial = State::new(snapshot);
     let (state, enter) = match planner.search(initial) {
@@ -102,8 +103,9 @@ pub fn decide_with_limit<P: ResidencyPolicy + ?Sized>(
         }
         Err(SearchError::Fatal(e)) => return Err(e),
     };
+    let evictions = state.evictions();
     let plan = ResidencyPlan::new(request.name())?
-        .with_reclaim(state.reclaim)
+        .with_reclaim(evictions.iter().map(|e| e.action.clone()))
         .with_enter(enter)
         .with_reservations(request.reservations().iter().cloned());
     let explanation = explain(snapshot, &plan);
@@ -121,7 +123,7 @@ pub fn decide_with_limit<P: ResidencyPolicy + ?Sized>(
         plan,
         policy_name: policy.name().to_owned(),
         policy_config: policy.config_identity(),
-        evictions: state.evictions,
+        evictions,
         explanation,
     })
 }
@@ -196,10 +198,11 @@ struct Acc {
 #[derive(Debug, Clone)]
 struct State {
     /// `Some` = a materialization projected by the planner, `None` = a snapshot one removed.
-    overlay: BTreeMap<(u32, ResidencyLocation), Option<MaterializationSnapshot>>,
+    /// Sorted by key; a handful of entries (one per reclaim step and projection).
+    overlay: Vec<((u32, ResidencyLocation), Option<MaterializationSnapshot>)>,
     acc: Vec<Acc>,
-    reclaim: Vec<ResidencyAction>,
-    evictions: Vec<ResidencyEviction>,
+    /// The chosen reclaim steps, newest first, shared between a state and its successors.
+    path: Option<Rc<PathNode>>,
 }
 
 /// The exact memo signature (§3.9): placement differences from the snapshot (which is fixed
@@ -210,10 +213,51 @@ struct Signature {
     accounting: Vec<(ResidencyLocation, u64, u64)>,
 }
 
+/// One chosen reclaim step in a persistent (shared-tail) list.
+#[derive(Debug)]
+struct PathNode {
+    eviction: ResidencyEviction,
+    parent: Option<Rc<PathNode>>,
+}
+
 impl State {
+    fn ov_find(&self, v: u32, l: ResidencyLocation) -> Result<usize, usize> {
+        self.overlay.binary_search_by(|(k, _)| k.cmp(&(v, l)))
+    }
+
+    fn ov_get(&self, v: u32, l: ResidencyLocation) -> Option<&Option<MaterializationSnapshot>> {
+        self.ov_find(v, l).ok().map(|i| &self.overlay[i].1)
+    }
+
+    fn ov_set(&mut self, v: u32, l: ResidencyLocation, m: Option<MaterializationSnapshot>) {
+        match self.ov_find(v, l) {
+            Ok(i) => self.overlay[i].1 = m,
+            Err(i) => self.overlay.insert(i, ((v, l), m)),
+        }
+    }
+
+    fn push_eviction(&mut self, eviction: ResidencyEviction) {
+        self.path = Some(Rc::new(PathNode {
+            eviction,
+            parent: self.path.take(),
+        }));
+    }
+
+    /// The evictions in order (oldest first).
+    fn evictions(&self) -> Vec<ResidencyEviction> {
+        let mut out = Vec::new();
+        let mut node = self.path.as_deref();
+        while let Some(n) = node {
+            out.push(n.eviction.clone());
+            node = n.parent.as_deref();
+        }
+        out.reverse();
+        out
+    }
+
     fn new(snap: &ResidencySnapshot) -> Self {
         Self {
-            overlay: BTreeMap::new(),
+            overlay: Vec::new(),
             acc: snap
                 .locations()
                 .iter()
@@ -224,8 +268,7 @@ impl State {
                     reserved: l.reserved_bytes(),
                 })
                 .collect(),
-            reclaim: Vec::new(),
-            evictions: Vec::new(),
+            path: None,
         }
     }
 
@@ -235,7 +278,7 @@ impl State {
         v: u32,
         l: ResidencyLocation,
     ) -> Option<MaterializationSnapshot> {
-        match self.overlay.get(&(v, l)) {
+        match self.ov_get(v, l) {
             Some(entry) => *entry,
             None => snap.values()[v as usize].materialization(l).copied(),
         }
@@ -247,9 +290,11 @@ impl State {
             .materializations()
             .iter()
             .map(MaterializationSnapshot::location)
-            .filter(|l| !matches!(self.overlay.get(&(v, *l)), Some(None)))
+            .filter(|l| !matches!(self.ov_get(v, *l), Some(None)))
             .collect();
-        for ((_, l), m) in self.overlay.range((v, LOC_MIN)..=(v, LOC_MAX)) {
+        let lo = self.overlay.partition_point(|(k, _)| *k < (v, LOC_MIN));
+        let hi = self.overlay.partition_point(|(k, _)| *k <= (v, LOC_MAX));
+        for ((_, l), m) in &self.overlay[lo..hi] {
             if m.is_some() && !out.contains(l) {
                 out.push(*l);
             }
@@ -295,16 +340,16 @@ impl State {
 
     fn remove(&mut self, snap: &ResidencySnapshot, v: u32, l: ResidencyLocation, charge: u64) {
         if snap.values()[v as usize].materialization(l).is_some() {
-            self.overlay.insert((v, l), None);
-        } else {
-            self.overlay.remove(&(v, l));
+            self.ov_set(v, l, None);
+        } else if let Ok(i) = self.ov_find(v, l) {
+            self.overlay.remove(i);
         }
         let a = self.acc_mut(l);
         a.used = a.used.saturating_sub(charge);
     }
 
     fn project(&mut self, v: u32, m: MaterializationSnapshot) {
-        self.overlay.insert((v, m.location()), Some(m));
+        self.ov_set(v, m.location(), Some(m));
         let a = self.acc_mut(m.location());
         a.used = a.used.saturating_add(m.charged_nbytes());
     }
@@ -342,17 +387,38 @@ impl State {
 struct CapacityFailure {
     location: ResidencyLocation,
     amount: u64,
-    stage: String,
+    stage: Stage,
     budget: u64,
     used: u64,
     reserved: u64,
 }
 
+/// Which step of the request simulation failed; formatted only when a message is built.
+#[derive(Debug, Clone, Copy)]
+enum Stage {
+    /// The request's reservation at this index.
+    Reservation(usize),
+    /// The temporary source charge of this value.
+    Source(u32),
+    /// The materialization of this value.
+    Materialization(u32),
+}
+
 impl CapacityFailure {
-    fn text(&self) -> String {
+    fn text(&self, snap: &ResidencySnapshot, request: &ResidencyRequest) -> String {
+        let stage = match self.stage {
+            Stage::Reservation(i) => format!("reservation '{}'", request.reservations()[i].label()),
+            Stage::Source(v) => format!(
+                "source reconstruction for '{}'",
+                snap.values()[v as usize].handle()
+            ),
+            Stage::Materialization(v) => {
+                format!("materialization of '{}'", snap.values()[v as usize].handle())
+            }
+        };
         format!(
-            "location {} cannot admit {} bytes during {}",
-            self.location, self.amount, self.stage
+            "location {} cannot admit {} bytes during {stage}",
+            self.location, self.amount
         )
     }
 }
@@ -385,6 +451,45 @@ struct Cand {
     charge: u64,
 }
 
+/// The ordered candidates at one location.
+enum Candidates {
+    /// A key-ordered policy's cached order of the snapshot's candidates, filtered lazily
+    /// (removed or blocked values are skipped), so a node that succeeds with its first
+    /// candidate does not pay for the rest.
+    Cached(Rc<[u32]>, ResidencyLocation),
+    /// Ordered for this node.
+    Owned(Vec<Cand>),
+}
+
+impl Candidates {
+    fn iter<'s>(
+        &'s self,
+        snap: &'s ResidencySnapshot,
+        state: &'s State,
+        blocked: &'s [u32],
+    ) -> Box<dyn Iterator<Item = Cand> + 's> {
+        match self {
+            Self::Owned(v) => Box::new(v.iter().copied()),
+            Self::Cached(order, l) => {
+                let l = *l;
+                Box::new(
+                    order
+                        .iter()
+                        .filter(move |v| {
+                            !blocked.contains(v)
+                                && !matches!(state.ov_get(**v, l), Some(None))
+                        })
+                        .map(move |v| Cand {
+                            v: *v,
+                            location: l,
+                            charge: snap.values()[*v as usize].spec().charge(),
+                        }),
+                )
+            }
+        }
+    }
+}
+
 type CapacityKey = (
     Signature,
     ResidencyLocation,
@@ -401,10 +506,10 @@ struct Planner<'a, P: ?Sized> {
     requirements: Vec<(u32, ResidencyLocation)>,
     limit: u64,
     explored: u64,
-    failed_requests: HashSet<Signature>,
-    failed_capacities: HashSet<CapacityKey>,
+    failed_requests: FxHashSet<Signature>,
+    failed_capacities: FxHashSet<CapacityKey>,
     /// Key-ordered policies: each location's snapshot candidates in eviction order.
-    order_cache: HashMap<ResidencyLocation, Vec<u32>>,
+    order_cache: FxHashMap<ResidencyLocation, Rc<[u32]>>,
 }
 
 impl<P: ResidencyPolicy + ?Sized> Planner<'_, P> {
@@ -440,7 +545,7 @@ impl<P: ResidencyPolicy + ?Sized> Planner<'_, P> {
             })
         };
         let require =
-            |acc: &mut Vec<Acc>, l: ResidencyLocation, x: u64, stage: &dyn Fn() -> String| {
+            |acc: &mut Vec<Acc>, l: ResidencyLocation, x: u64, stage: Stage| {
                 let i = acc_of(acc, l);
                 let a = acc[i];
                 match a.budget {
@@ -448,7 +553,7 @@ impl<P: ResidencyPolicy + ?Sized> Planner<'_, P> {
                         Err(SimError::Capacity(CapacityFailure {
                             location: l,
                             amount: x,
-                            stage: stage(),
+                            stage,
                             budget: b,
                             used: a.used,
                             reserved: a.reserved,
@@ -457,10 +562,8 @@ impl<P: ResidencyPolicy + ?Sized> Planner<'_, P> {
                     _ => Ok(i),
                 }
             };
-        for r in self.request.reservations() {
-            let i = require(&mut acc, r.location(), r.nbytes(), &|| {
-                format!("reservation '{}'", r.label())
-            })?;
+        for (k, r) in self.request.reservations().iter().enumerate() {
+            let i = require(&mut acc, r.location(), r.nbytes(), Stage::Reservation(k))?;
             acc[i].reserved = acc[i].reserved.saturating_add(r.nbytes());
         }
         let mut placed: Vec<(u32, Vec<ResidencyLocation>)> = Vec::new();
@@ -486,9 +589,7 @@ impl<P: ResidencyPolicy + ?Sized> Planner<'_, P> {
                     let s = value.source_location().ok_or_else(|| {
                         SimError::Fatal(ModelError::Unavailable { handle: h.clone() })
                     })?;
-                    let i = require(&mut acc, s, charge, &|| {
-                        format!("source reconstruction for '{h}'")
-                    })?;
+                    let i = require(&mut acc, s, charge, Stage::Source(v))?;
                     acc[i].reserved = acc[i].reserved.saturating_add(charge);
                     (s, true)
                 }
@@ -497,7 +598,7 @@ impl<P: ResidencyPolicy + ?Sized> Planner<'_, P> {
                 let i = acc_of(&mut acc, source);
                 acc[i].reserved = acc[i].reserved.saturating_sub(charge);
             }
-            let i = require(&mut acc, l, charge, &|| format!("materialization of '{h}'"))?;
+            let i = require(&mut acc, l, charge, Stage::Materialization(v))?;
             acc[i].used = acc[i].used.saturating_add(charge);
             placed[slot].1.push(l);
             if temporary && source != l {
@@ -544,9 +645,9 @@ impl<P: ResidencyPolicy + ?Sized> Planner<'_, P> {
             .ordered_candidates(&state, failure.location, &[])
             .map_err(SearchError::Fatal)?;
         let mut messages: Vec<String> = Vec::new();
-        for (rank, c) in cands.iter().enumerate() {
+        for (rank, c) in cands.iter(self.snap, &state, &[]).enumerate() {
             let mut produced = false;
-            let flow = self.reclaim_states(&state, *c, rank, &[], &[], &mut |p, trial| {
+            let flow = self.reclaim_states(&state, c, rank, &[], &[], &mut |p, trial| {
                 produced = true;
                 match p.search(trial) {
                     Ok((s, a)) => ControlFlow::Break(Stop::Found(s, a)),
@@ -572,7 +673,7 @@ impl<P: ResidencyPolicy + ?Sized> Planner<'_, P> {
         self.failed_requests.insert(sig);
         let mut detail = format!(
             "{}; budget={}, used={}, reserved={}, but no invariant-valid victim sequence satisfies the complete ordered request",
-            failure.text(),
+            failure.text(self.snap, self.request),
             failure.budget,
             failure.used,
             failure.reserved
@@ -592,35 +693,23 @@ impl<P: ResidencyPolicy + ?Sized> Planner<'_, P> {
         state: &State,
         l: ResidencyLocation,
         blocked: &[u32],
-    ) -> Result<Vec<Cand>, ModelError> {
+    ) -> Result<Candidates, ModelError> {
         let snap = self.snap;
         if self.policy.orders_by_candidate_key() && !state.has_projection_at(l) {
-            if !self.order_cache.contains_key(&l) {
-                let base: Vec<(u32, MaterializationSnapshot)> = snap
-                    .values_at(l)
-                    .iter()
-                    .filter_map(|v| {
-                        snap.values()[*v as usize]
-                            .materialization(l)
-                            .filter(|m| !m.is_protected())
-                            .map(|m| (*v, *m))
-                    })
-                    .collect();
-                let order = self.policy_order(&base, l)?;
-                self.order_cache.insert(l, order);
+            if let Some(order) = self.order_cache.get(&l) {
+                return Ok(Candidates::Cached(Rc::clone(order), l));
             }
-            let order = self.order_cache.get(&l).map_or(&[][..], Vec::as_slice);
-            return Ok(order
-                .iter()
-                .filter(|v| {
-                    !blocked.contains(v) && !matches!(state.overlay.get(&(**v, l)), Some(None))
-                })
-                .map(|v| Cand {
-                    v: *v,
-                    location: l,
-                    charge: snap.values()[*v as usize].spec().charge(),
-                })
-                .collect());
+            let at = snap.values_at(l);
+            let mut base: Vec<(u32, MaterializationSnapshot)> = Vec::with_capacity(at.len());
+            base.extend(at.iter().filter_map(|v| {
+                snap.values()[*v as usize]
+                    .materialization(l)
+                    .filter(|m| !m.is_protected())
+                    .map(|m| (*v, *m))
+            }));
+            let order: Rc<[u32]> = self.policy_order(&base, l)?.into();
+            self.order_cache.insert(l, Rc::clone(&order));
+            return Ok(Candidates::Cached(order, l));
         }
         let mut vs: Vec<u32> = snap.values_at(l).to_vec();
         vs.extend(
@@ -642,19 +731,20 @@ impl<P: ResidencyPolicy + ?Sized> Planner<'_, P> {
                     .map(|m| (v, m))
             })
             .collect();
-        let charges: HashMap<u32, u64> = present
+        let charges: FxHashMap<u32, u64> = present
             .iter()
             .map(|(v, m)| (*v, m.charged_nbytes()))
             .collect();
-        Ok(self
-            .policy_order(&present, l)?
-            .into_iter()
-            .map(|v| Cand {
-                v,
-                location: l,
-                charge: charges.get(&v).copied().unwrap_or(0),
-            })
-            .collect())
+        Ok(Candidates::Owned(
+            self.policy_order(&present, l)?
+                .into_iter()
+                .map(|v| Cand {
+                    v,
+                    location: l,
+                    charge: charges.get(&v).copied().unwrap_or(0),
+                })
+                .collect(),
+        ))
     }
 
     /// Orders `(value, materialization)` pairs at `l` with the policy: ordinary candidates,
@@ -665,34 +755,36 @@ impl<P: ResidencyPolicy + ?Sized> Planner<'_, P> {
         l: ResidencyLocation,
     ) -> Result<Vec<u32>, ModelError> {
         let snap = self.snap;
-        let is_required = |v: u32| self.requirements.contains(&(v, l));
+        let mut groups: [(Vec<u32>, Vec<ResidencyEvictionCandidate<'_>>); 2] = [
+            (Vec::with_capacity(present.len()), Vec::with_capacity(present.len())),
+            (Vec::new(), Vec::new()),
+        ];
+        let required_here: Vec<u32> = self
+            .requirements
+            .iter()
+            .filter(|(_, rl)| *rl == l)
+            .map(|(v, _)| *v)
+            .collect();
+        for (v, m) in present {
+            let value = &snap.values()[*v as usize];
+            let epoch = match self.recency {
+                Some(r) => r.get(value.handle()),
+                None => value.last_access_epoch(),
+            };
+            let g = &mut groups[usize::from(required_here.contains(v))];
+            g.0.push(*v);
+            g.1.push(ResidencyEvictionCandidate {
+                handle: value.handle(),
+                location: l,
+                charged_nbytes: m.charged_nbytes(),
+                registration_index: u64::from(*v),
+                last_access_epoch: epoch,
+                metadata: value.policy_metadata(),
+            });
+        }
         let mut out = Vec::with_capacity(present.len());
-        for required in [false, true] {
-            let group: Vec<(u32, ResidencyEvictionCandidate<'_>)> = present
-                .iter()
-                .filter(|(v, _)| is_required(*v) == required)
-                .map(|(v, m)| {
-                    let value = &snap.values()[*v as usize];
-                    let epoch = match self.recency {
-                        Some(r) => r.get(value.handle()),
-                        None => value.last_access_epoch(),
-                    };
-                    (
-                        *v,
-                        ResidencyEvictionCandidate {
-                            handle: value.handle(),
-                            location: l,
-                            charged_nbytes: m.charged_nbytes(),
-                            registration_index: u64::from(*v),
-                            last_access_epoch: epoch,
-                            metadata: value.policy_metadata(),
-                        },
-                    )
-                })
-                .collect();
-            let cands: Vec<ResidencyEvictionCandidate<'_>> =
-                group.iter().map(|(_, c)| *c).collect();
-            let order = self.policy.order_candidates(&cands);
+        for (vs, cands) in &groups {
+            let order = self.policy.order_candidates(cands);
             let mut seen = vec![false; cands.len()];
             let permutation = order.len() == cands.len()
                 && order
@@ -705,7 +797,7 @@ impl<P: ResidencyPolicy + ?Sized> Planner<'_, P> {
                     returned: order.len(),
                 });
             }
-            out.extend(order.into_iter().map(|i| group[i].0));
+            out.extend(order.into_iter().map(|i| vs[i]));
         }
         Ok(out)
     }
@@ -735,8 +827,7 @@ impl<P: ResidencyPolicy + ?Sized> Planner<'_, P> {
                 handle: h.clone(),
                 location: s,
             };
-            trial.reclaim.push(action.clone());
-            trial.evictions.push(ResidencyEviction {
+            trial.push_eviction(ResidencyEviction {
                 action,
                 rank,
                 released_location: s,
@@ -794,8 +885,7 @@ impl<P: ResidencyPolicy + ?Sized> Planner<'_, P> {
                         to: d,
                         from: Some(s),
                     };
-                    t.reclaim.push(action.clone());
-                    t.evictions.push(ResidencyEviction {
+                    t.push_eviction(ResidencyEviction {
                         action,
                         rank,
                         released_location: s,
@@ -841,7 +931,7 @@ impl<P: ResidencyPolicy + ?Sized> Planner<'_, P> {
             Err(e) => return ControlFlow::Break(Stop::Fatal(e)),
         };
         let mut produced = false;
-        for (rank, c) in cands.into_iter().enumerate() {
+        for (rank, c) in cands.iter(self.snap, &state, blocked).enumerate() {
             if active.contains(&(c.v, l)) {
                 continue;
             }

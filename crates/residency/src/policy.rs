@@ -2,7 +2,7 @@
 //! (spec 1.13 and 3.6).
 
 use std::cmp::Ordering;
-use std::collections::HashMap;
+use crate::hash::FxHashMap;
 
 use serde::{Deserialize, Serialize};
 
@@ -234,9 +234,25 @@ impl ResidencyPolicy for DeterministicTieredLRU {
     }
 
     fn order_candidates(&self, candidates: &[ResidencyEvictionCandidate<'_>]) -> Vec<usize> {
-        let mut idx: Vec<usize> = (0..candidates.len()).collect();
-        idx.sort_by(|&a, &b| Self::compare(&candidates[a], &candidates[b]));
-        idx
+        // Without stable keys (the common case) the key packs into two integers.
+        if candidates.iter().all(|c| c.metadata.stable_key.is_none()) {
+            let mut keyed: Vec<(i64, i128, u64, usize)> = Vec::with_capacity(candidates.len());
+            keyed.extend(candidates.iter().enumerate().map(|(i, c)| {
+                let (p, e, _, _, r) = Self::sort_key(c);
+                (p, e, r, i)
+            }));
+            keyed.sort_unstable();
+            return keyed.into_iter().map(|k| k.3).collect();
+        }
+        let mut keyed: Vec<_> = Vec::with_capacity(candidates.len());
+        keyed.extend(
+            candidates
+                .iter()
+                .enumerate()
+                .map(|(i, c)| (Self::sort_key(c), i)),
+        );
+        keyed.sort_unstable();
+        keyed.into_iter().map(|(_, i)| i).collect()
     }
 
     fn orders_by_candidate_key(&self) -> bool {
@@ -253,7 +269,7 @@ impl ResidencyPolicy for DeterministicTieredLRU {
     into = "Vec<(ResidencyHandle, u64)>"
 )]
 pub struct ResidencyRecency {
-    epochs: HashMap<ResidencyHandle, u64>,
+    epochs: FxHashMap<ResidencyHandle, u64>,
 }
 
 impl From<Vec<(ResidencyHandle, u64)>> for ResidencyRecency {

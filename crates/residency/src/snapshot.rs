@@ -4,7 +4,9 @@
 //! deserialization. [`ResidencySnapshot`] also builds an index (handle -> value, location ->
 //! values materialized there) so that the planner never scans the whole snapshot per step.
 
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::{BTreeMap, HashSet};
+
+use crate::hash::FxHashMap;
 
 use serde::{Deserialize, Serialize};
 
@@ -604,7 +606,7 @@ pub struct ResidencySnapshotParts {
 /// Lookup tables derived from the snapshot's data (never serialized, always rebuilt).
 #[derive(Debug, Clone, Default)]
 pub(crate) struct SnapshotIndex {
-    pub(crate) by_handle: HashMap<ResidencyHandle, u32>,
+    pub(crate) by_handle: FxHashMap<ResidencyHandle, u32>,
     pub(crate) location_pos: BTreeMap<ResidencyLocation, u32>,
     /// Values (snapshot positions, ascending) with a materialization at each location.
     pub(crate) at_location: BTreeMap<ResidencyLocation, Vec<u32>>,
@@ -688,7 +690,8 @@ impl ResidencySnapshot {
                 .ok_or_else(|| invalid(format!("{what} at {l}, which is not a listed location")))
         };
         let mut keys: HashSet<&str> = HashSet::new();
-        let mut by_handle = HashMap::with_capacity(parts.values.len());
+        let mut by_handle =
+            FxHashMap::with_capacity_and_hasher(parts.values.len(), Default::default());
         let mut at_location: BTreeMap<ResidencyLocation, Vec<u32>> = BTreeMap::new();
         for (i, v) in parts.values.iter().enumerate() {
             let vi = u32::try_from(i).map_err(|_| invalid("too many values".to_owned()))?;

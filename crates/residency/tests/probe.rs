@@ -1,0 +1,32 @@
+//! An instruction-count probe for profiling `decide` under valgrind (ignored by default):
+//! `PROBE_VALUES=10000 valgrind --tool=callgrind <test binary> --ignored decide_probe`.
+#![allow(clippy::unwrap_used)]
+use fhelium_residency::*;
+
+#[test]
+#[ignore = "profiling probe, run under callgrind"]
+fn decide_probe() {
+    let values: u64 = std::env::var("PROBE_VALUES").ok().and_then(|v| v.parse().ok()).unwrap_or(1000);
+    let cuda = ResidencyLocation::Cuda(0);
+    let candidates = (values - 8).min(1000);
+    let spec = ResidencyValueSpec::adopted("Ciphertext", 1, 1, ReplicaMode::Replicable).unwrap();
+    let mut b = ResidencySnapshotBuilder::new(1, 42).budget(cuda, candidates);
+    let mut reqs = Vec::new();
+    for i in 0..values {
+        let h = ResidencyHandle::new(1, i, "Ciphertext").unwrap();
+        let mut p = ResidencyValueSnapshotParts::new(h.clone(), spec.clone()).at(PAGEABLE_HOST);
+        if i < candidates {
+            p = p.at(cuda).with_last_access(candidates - i);
+        } else if i < candidates + 8 {
+            reqs.push(ResidencyRequirement::new(h, cuda));
+        }
+        b = b.value(p.build().unwrap());
+    }
+    let snapshot = b.build().unwrap();
+    let request = ResidencyRequest::new("probe", reqs, []).unwrap();
+    let policy = DeterministicTieredLRU::new();
+    for _ in 0..100 {
+        let d = decide(&snapshot, &request, &policy, None).unwrap();
+        assert_eq!(d.evictions().len(), 8);
+    }
+}
