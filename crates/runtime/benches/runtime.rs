@@ -69,7 +69,7 @@ fn snapshot_10k(c: &mut Criterion) {
         }
     }
     c.bench_function("snapshot_10000_values", |b| {
-        b.iter(|| black_box(m.snapshot().unwrap()))
+        b.iter(|| black_box(m.snapshot().unwrap()));
     });
 }
 
@@ -131,7 +131,7 @@ fn seed() -> Seed {
 fn seed_request(c: &mut Criterion) {
     let s = seed();
     c.bench_function("seed_decide", |b| {
-        b.iter(|| black_box(s.c.decide(&s.request).unwrap()))
+        b.iter(|| black_box(s.c.decide(&s.request).unwrap()));
     });
     drop(s);
     let streams = TransferStreams::new();
