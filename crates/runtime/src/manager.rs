@@ -1306,10 +1306,4 @@ impl ResidencyManager {
         self.inner.close_epoch.fetch_add(1, Ordering::SeqCst);
         Ok(())
     }
-
-    /// True once closed.
-    #[must_use]
-    pub fn is_closed(&self) -> bool {
-        self.inner.state.lock().closed
-    }
 }
