@@ -61,9 +61,11 @@ impl Modulus {
     #[must_use]
     pub fn reduce_u128(&self, x: u128) -> u64 {
         let q = self.value;
-        let qhat = ((x >> (self.bits - 1)) * u128::from(self.barrett_mu)) >> (self.bits + 1);
-        // r < 3q < 2^64: truncation to u64 is exact.
-        let mut r = (x - qhat * u128::from(q)) as u64;
+        // x < 2^(2b) so x >> (b-1) < 2^(b+1) <= 2^63 fits a word: one 64x64 product.
+        let xs = (x >> (self.bits - 1)) as u64;
+        let qhat = ((u128::from(xs) * u128::from(self.barrett_mu)) >> (self.bits + 1)) as u64;
+        // the true remainder is < 3q < 2^64, so the low words suffice.
+        let mut r = (x as u64).wrapping_sub(qhat.wrapping_mul(q));
         if r >= q {
             r -= q;
         }
