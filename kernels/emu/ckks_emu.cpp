@@ -394,6 +394,44 @@ int main() {
                   [&] { ew_tensor(P(a), P(b), M(t3), PR(T), WPP(T.mont_fix), off, L); });
         expect_eq("ew_tensor", t3, w3);
     }
+    // 5. encryption shape: signed lift + forward NTT (mode 1, one row for every limb), then
+    //    add_signed of per-component rows (s_zs = N) and of one shared row (s_zs = 0).
+    {
+        unsigned off = 5, L = 3;
+        std::vector<u64> v(NN), e(2 * NN);
+        for (auto& x : v) x = (u64)((i64)(rng() % 3) - 1);
+        for (auto& x : e) x = (u64)((i64)(rng() % 41) - 20);
+        std::vector<u64> out((size_t)L * NN, ~0ull), want((size_t)L * NN);
+        for (unsigned l = 0; l < L; l++) {
+            u64 q = QS[off + l];
+            std::vector<u64> row(NN);
+            for (unsigned k = 0; k < NN; k++) row[k] = (i64)v[k] < 0 ? q - 1 : v[k];
+            ref_fwd(row, q, T.psi[off + l]);
+            std::copy(row.begin(), row.end(), want.begin() + (size_t)l * NN);
+        }
+        u64 n = NN;
+        launch(dim3{16, L, 1}, NTT_THREADS, [&] {
+            ntt_fwd_cols(P(v), M(out), PR(T), WPP(T.twf), WPP(T.reduce), off, 0, 0, n, L * n, 1,
+                         0, off, 0);
+        });
+        launch(dim3{16, L, 1}, NTT_THREADS,
+               [&] { ntt_fwd_rows(M(out), M(out), PR(T), WPP(T.twf), off, n, L * n, n, L * n); });
+        expect_eq("signed lift + forward NTT (mode 1)", out, want);
+        auto a = random_rows(2, L, off);
+        std::vector<u64> sum(a.size(), ~0ull), ws(a.size());
+        for (unsigned c = 0; c < 2; c++)
+            for (unsigned l = 0; l < L; l++)
+                for (unsigned k = 0; k < NN; k++) {
+                    u64 q = QS[off + l];
+                    i64 x = (i64)e[(size_t)c * NN + k];
+                    u64 r = x < 0 ? q - (u64)(-x) : (u64)x;
+                    ws[((size_t)c * L + l) * NN + k] = addm(a[((size_t)c * L + l) * NN + k], r, q);
+                }
+        launch_ew(dim3{NN / 256, L, 2}, 256, [&] {
+            add_signed(P(a), (const i64*)P(e), M(sum), PR(T), off, n);
+        });
+        expect_eq("add_signed per component", sum, ws);
+    }
     std::printf(failures ? "emulator: %d FAILURES\n" : "emulator: all checks passed\n", failures);
     return failures ? 1 : 0;
 }

@@ -326,6 +326,99 @@ fn automorphism_matches_the_cpu_kernel() {
 }
 
 #[test]
+fn decrypt_matches_cpu_words_and_encrypt_with_samples_matches_a_cpu_reference() {
+    use fhelium_ckks::kernels::mul_assign_limb;
+    let Some(fx) = fixture() else { return };
+    let s = &fx.stream;
+    let sk = fx
+        .gpu
+        .upload_secret_key(fx.cpu.secret_key(), s)
+        .expect("sk");
+    let pk = fx
+        .gpu
+        .upload_public_key(fx.cpu.public_key(), s)
+        .expect("pk");
+    for level in [0usize, 3, 6] {
+        let ct = fresh(&fx.cpu, 10, level);
+        let want = fx.cpu.decrypt(&ct).expect("cpu decrypt");
+        let got = fx.gpu.decrypt(&fx.up(&ct), &sk, s).expect("gpu decrypt");
+        assert!(
+            got.words() == want.words(),
+            "decrypt L{level}: approximate coefficients differ from the CPU's"
+        );
+        eprintln!("decrypt L{level}: bit-exact");
+    }
+    // encrypt with explicit samples vs the spec formula on the CPU's own kernels
+    let n = fx.cpu.n();
+    let mut x = 0x9e37_79b9_7f4a_7c15u64;
+    let mut small = |r: i64| {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        (x % (2 * r as u64 + 1)) as i64 - r
+    };
+    let v: Vec<i64> = (0..n).map(|_| small(1)).collect();
+    let e0: Vec<i64> = (0..n).map(|_| small(20)).collect();
+    let e1: Vec<i64> = (0..n).map(|_| small(20)).collect();
+    for level in [0usize, 5] {
+        let pt = fx
+            .cpu
+            .encode(&message(&fx.cpu, 11), level, None)
+            .expect("encode");
+        let p = pt.integer_coefficients().expect("integer plaintext");
+        let rows = fx.cpu.context().config().q_primes.len() - level;
+        let pkv = fx.cpu.public_key().view().expect("host public key");
+        let mut want = vec![0u64; 2 * rows * n];
+        for (i, out) in want.chunks_mut(n).enumerate() {
+            let (comp, j) = (i / rows, i % rows);
+            let id = level + j;
+            let t = &fx.cpu.context().ntt_tables()[id];
+            let m = t.modulus();
+            for (o, &c) in out.iter_mut().zip(&v) {
+                *o = m.from_i64(c);
+            }
+            t.forward(out);
+            let krow: Vec<u64> = pkv.slice(ndarray::s![comp, id, ..]).to_vec();
+            mul_assign_limb(m, out, &krow);
+            t.inverse(out);
+            let e = if comp == 0 { &e0 } else { &e1 };
+            for (k, o) in out.iter_mut().enumerate() {
+                let mut y = m.add(*o, m.from_i64(e[k]));
+                if comp == 0 {
+                    y = m.add(y, m.from_i64(p[k]));
+                }
+                *o = y;
+            }
+        }
+        fx.gpu.poison_pool(2 * 8 * n * 4, s).expect("poison");
+        let got = fx
+            .gpu
+            .encrypt_with_samples(&pt, &pk, [&v, &e0, &e1], s)
+            .expect("gpu encrypt");
+        let words = fx.gpu.download_words(&got, s).expect("download");
+        assert!(
+            words == want,
+            "encrypt L{level} differs from the CPU reference"
+        );
+        eprintln!("encrypt_with_samples L{level}: bit-exact");
+    }
+    // and the engine's own sampling decrypts correctly
+    let m = message(&fx.cpu, 12);
+    let ct = fx.gpu.encrypt_message(&m, &pk, s).expect("encrypt_message");
+    let got = fx
+        .gpu
+        .decrypt_message(&ct, &sk, s)
+        .expect("decrypt_message");
+    let err = m
+        .iter()
+        .zip(&got)
+        .map(|(a, b)| (a - b).abs())
+        .fold(0.0, f64::max);
+    eprintln!("GPU encrypt_message -> GPU decrypt_message: max error {err:.3e}");
+    assert!(err < 1e-5, "max error {err}");
+}
+
+#[test]
 fn bad_operands_are_typed_errors() {
     let Some(fx) = fixture() else { return };
     let s = &fx.stream;

@@ -14,10 +14,14 @@ use fhelium_residency::ResidencyLocation;
 
 use super::tables::{galois_inverse, DeviceTables, KERNEL_N};
 use crate::context::Context;
+use crate::encoding::Encoder;
 use crate::error::CkksError;
-use crate::keys::{KeySwitchKey, RelinearizationKey, RotationKey};
+use crate::keys::{KeySwitchKey, PublicKey, RelinearizationKey, RotationKey, SecretKey};
+use crate::sampling::Csprng;
 use crate::storage::Words;
 use crate::values::{Ciphertext, Domain, ModulusBasis, Plaintext, PlaintextRepresentation};
+use num_complex::Complex64;
+use parking_lot::Mutex;
 
 /// PTX of `kernels/ckks.cu`, embedded at build time.
 pub const CKKS_PTX: &str = include_str!("../../../../kernels/ptx/ckks.ptx");
@@ -105,6 +109,46 @@ pub struct GpuSwitchKey {
     digits: usize,
     rows: usize,
     galois_element: Option<u64>,
+}
+
+/// A device copy of the secret key (every QP row, NTT domain); zeroed when dropped.
+#[derive(Debug)]
+pub struct GpuSecretKey {
+    buf: DeviceBuffer<u64>,
+    context: u64,
+    key_id: u64,
+}
+
+impl Drop for GpuSecretKey {
+    fn drop(&mut self) {
+        // Secret material: overwrite before the memory goes back (errors leave nothing to do).
+        let _ = self.buf.set_zero();
+    }
+}
+
+/// A device copy of the public key (`[2, Q rows, N]`, NTT domain).
+#[derive(Debug)]
+pub struct GpuPublicKey {
+    buf: DeviceBuffer<u64>,
+    context: u64,
+    key_id: u64,
+    rows: usize,
+}
+
+impl GpuSecretKey {
+    /// Identity of the secret key (random, not secret).
+    #[must_use]
+    pub fn key_id(&self) -> u64 {
+        self.key_id
+    }
+}
+
+impl GpuPublicKey {
+    /// Identity of the secret key this public key belongs to.
+    #[must_use]
+    pub fn key_id(&self) -> u64 {
+        self.key_id
+    }
 }
 
 macro_rules! value_accessors {
@@ -217,6 +261,10 @@ pub struct CudaEngine {
     ks_post: DeviceBuffer<u64>,
     p_inv: DeviceBuffer<u64>,
     q_inv: DeviceBuffer<u64>,
+    q_primes: Vec<u64>,
+    encoder: Encoder,
+    default_scale: f64,
+    rng: Mutex<Csprng>,
     // Keeps the primary context retained for the engine's lifetime; dropped last.
     _cu: CuContext,
 }
@@ -240,7 +288,15 @@ impl CudaEngine {
     /// Initialises CUDA on `device` (its primary context), loads the PTX and uploads every
     /// table derived from `context`. The kernels are built for N = 16384, one special prime and
     /// single-prime key-switching digits (the seed preset's shape).
+    ///
+    /// Encryption samples `v`, `e0`, `e1` on the host from the engine's own ChaCha20 stream
+    /// (seeded from the OS, or from `seed`): the same samplers as the CPU engine.
     pub fn new(context: &Context, device: u32) -> Result<Self> {
+        Self::with_seed(context, device, None)
+    }
+
+    /// [`CudaEngine::new`] with a fixed encryption-sampling seed (tests, benchmarks).
+    pub fn with_seed(context: &Context, device: u32, seed: Option<[u8; 32]>) -> Result<Self> {
         const OP: &str = "CudaEngine::new";
         let unsupported = |reason: String| CudaBackendError::Unsupported { op: OP, reason };
         if context.n != KERNEL_N {
@@ -296,6 +352,13 @@ impl CudaEngine {
             ks_post: up(&tables.ks_post)?,
             p_inv: up(&tables.p_inv)?,
             q_inv: up(&tables.q_inv)?,
+            q_primes: context.config.q_primes.clone(),
+            encoder: Encoder::new(context.n),
+            default_scale: context.config.default_scale(),
+            rng: Mutex::new(match seed {
+                Some(s) => Csprng::from_seed(s, context.config.sigma),
+                None => Csprng::from_os(context.config.sigma),
+            }),
             _cu: cu,
         })
     }
@@ -1361,5 +1424,378 @@ impl CudaEngine {
         r.components = 2;
         r.domain = Domain::Coefficient;
         Ok(r)
+    }
+    // -----------------------------------------------------------------------------------
+    // Keys for encryption and decryption
+
+    /// Copies the secret key to the device (for [`CudaEngine::decrypt`]).
+    pub fn upload_secret_key(&self, sk: &SecretKey, stream: &Stream) -> Result<GpuSecretKey> {
+        const OP: &str = "upload_secret_key";
+        self.check_context(OP, sk.context)?;
+        if sk.words.len() != self.moduli.len() * KERNEL_N {
+            return Err(CudaBackendError::Unsupported {
+                op: OP,
+                reason: format!("secret key of {} words", sk.words.len()),
+            });
+        }
+        Ok(GpuSecretKey {
+            buf: self.upload_words(OP, &sk.words, stream)?,
+            context: sk.context,
+            key_id: sk.key_id,
+        })
+    }
+
+    /// Copies the public key to the device (for [`CudaEngine::encrypt`]).
+    pub fn upload_public_key(&self, pk: &PublicKey, stream: &Stream) -> Result<GpuPublicKey> {
+        const OP: &str = "upload_public_key";
+        self.check_context(OP, pk.context)?;
+        let rows = pk.words.len() / (2 * KERNEL_N);
+        if rows != self.nq {
+            return Err(CudaBackendError::Unsupported {
+                op: OP,
+                reason: format!("public key of {rows} rows"),
+            });
+        }
+        Ok(GpuPublicKey {
+            buf: self.upload_words(OP, &pk.words, stream)?,
+            context: pk.context,
+            key_id: pk.key_id,
+            rows,
+        })
+    }
+
+    /// Public-key encryption of an integer-coefficient plaintext (host) at its level with
+    /// explicit samples: `c0 = INTT(v̂ ⊙ k0) + e0 + p`, `c1 = INTT(v̂ ⊙ k1) + e1` (spec 3.4,
+    /// ternary `v` as in the CPU engine). Seven launches after one upload of `v, e0, e1, p`.
+    pub fn encrypt_with_samples(
+        &self,
+        pt: &Plaintext,
+        pk: &GpuPublicKey,
+        samples: [&[i64]; 3],
+        stream: &Stream,
+    ) -> Result<GpuCiphertext> {
+        const OP: &str = "encrypt";
+        self.check_context(OP, pt.context)?;
+        self.check_context(OP, pk.context)?;
+        if pt.representation != PlaintextRepresentation::IntegerCoefficients {
+            return Err(CkksError::RepresentationMismatch {
+                op: OP,
+                expected: PlaintextRepresentation::IntegerCoefficients.name(),
+                actual: pt.representation.name(),
+            }
+            .into());
+        }
+        pt.words.check_host(OP)?;
+        let n = KERNEL_N;
+        if pt.words.len() != n || samples.iter().any(|x| x.len() != n) {
+            return Err(CudaBackendError::Unsupported {
+                op: OP,
+                reason: "plaintext and samples must hold N coefficients".into(),
+            });
+        }
+        if pt.level > self.max_level {
+            return Err(CkksError::InvalidLevel {
+                op: OP,
+                level: pt.level,
+                current: pt.level,
+                max_level: self.max_level,
+            }
+            .into());
+        }
+        let level = pt.level;
+        let limbs = self.nq - level;
+        let mut host = Vec::with_capacity(4 * n);
+        for x in samples {
+            host.extend(x.iter().map(|&c| c as u64));
+        }
+        host.extend_from_slice(pt.words.as_slice());
+        let upl = self.upload_words(
+            OP,
+            &Words::from_vec(host, ResidencyLocation::PageableHost),
+            stream,
+        )?;
+        let (v, e, p) = (
+            dev_ptr(&upl),
+            dev_ptr(&upl) + (n * 8) as u64,
+            dev_ptr(&upl) + (3 * n * 8) as u64,
+        );
+        let nn = n as u64;
+        let vhat = self.alloc(OP, limbs * n, stream)?;
+        let grid = (NTT_BLOCKS_PER_LIMB, limbs as u32, 1);
+        self.launch(
+            OP,
+            "ntt_fwd_cols",
+            grid,
+            NTT_THREADS,
+            stream,
+            &[
+                Arg::U64(v),
+                Arg::U64(dev_ptr(&vhat)),
+                Arg::U64(dev_ptr(&self.primes)),
+                Arg::U64(dev_ptr(&self.twf)),
+                Arg::U64(dev_ptr(&self.reduce)),
+                Arg::U32(level as u32),
+                Arg::U64(0),
+                Arg::U64(0),
+                Arg::U64(nn),
+                Arg::U64(limbs as u64 * nn),
+                Arg::U32(1),
+                Arg::U32(0),
+                Arg::U32(level as u32),
+                Arg::U32(0),
+            ],
+        )?;
+        self.launch(
+            OP,
+            "ntt_fwd_rows",
+            grid,
+            NTT_THREADS,
+            stream,
+            &[
+                Arg::U64(dev_ptr(&vhat)),
+                Arg::U64(dev_ptr(&vhat)),
+                Arg::U64(dev_ptr(&self.primes)),
+                Arg::U64(dev_ptr(&self.twf)),
+                Arg::U32(level as u32),
+                Arg::U64(nn),
+                Arg::U64(limbs as u64 * nn),
+                Arg::U64(nn),
+                Arg::U64(limbs as u64 * nn),
+            ],
+        )?;
+        let out = self.alloc(OP, 2 * limbs * n, stream)?;
+        for comp in 0..2u64 {
+            let k = dev_ptr(&pk.buf) + ((comp * pk.rows as u64 + level as u64) * nn * 8);
+            self.launch(
+                OP,
+                "ew_mul",
+                Self::ew_grid(limbs, 1),
+                EW_THREADS,
+                stream,
+                &[
+                    Arg::U64(k),
+                    Arg::U64(dev_ptr(&vhat)),
+                    Arg::U64(dev_ptr(&out) + comp * limbs as u64 * nn * 8),
+                    Arg::U64(dev_ptr(&self.primes)),
+                    Arg::U64(dev_ptr(&self.mont_fix)),
+                    Arg::U32(level as u32),
+                    Arg::U64(0),
+                ],
+            )?;
+        }
+        drv(OP, vhat.drop_async(stream))?;
+        self.ntt_inverse_raw(
+            OP,
+            dev_ptr(&out),
+            dev_ptr(&out),
+            dev_ptr(&self.n_inv),
+            level,
+            limbs,
+            2,
+            stream,
+        )?;
+        // + e0 / e1 on each component, then + p on component 0.
+        for (src, comps, zs) in [(e, 2u32, nn), (p, 1, 0)] {
+            self.launch(
+                OP,
+                "add_signed",
+                Self::ew_grid(limbs, comps as usize),
+                EW_THREADS,
+                stream,
+                &[
+                    Arg::U64(dev_ptr(&out)),
+                    Arg::U64(src),
+                    Arg::U64(dev_ptr(&out)),
+                    Arg::U64(dev_ptr(&self.primes)),
+                    Arg::U32(level as u32),
+                    Arg::U64(zs),
+                ],
+            )?;
+        }
+        drv(OP, upl.drop_async(stream))?;
+        Ok(GpuCiphertext {
+            buf: out,
+            context: self.context_id,
+            level,
+            scale: pt.scale,
+            domain: Domain::Coefficient,
+            basis: ModulusBasis::Q,
+            components: 2,
+            prime_ids: (level..self.nq).collect(),
+        })
+    }
+
+    /// Public-key encryption with samples drawn from the engine's ChaCha20 stream (ternary `v`,
+    /// Gaussian `e0`, `e1`, in the CPU engine's order).
+    pub fn encrypt(
+        &self,
+        pt: &Plaintext,
+        pk: &GpuPublicKey,
+        stream: &Stream,
+    ) -> Result<GpuCiphertext> {
+        let n = KERNEL_N;
+        let (v, e0, e1) = {
+            let mut rng = self.rng.lock();
+            (rng.ternary(n), rng.gaussian(n), rng.gaussian(n))
+        };
+        self.encrypt_with_samples(pt, pk, [&v, &e0, &e1], stream)
+    }
+
+    /// Encodes real slots on the host (level 0, default scale) and encrypts on the device.
+    pub fn encrypt_message(
+        &self,
+        message: &[f64],
+        pk: &GpuPublicKey,
+        stream: &Stream,
+    ) -> Result<GpuCiphertext> {
+        let m: Vec<Complex64> = message.iter().map(|&x| Complex64::new(x, 0.0)).collect();
+        let coeffs = self.encoder.encode(&m, self.default_scale)?;
+        let pt = Plaintext {
+            words: Words::from_vec(
+                coeffs.into_iter().map(|c| c as u64).collect(),
+                ResidencyLocation::PageableHost,
+            ),
+            context: self.context_id,
+            n: KERNEL_N,
+            level: 0,
+            scale: self.default_scale,
+            domain: Domain::Coefficient,
+            basis: ModulusBasis::Q,
+            representation: PlaintextRepresentation::IntegerCoefficients,
+            prime_ids: Vec::new(),
+        };
+        self.encrypt(&pt, pk, stream)
+    }
+
+    /// Decrypts a 2-component coefficient-domain ciphertext (spec 3.5): the phase
+    /// `c0 + INTT(NTT(c1) ⊙ s)` on the two trailing Q rows only, on the device (5 launches),
+    /// then the two rows come back and are reconstructed centred on the host, exactly as the
+    /// CPU engine does. Returns approximate coefficients (waits for `stream`).
+    pub fn decrypt(
+        &self,
+        ct: &GpuCiphertext,
+        sk: &GpuSecretKey,
+        stream: &Stream,
+    ) -> Result<Plaintext> {
+        const OP: &str = "decrypt";
+        self.check_context(OP, ct.context)?;
+        self.check_context(OP, sk.context)?;
+        Self::need_domain(OP, ct.domain, Domain::Coefficient)?;
+        Self::need_components(OP, ct.components, 2)?;
+        let nq = self.nq;
+        let limbs = ct.num_limbs();
+        let first = ct.prime_ids[0];
+        if ct.basis != ModulusBasis::Q || first + limbs != nq || limbs < 2 {
+            return Err(CkksError::BasisMismatch {
+                op: OP,
+                expected: ModulusBasis::Q,
+                actual: ct.basis,
+            }
+            .into());
+        }
+        let off = nq - 2;
+        let row = |r: usize| (r * KERNEL_N * 8) as u64;
+        let c0 = ct.ptr() + row(limbs - 2);
+        let c1 = ct.ptr() + row(2 * limbs - 2);
+        let tmp = self.alloc(OP, 2 * KERNEL_N, stream)?;
+        self.ntt_forward_raw(OP, c1, dev_ptr(&tmp), off, 2, 1, stream)?;
+        self.launch(
+            OP,
+            "ew_mul",
+            Self::ew_grid(2, 1),
+            EW_THREADS,
+            stream,
+            &[
+                Arg::U64(dev_ptr(&tmp)),
+                Arg::U64(dev_ptr(&sk.buf) + row(off)),
+                Arg::U64(dev_ptr(&tmp)),
+                Arg::U64(dev_ptr(&self.primes)),
+                Arg::U64(dev_ptr(&self.mont_fix)),
+                Arg::U32(off as u32),
+                Arg::U64(0),
+            ],
+        )?;
+        self.ntt_inverse_raw(
+            OP,
+            dev_ptr(&tmp),
+            dev_ptr(&tmp),
+            dev_ptr(&self.n_inv),
+            off,
+            2,
+            1,
+            stream,
+        )?;
+        self.launch(
+            OP,
+            "ew_add",
+            Self::ew_grid(2, 1),
+            EW_THREADS,
+            stream,
+            &[
+                Arg::U64(dev_ptr(&tmp)),
+                Arg::U64(c0),
+                Arg::U64(dev_ptr(&tmp)),
+                Arg::U64(dev_ptr(&self.primes)),
+                Arg::U32(off as u32),
+            ],
+        )?;
+        drv(OP, stream.synchronize())?;
+        let mut phase = vec![0u64; 2 * KERNEL_N];
+        drv(OP, tmp.copy_to(&mut phase[..]))?;
+        drv(OP, tmp.drop_async(stream))?;
+        let a = self.q_primes[nq - 2];
+        let b = self.q_primes[nq - 1];
+        let mb = crate::arith::Modulus::new(b).ok_or_else(|| CudaBackendError::Unsupported {
+            op: OP,
+            reason: "invalid modulus".into(),
+        })?;
+        let a_inv = mb.inv(a % b).unwrap_or(0);
+        let d = i128::from(a) * i128::from(b);
+        let (p0, p1) = phase.split_at(KERNEL_N);
+        let coeffs: Vec<u64> = p0
+            .iter()
+            .zip(p1)
+            .map(|(&v0, &w1)| {
+                let v1 = mb.mul(mb.sub(w1, mb.reduce(v0)), a_inv);
+                let mut x = i128::from(v0) + i128::from(v1) * i128::from(a);
+                if x > d / 2 {
+                    x -= d;
+                }
+                (x as f64).to_bits()
+            })
+            .collect();
+        Ok(Plaintext {
+            words: Words::from_vec(coeffs, ResidencyLocation::PageableHost),
+            context: self.context_id,
+            n: KERNEL_N,
+            level: ct.level,
+            scale: ct.scale,
+            domain: Domain::Coefficient,
+            basis: ModulusBasis::Q,
+            representation: PlaintextRepresentation::ApproximateCoefficients,
+            prime_ids: Vec::new(),
+        })
+    }
+
+    /// Decrypts on the device and decodes the real parts of the N/2 slots on the host.
+    pub fn decrypt_message(
+        &self,
+        ct: &GpuCiphertext,
+        sk: &GpuSecretKey,
+        stream: &Stream,
+    ) -> Result<Vec<f64>> {
+        let pt = self.decrypt(ct, sk, stream)?;
+        let coeffs: Vec<f64> = pt
+            .words
+            .as_slice()
+            .iter()
+            .map(|&w| f64::from_bits(w))
+            .collect();
+        Ok(self
+            .encoder
+            .decode(&coeffs, pt.scale)
+            .into_iter()
+            .map(|z| z.re)
+            .collect())
     }
 }

@@ -22,5 +22,6 @@ mod engine;
 pub mod tables;
 
 pub use engine::{
-    CudaBackendError, CudaEngine, GpuCiphertext, GpuPlaintext, GpuSwitchKey, CKKS_PTX,
+    CudaBackendError, CudaEngine, GpuCiphertext, GpuPlaintext, GpuPublicKey, GpuSecretKey,
+    GpuSwitchKey, CKKS_PTX,
 };
