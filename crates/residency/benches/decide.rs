@@ -16,7 +16,8 @@ const REQUIRED: u64 = 8;
 fn scenario(values: u64) -> (ResidencySnapshot, ResidencyRequest) {
     let cuda = ResidencyLocation::Cuda(0);
     let candidates = (values - REQUIRED).min(1000);
-    let spec = ResidencyValueSpec::adopted("Ciphertext", CHARGE, CHARGE, ReplicaMode::Replicable).unwrap();
+    let spec =
+        ResidencyValueSpec::adopted("Ciphertext", CHARGE, CHARGE, ReplicaMode::Replicable).unwrap();
     let mut b = ResidencySnapshotBuilder::new(1, 42).budget(cuda, candidates * CHARGE);
     let mut requirements = Vec::new();
     for i in 0..values {
@@ -47,7 +48,8 @@ fn bench_decide(c: &mut Criterion) {
         assert_eq!(d.evictions().len(), 8);
         assert_eq!(d.explored_states(), 9);
         group.bench_with_input(BenchmarkId::from_parameter(values), &values, |bench, _| {
-            bench.iter(|| decide(black_box(&snapshot), black_box(&request), &policy, None).unwrap());
+            bench
+                .iter(|| decide(black_box(&snapshot), black_box(&request), &policy, None).unwrap());
         });
     }
     group.finish();

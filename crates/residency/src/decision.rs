@@ -110,7 +110,8 @@ impl ResidencyDecision {
     /// [`ModelError::InvalidDecision`] unless: `explored_states > 0`; the plan's name equals the
     /// request's; the plan has no exit actions; every reclaim action is a `DropResident` or a
     /// `MoveResident` with an explicit source, with exactly one eviction per reclaim action
-    /// (same action, in order); the plan's reservations are the request's; the policy name and
+    /// (same action, in order), each eviction's reason and released location matching its
+    /// action; the plan's reservations are the request's; the policy name and
     /// config keys are non-empty; the explanation names the plan and is feasible.
     pub fn new(parts: ResidencyDecisionParts) -> Result<Self, ModelError> {
         let invalid = |d: &str| ModelError::InvalidDecision {
@@ -150,6 +151,28 @@ impl ResidencyDecision {
             return Err(invalid(
                 "evictions must list the plan's reclaim actions one to one, in order",
             ));
+        }
+        for e in &parts.evictions {
+            let consistent = match (&e.action, e.reason) {
+                (
+                    ResidencyAction::DropResident { location, .. },
+                    EvictionReason::AnotherMaterialization | EvictionReason::SourceReconstructs,
+                ) => *location == e.released_location,
+                (
+                    ResidencyAction::MoveResident {
+                        to,
+                        from: Some(from),
+                        ..
+                    },
+                    EvictionReason::SoleMaterializationMoved { destination },
+                ) => *to == destination && *from == e.released_location,
+                _ => false,
+            };
+            if !consistent {
+                return Err(invalid(
+                    "an eviction's reason and released location must match its action",
+                ));
+            }
         }
         if parts.policy_name.trim().is_empty() {
             return Err(ModelError::EmptyName { what: "policy" });

@@ -23,6 +23,7 @@ pub mod planner;
 pub mod policy;
 pub mod report;
 pub mod snapshot;
+pub mod text;
 
 pub use decision::{EvictionReason, ResidencyDecision, ResidencyDecisionParts, ResidencyEviction};
 pub use error::ModelError;
@@ -49,3 +50,4 @@ pub use snapshot::{
     ResidencyReservationSnapshot, ResidencySnapshot, ResidencySnapshotBuilder,
     ResidencySnapshotParts, ResidencyValueSnapshot, ResidencyValueSnapshotParts,
 };
+pub use text::{eviction_table, format_bytes, parse_decision, parse_plan};

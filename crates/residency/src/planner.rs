@@ -413,7 +413,10 @@ impl CapacityFailure {
                 snap.values()[v as usize].handle()
             ),
             Stage::Materialization(v) => {
-                format!("materialization of '{}'", snap.values()[v as usize].handle())
+                format!(
+                    "materialization of '{}'",
+                    snap.values()[v as usize].handle()
+                )
             }
         };
         format!(
@@ -476,8 +479,7 @@ impl Candidates {
                     order
                         .iter()
                         .filter(move |v| {
-                            !blocked.contains(v)
-                                && !matches!(state.ov_get(**v, l), Some(None))
+                            !blocked.contains(v) && !matches!(state.ov_get(**v, l), Some(None))
                         })
                         .map(move |v| Cand {
                             v: *v,
@@ -544,24 +546,23 @@ impl<P: ResidencyPolicy + ?Sized> Planner<'_, P> {
                 acc.len() - 1
             })
         };
-        let require =
-            |acc: &mut Vec<Acc>, l: ResidencyLocation, x: u64, stage: Stage| {
-                let i = acc_of(acc, l);
-                let a = acc[i];
-                match a.budget {
-                    Some(b) if a.used.saturating_add(a.reserved).saturating_add(x) > b => {
-                        Err(SimError::Capacity(CapacityFailure {
-                            location: l,
-                            amount: x,
-                            stage,
-                            budget: b,
-                            used: a.used,
-                            reserved: a.reserved,
-                        }))
-                    }
-                    _ => Ok(i),
+        let require = |acc: &mut Vec<Acc>, l: ResidencyLocation, x: u64, stage: Stage| {
+            let i = acc_of(acc, l);
+            let a = acc[i];
+            match a.budget {
+                Some(b) if a.used.saturating_add(a.reserved).saturating_add(x) > b => {
+                    Err(SimError::Capacity(CapacityFailure {
+                        location: l,
+                        amount: x,
+                        stage,
+                        budget: b,
+                        used: a.used,
+                        reserved: a.reserved,
+                    }))
                 }
-            };
+                _ => Ok(i),
+            }
+        };
         for (k, r) in self.request.reservations().iter().enumerate() {
             let i = require(&mut acc, r.location(), r.nbytes(), Stage::Reservation(k))?;
             acc[i].reserved = acc[i].reserved.saturating_add(r.nbytes());
@@ -756,7 +757,10 @@ impl<P: ResidencyPolicy + ?Sized> Planner<'_, P> {
     ) -> Result<Vec<u32>, ModelError> {
         let snap = self.snap;
         let mut groups: [(Vec<u32>, Vec<ResidencyEvictionCandidate<'_>>); 2] = [
-            (Vec::with_capacity(present.len()), Vec::with_capacity(present.len())),
+            (
+                Vec::with_capacity(present.len()),
+                Vec::with_capacity(present.len()),
+            ),
             (Vec::new(), Vec::new()),
         ];
         let required_here: Vec<u32> = self

@@ -1,8 +1,8 @@
 //! Eviction policy: the [`ResidencyPolicy`] trait and the built-in [`DeterministicTieredLRU`]
 //! (spec 1.13 and 3.6).
 
-use std::cmp::Ordering;
 use crate::hash::FxHashMap;
+use std::cmp::Ordering;
 
 use serde::{Deserialize, Serialize};
 

@@ -6,7 +6,10 @@ use fhelium_residency::*;
 #[test]
 #[ignore = "profiling probe, run under callgrind"]
 fn decide_probe() {
-    let values: u64 = std::env::var("PROBE_VALUES").ok().and_then(|v| v.parse().ok()).unwrap_or(1000);
+    let values: u64 = std::env::var("PROBE_VALUES")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(1000);
     let cuda = ResidencyLocation::Cuda(0);
     let candidates = (values - 8).min(1000);
     let spec = ResidencyValueSpec::adopted("Ciphertext", 1, 1, ReplicaMode::Replicable).unwrap();
