@@ -80,13 +80,16 @@ pub(crate) fn capture(
             allocator_allocated_bytes: None,
             allocator_reserved_bytes: None,
         };
-        for v in &values {
-            if let Some(m) = v.materialization(l.location) {
-                p.value_count += 1;
-                p.use_count += m.use_count();
-                p.hold_count += m.hold_count();
-                p.pending_event_count += m.pending_event_count();
-            }
+        for m in st
+            .values
+            .iter()
+            .flat_map(|r| &r.mats)
+            .filter(|m| m.location == l.location)
+        {
+            p.value_count += 1;
+            p.use_count += count(m.uses.len());
+            p.hold_count += count(m.holds.len());
+            p.pending_event_count += count(m.pending.len());
         }
         p.reservation_count = count(
             st.reservations
