@@ -92,15 +92,16 @@ pub enum MemoryError {
         /// The stream's location.
         location: ResidencyLocation,
     },
-    /// Waiting on a held simulated event timed out (the hold was never released).
-    #[error("{op}: event on {location} still held after {seconds} s; release the hold first")]
+    /// A bounded wait on an event timed out (a simulated hold never released, or CUDA work
+    /// still running at the limit of [`crate::Event::synchronize_within`]).
+    #[error("{op}: event on {location} still pending after {millis} ms (a simulated hold must be released first)")]
     HoldTimeout {
         /// The operation.
         op: &'static str,
         /// The stream's location.
         location: ResidencyLocation,
-        /// How long the wait lasted.
-        seconds: u64,
+        /// How long the wait lasted, in milliseconds.
+        millis: u64,
     },
     /// Source and destination word counts differ.
     #[error("{op}: size mismatch: source {from_bytes} bytes at {from}, destination {to_bytes} bytes at {to}")]

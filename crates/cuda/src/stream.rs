@@ -47,15 +47,20 @@ impl Gate {
         self.cv.notify_all();
     }
 
-    fn wait(&self, op: &'static str, location: ResidencyLocation) -> Result<(), MemoryError> {
-        let deadline = Instant::now() + SIM_HOLD_TIMEOUT;
+    fn wait(
+        &self,
+        op: &'static str,
+        location: ResidencyLocation,
+        deadline: Instant,
+        limit: Duration,
+    ) -> Result<(), MemoryError> {
         let mut released = self.released.lock();
         while !*released {
             if self.cv.wait_until(&mut released, deadline).timed_out() && !*released {
                 return Err(MemoryError::HoldTimeout {
                     op,
                     location,
-                    seconds: SIM_HOLD_TIMEOUT.as_secs(),
+                    millis: u64::try_from(limit.as_millis()).unwrap_or(u64::MAX),
                 });
             }
         }
@@ -252,7 +257,12 @@ impl Stream {
             StreamKind::Sim(state) => {
                 let gates = state.lock().pending_gates();
                 for g in gates {
-                    g.wait("stream synchronize", self.inner.location)?;
+                    g.wait(
+                        "stream synchronize",
+                        self.inner.location,
+                        Instant::now() + SIM_HOLD_TIMEOUT,
+                        SIM_HOLD_TIMEOUT,
+                    )?;
                 }
                 Ok(())
             }
@@ -381,14 +391,40 @@ impl Event {
     /// [`SIM_HOLD_TIMEOUT`]; [`MemoryError::Cuda`].
     pub fn synchronize(&self) -> Result<(), MemoryError> {
         match &self.inner.kind {
+            EventKind::Sim(_) => self.synchronize_within(SIM_HOLD_TIMEOUT),
+            #[cfg(feature = "cuda")]
+            EventKind::Cuda(e) => e.synchronize(self.inner.location),
+        }
+    }
+
+    /// Blocks until the event completes or `limit` has passed.
+    ///
+    /// # Errors
+    /// [`MemoryError::HoldTimeout`] when the event is still pending after `limit` (a held
+    /// simulated stream, or CUDA work still running); [`MemoryError::Cuda`].
+    pub fn synchronize_within(&self, limit: Duration) -> Result<(), MemoryError> {
+        let deadline = Instant::now() + limit;
+        match &self.inner.kind {
             EventKind::Sim(gates) => {
                 for g in gates {
-                    g.wait("event synchronize", self.inner.location)?;
+                    g.wait("event synchronize", self.inner.location, deadline, limit)?;
                 }
                 Ok(())
             }
             #[cfg(feature = "cuda")]
-            EventKind::Cuda(e) => e.synchronize(self.inner.location),
+            EventKind::Cuda(e) => loop {
+                if e.query(self.inner.location)? {
+                    return Ok(());
+                }
+                if Instant::now() >= deadline {
+                    return Err(MemoryError::HoldTimeout {
+                        op: "event synchronize",
+                        location: self.inner.location,
+                        millis: u64::try_from(limit.as_millis()).unwrap_or(u64::MAX),
+                    });
+                }
+                std::thread::sleep(Duration::from_micros(20));
+            },
         }
     }
 

@@ -229,7 +229,8 @@ fn events_and_stream_waits_order_work_across_streams() {
     b.wait_event(&uploaded).unwrap();
     let mut back = poisoned(&mem, L::PinnedHost, words);
     let done = back.copy_from(&mem, &dev, Some(&b)).unwrap().unwrap();
-    done.synchronize().unwrap();
+    done.synchronize_within(std::time::Duration::from_secs(10))
+        .unwrap();
     assert!(done.query().unwrap() && uploaded.query().unwrap());
     check_words(back.host_slice().unwrap(), &data, "wait-ordered round trip");
     upload_end.synchronize().unwrap();

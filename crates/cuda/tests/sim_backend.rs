@@ -545,3 +545,26 @@ fn tensors_materialize_failing_midway_frees_partial_work() {
     let m = one.materialize(&mem, &L::Sim(0), Some(&s)).unwrap();
     assert_eq!(m.value.to_vecs(&mem).unwrap(), vec![a]);
 }
+
+#[test]
+fn bounded_waits_on_held_events_time_out_with_a_typed_error() {
+    let mem = Memory::with_sim_devices(1);
+    let s = mem.stream(&L::Sim(0)).unwrap();
+    s.hold().unwrap();
+    let ev = s.record_event().unwrap();
+    let err = ev
+        .synchronize_within(Duration::from_millis(30))
+        .unwrap_err();
+    assert_eq!(
+        err,
+        MemoryError::HoldTimeout {
+            op: "event synchronize",
+            location: L::Sim(0),
+            millis: 30
+        }
+    );
+    assert!(err.to_string().contains("released"), "{err}");
+    assert!(!ev.query().unwrap(), "a timed-out wait changes nothing");
+    s.release_hold().unwrap();
+    ev.synchronize_within(Duration::from_millis(30)).unwrap();
+}
