@@ -47,6 +47,16 @@ pub enum CudaBackendError {
         #[source]
         source: cust::error::CudaError,
     },
+    /// A kernel launch was refused by the driver.
+    #[error("{op}: launch of {kernel} failed: {code}")]
+    Launch {
+        /// The engine operation.
+        op: &'static str,
+        /// The kernel.
+        kernel: String,
+        /// The driver's status code.
+        code: String,
+    },
     /// The operands break a CKKS rule (same variants as the CPU engine).
     #[error(transparent)]
     Ckks(#[from] CkksError),
@@ -65,6 +75,37 @@ type Result<T> = std::result::Result<T, CudaBackendError>;
 fn drv<T>(op: &'static str, r: cust::error::CudaResult<T>) -> Result<T> {
     r.map_err(|source| CudaBackendError::Driver { op, source })
 }
+
+/// Every kernel of `kernels/ckks.cu` the engine launches.
+const KERNELS: [&str; 16] = [
+    "ntt_fwd_cols",
+    "ntt_fwd_rows",
+    "ntt_inv_rows",
+    "ntt_inv_cols",
+    "ks_inner",
+    "ks_moddown",
+    "ew_add",
+    "ew_sub",
+    "ew_neg",
+    "ew_mul",
+    "ew_mul_const",
+    "ew_tensor",
+    "aut_coeff",
+    "rescale",
+    "drop_rows",
+    "add_signed",
+];
+
+/// A kernel handle of the engine's module, looked up once.
+#[derive(Clone, Copy)]
+struct Kernel(cust::sys::CUfunction);
+
+// SAFETY: a CUfunction is an immutable driver handle, valid while its module is loaded (the
+// engine owns the module and outlives every use); the driver allows launching it from any
+// thread.
+unsafe impl Send for Kernel {}
+// SAFETY: as above; the handle is never mutated.
+unsafe impl Sync for Kernel {}
 
 /// One kernel argument.
 #[derive(Clone, Copy)]
@@ -247,7 +288,9 @@ impl GpuSwitchKey {
 
 /// The CKKS engine on one CUDA device: the PTX module and every constant table, uploaded once.
 pub struct CudaEngine {
-    module: Module,
+    kernels: Vec<(&'static str, Kernel)>,
+    // Owns the code behind `kernels`: kept loaded for the engine's lifetime.
+    _module: Module,
     context_id: u64,
     nq: usize,
     max_level: usize,
@@ -336,9 +379,14 @@ impl CudaEngine {
             }
         }
         let module = drv(OP, Module::from_ptx(CKKS_PTX, &[]))?;
+        let kernels = KERNELS
+            .iter()
+            .map(|&name| Ok((name, Kernel(drv(OP, module.get_function(name))?.to_raw()))))
+            .collect::<Result<Vec<_>>>()?;
         let up = |v: &[u64]| drv(OP, DeviceBuffer::from_slice(v));
         Ok(Self {
-            module,
+            kernels,
+            _module: module,
             context_id: context.id,
             nq: context.nq,
             max_level: context.config.max_level(),
@@ -386,7 +434,12 @@ impl CudaEngine {
         stream: &Stream,
         args: &[Arg],
     ) -> Result<()> {
-        let func = drv(op, self.module.get_function(kernel))?;
+        let Some(&(_, Kernel(func))) = self.kernels.iter().find(|(n, _)| *n == kernel) else {
+            return Err(CudaBackendError::Unsupported {
+                op,
+                reason: format!("kernel {kernel} is not in the engine's table"),
+            });
+        };
         let mut ptrs: Vec<*mut c_void> = args
             .iter()
             .map(|a| match a {
@@ -398,9 +451,30 @@ impl CudaEngine {
         // grid (checked by the callers from the value shapes), the scalar arguments match the
         // kernel's parameter types one for one, and `args` outlives the call (the driver copies
         // the parameter values at launch).
-        drv(op, unsafe {
-            stream.launch(&func, grid, block, 0, ptrs.as_mut_slice())
-        })
+        let rc = unsafe {
+            cust::sys::cuLaunchKernel(
+                func,
+                grid.0,
+                grid.1,
+                grid.2,
+                block,
+                1,
+                1,
+                0,
+                stream.as_inner(),
+                ptrs.as_mut_ptr(),
+                std::ptr::null_mut(),
+            )
+        };
+        if rc == cust::sys::cudaError_enum::CUDA_SUCCESS {
+            Ok(())
+        } else {
+            Err(CudaBackendError::Launch {
+                op,
+                kernel: kernel.to_string(),
+                code: format!("{rc:?}"),
+            })
+        }
     }
 
     fn alloc(&self, op: &'static str, words: usize, stream: &Stream) -> Result<DeviceBuffer<u64>> {
