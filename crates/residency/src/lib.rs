@@ -36,7 +36,7 @@ pub use model::{
     ResidencySource, ResidencyValueSpec,
 };
 pub use plan::{ResidencyPlan, ResidencyRequest, ResidencyRequirement};
-pub use planner::{decide, decide_with_limit, DEFAULT_SEARCH_STATE_LIMIT};
+pub use planner::{decide, decide_with_limit, DEFAULT_SEARCH_STATE_LIMIT, MAX_SEARCH_DEPTH};
 pub use policy::{
     DeterministicTieredLRU, DeterministicTieredLRUConfig, PolicyConfig, ResidencyEvictionCandidate,
     ResidencyPolicy, ResidencyPolicyMetadata, ResidencyRecency,

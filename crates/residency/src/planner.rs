@@ -34,6 +34,10 @@ use crate::snapshot::{MaterializationSnapshot, ResidencySnapshot};
 /// FHElium's default `search_state_limit`.
 pub const DEFAULT_SEARCH_STATE_LIMIT: u64 = 100_000;
 
+/// The deepest nesting of expanded search and capacity nodes; deeper searches end as
+/// inconclusive ([`ModelError::SearchLimit`]) instead of exhausting the stack.
+pub const MAX_SEARCH_DEPTH: u32 = 256;
+
 /// Decides a plan for `request` on `snapshot` with [`DEFAULT_SEARCH_STATE_LIMIT`].
 ///
 /// `recency` supplies the controller's last-access epochs; when `None`, each value's
@@ -90,6 +94,10 @@ pub fn decide_with_limit<P: ResidencyPolicy + ?Sized>(
         explored: 0,
         failed_requests: FxHashSet::default(),
         failed_capacities: FxHashSet::default(),
+        searching: FxHashSet::default(),
+        resolving: FxHashSet::default(),
+        cuts: 0,
+        depth: 0,
         order_cache: FxHashMap::default(),
     };
     let initial = State::new(snapshot);
@@ -510,11 +518,35 @@ struct Planner<'a, P: ?Sized> {
     explored: u64,
     failed_requests: FxHashSet<Signature>,
     failed_capacities: FxHashSet<CapacityKey>,
+    /// Request signatures on the current DFS path (a revisit is a cycle).
+    searching: FxHashSet<Signature>,
+    /// Capacity resolutions on the current DFS path.
+    resolving: FxHashSet<CapacityKey>,
+    /// Cycle cuts so far: results shaped by a cut are not memoized.
+    cuts: u64,
+    /// Current nesting of expanded search and capacity nodes.
+    depth: u32,
     /// Key-ordered policies: each location's snapshot candidates in eviction order.
     order_cache: FxHashMap<ResidencyLocation, Rc<[u32]>>,
 }
 
 impl<P: ResidencyPolicy + ?Sized> Planner<'_, P> {
+    /// Enters one nested expansion, or fails as inconclusive beyond [`MAX_SEARCH_DEPTH`].
+    fn descend(&mut self, objective: &str) -> Result<(), ModelError> {
+        if self.depth >= MAX_SEARCH_DEPTH {
+            return Err(ModelError::SearchLimit {
+                request: self.request.name().to_owned(),
+                state_limit: self.limit,
+                explored_states: self.explored,
+                detail: format!(
+                    "The search exceeded its maximum nesting depth of {MAX_SEARCH_DEPTH} during {objective}."
+                ),
+            });
+        }
+        self.depth += 1;
+        Ok(())
+    }
+
     /// Counts one explored state, or fails at the limit (checked before incrementing).
     fn count(&mut self, objective: &str) -> Result<(), ModelError> {
         if self.explored >= self.limit {
@@ -636,19 +668,43 @@ impl<P: ResidencyPolicy + ?Sized> Planner<'_, P> {
                 "equivalent ordered-request state is already exhausted".to_owned(),
             ));
         }
+        if self.searching.contains(&sig) {
+            self.cuts += 1;
+            return Err(SearchError::Planning(
+                "equivalent ordered-request state is already being explored on this search path"
+                    .to_owned(),
+            ));
+        }
         self.count("ordered request").map_err(SearchError::Fatal)?;
         let failure = match self.simulate(&state) {
             Ok(actions) => return Ok((state, actions)),
             Err(SimError::Fatal(e)) => return Err(SearchError::Fatal(e)),
             Err(SimError::Capacity(f)) => f,
         };
+        self.descend("ordered request")
+            .map_err(SearchError::Fatal)?;
+        self.searching.insert(sig.clone());
+        let result = self.expand(&state, sig.clone(), &failure);
+        self.searching.remove(&sig);
+        self.depth -= 1;
+        result
+    }
+
+    /// Resolves a capacity failure of the request at `state` (§3.5 step 4).
+    fn expand(
+        &mut self,
+        state: &State,
+        sig: Signature,
+        failure: &CapacityFailure,
+    ) -> Result<(State, Vec<ResidencyAction>), SearchError> {
+        let cuts_before = self.cuts;
         let cands = self
-            .ordered_candidates(&state, failure.location, &[])
+            .ordered_candidates(state, failure.location, &[])
             .map_err(SearchError::Fatal)?;
         let mut messages: Vec<String> = Vec::new();
-        for (rank, c) in cands.iter(self.snap, &state, &[]).enumerate() {
+        for (rank, c) in cands.iter(self.snap, state, &[]).enumerate() {
             let mut produced = false;
-            let flow = self.reclaim_states(&state, c, rank, &[], &[], &mut |p, trial| {
+            let flow = self.reclaim_states(state, c, rank, &[], &[], &mut |p, trial| {
                 produced = true;
                 match p.search(trial) {
                     Ok((s, a)) => ControlFlow::Break(Stop::Found(s, a)),
@@ -671,7 +727,10 @@ impl<P: ResidencyPolicy + ?Sized> Planner<'_, P> {
                 ));
             }
         }
-        self.failed_requests.insert(sig);
+        if self.cuts == cuts_before {
+            // A result shaped by a cycle cut is path-dependent: only memoize exact failures.
+            self.failed_requests.insert(sig);
+        }
         let mut detail = format!(
             "{}; budget={}, used={}, reserved={}, but no invariant-valid victim sequence satisfies the complete ordered request",
             failure.text(self.snap, self.request),
@@ -927,28 +986,62 @@ impl<P: ResidencyPolicy + ?Sized> Planner<'_, P> {
         if self.failed_capacities.contains(&key) {
             return ControlFlow::Continue(());
         }
-        if let Err(e) = self.count(&format!("capacity at {l}")) {
+        if self.resolving.contains(&key) {
+            self.cuts += 1;
+            return ControlFlow::Continue(());
+        }
+        let objective = format!("capacity at {l}");
+        if let Err(e) = self.count(&objective) {
             return ControlFlow::Break(Stop::Fatal(e));
         }
-        let cands = match self.ordered_candidates(&state, l, blocked) {
+        if let Err(e) = self.descend(&objective) {
+            return ControlFlow::Break(Stop::Fatal(e));
+        }
+        let cuts_before = self.cuts;
+        self.resolving.insert(key.clone());
+        let flow = self.resolve_capacity(&state, l, x, blocked, active, k);
+        self.resolving.remove(&key);
+        self.depth -= 1;
+        match flow {
+            ControlFlow::Continue(false) if self.cuts == cuts_before => {
+                self.failed_capacities.insert(key);
+                ControlFlow::Continue(())
+            }
+            ControlFlow::Continue(_) => ControlFlow::Continue(()),
+            ControlFlow::Break(stop) => ControlFlow::Break(stop),
+        }
+    }
+
+    /// §3.8 step 4: tries every candidate at `l`; `Continue(produced)`.
+    fn resolve_capacity(
+        &mut self,
+        state: &State,
+        l: ResidencyLocation,
+        x: u64,
+        blocked: &[u32],
+        active: &[(u32, ResidencyLocation)],
+        k: &mut dyn FnMut(&mut Self, State) -> Flow,
+    ) -> ControlFlow<Stop, bool> {
+        let cands = match self.ordered_candidates(state, l, blocked) {
             Ok(c) => c,
             Err(e) => return ControlFlow::Break(Stop::Fatal(e)),
         };
         let mut produced = false;
-        for (rank, c) in cands.iter(self.snap, &state, blocked).enumerate() {
+        for (rank, c) in cands.iter(self.snap, state, blocked).enumerate() {
             if active.contains(&(c.v, l)) {
                 continue;
             }
-            self.reclaim_states(&state, c, rank, blocked, active, &mut |p, reclaimed| {
-                p.capacity_states(reclaimed, l, x, blocked, active, &mut |p, result| {
-                    produced = true;
-                    k(p, result)
+            if let ControlFlow::Break(stop) =
+                self.reclaim_states(state, c, rank, blocked, active, &mut |p, reclaimed| {
+                    p.capacity_states(reclaimed, l, x, blocked, active, &mut |p, result| {
+                        produced = true;
+                        k(p, result)
+                    })
                 })
-            })?;
+            {
+                return ControlFlow::Break(stop);
+            }
         }
-        if !produced {
-            self.failed_capacities.insert(key);
-        }
-        ControlFlow::Continue(())
+        ControlFlow::Continue(produced)
     }
 }

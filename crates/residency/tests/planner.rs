@@ -586,3 +586,57 @@ fn decision_records_policy_identity() {
     assert_eq!(d.manager_id(), MANAGER);
     assert_eq!(d.plan().name(), request.name());
 }
+
+#[test]
+fn cyclic_fallback_moves_are_cut_not_recursed_forever() {
+    // Tiers N -> P and P -> N let the search move y back and forth between N and P; FHElium
+    // recurses without end here. The cycle is cut (docs/decisions/0100) and the request, which
+    // needs 4n in 3n of budget, is proven infeasible.
+    let snap = build(
+        ResidencySnapshotBuilder::new(MANAGER, 1)
+            .budget(N, n)
+            .budget(P, 2 * n)
+            .location(C0),
+        vec![
+            adopted(0, n, EXCL, &[N]),
+            adopted(1, n, REPL, &[P]),
+            adopted(2, n, REPL, &[C0]),
+            adopted(3, n, REPL, &[C0]),
+        ],
+    );
+    let r = req(
+        "cycle",
+        &[(&handle(2, "T"), N), (&handle(3, "T"), P)],
+        vec![],
+    );
+    let policy = tiers(vec![(N, vec![P]), (P, vec![N])]);
+    let err = decide(&snap, &r, &policy, None).unwrap_err();
+    assert!(matches!(err, ModelError::Infeasible { .. }), "{err}");
+    assert!(err.to_string().contains("already being explored"), "{err}");
+    // Same input, same answer.
+    assert_eq!(decide(&snap, &r, &policy, None).unwrap_err(), err);
+}
+
+#[test]
+fn deep_searches_end_as_inconclusive_not_as_a_stack_overflow() {
+    // 300 cached replicas, each needing its own eviction: the DFS nests one level per drop.
+    let count = MAX_SEARCH_DEPTH as u64 + 44;
+    let mut values: Vec<ResidencyValueSnapshotParts> =
+        (0..count).map(|i| adopted(i, n, REPL, &[P, N])).collect();
+    values.extend((count..2 * count).map(|i| adopted(i, n, REPL, &[P])));
+    let snap = build(
+        ResidencySnapshotBuilder::new(MANAGER, 1).budget(N, count * n),
+        values,
+    );
+    let hs: Vec<ResidencyHandle> = (count..2 * count).map(|i| handle(i, "T")).collect();
+    let reqs: Vec<(&ResidencyHandle, ResidencyLocation)> = hs.iter().map(|h| (h, N)).collect();
+    let r = req("deep", &reqs, vec![]);
+    let err = decide(&snap, &r, &lru(), None).unwrap_err();
+    assert!(err.to_string().contains("maximum nesting depth"), "{err}");
+    assert!(matches!(err, ModelError::SearchLimit { .. }));
+    // Within the depth the same shape succeeds with one eviction per requirement.
+    let r = req("shallow", &reqs[..100], vec![]);
+    let d = decide(&snap, &r, &lru(), None).unwrap();
+    assert_eq!(d.evictions().len(), 100);
+    assert_eq!(d.explored_states(), 101);
+}
