@@ -419,6 +419,35 @@ fn decrypt_matches_cpu_words_and_encrypt_with_samples_matches_a_cpu_reference() 
 }
 
 #[test]
+fn results_become_resident_values_on_cuda_and_come_back() {
+    use fhelium_cuda::{ResidencyLocation, Resident};
+    let Some(fx) = fixture() else { return };
+    let s = &fx.stream;
+    let mem = fhelium_cuda::Memory::with_cuda().expect("memory layer on CUDA");
+    let ct = fresh(&fx.cpu, 13, 1);
+    let want = fx
+        .cpu
+        .coefficient_domain_to_ntt_domain(&ct)
+        .expect("cpu ntt");
+    let r = fx
+        .gpu
+        .coefficient_domain_to_ntt_domain(&fx.up(&ct), s)
+        .expect("gpu ntt");
+    let res = fx
+        .gpu
+        .to_resident_ciphertext(&r, &mem, s)
+        .expect("resident copy");
+    assert_eq!(res.location(), ResidencyLocation::Cuda(0));
+    assert_eq!(
+        res.placement().expect("placement"),
+        ResidencyLocation::Cuda(0)
+    );
+    assert_eq!(Resident::nbytes(&res), want.nbytes());
+    let back = fx.up(&res);
+    fx.check("resident cuda:0 value uploaded back", &want, || Ok(back));
+}
+
+#[test]
 fn bad_operands_are_typed_errors() {
     let Some(fx) = fixture() else { return };
     let s = &fx.stream;

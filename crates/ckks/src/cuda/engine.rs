@@ -288,6 +288,7 @@ impl GpuSwitchKey {
 
 /// The CKKS engine on one CUDA device: the PTX module and every constant table, uploaded once.
 pub struct CudaEngine {
+    device: u32,
     kernels: Vec<(&'static str, Kernel)>,
     // Owns the code behind `kernels`: kept loaded for the engine's lifetime.
     _module: Module,
@@ -385,6 +386,7 @@ impl CudaEngine {
             .collect::<Result<Vec<_>>>()?;
         let up = |v: &[u64]| drv(OP, DeviceBuffer::from_slice(v));
         Ok(Self {
+            device,
             kernels,
             _module: module,
             context_id: context.id,
@@ -646,6 +648,54 @@ impl CudaEngine {
         drv(OP, ct.buf.copy_to(&mut host[..]))?;
         Ok(Ciphertext {
             words: Words::from_vec(host, ResidencyLocation::PageableHost),
+            context: ct.context,
+            n: KERNEL_N,
+            level: ct.level,
+            scale: ct.scale,
+            domain: ct.domain,
+            basis: ct.basis,
+            components: ct.components,
+            prime_ids: ct.prime_ids.clone(),
+        })
+    }
+
+    /// A copy of a device ciphertext as a CPU-engine [`Ciphertext`] whose words live in an
+    /// `fhelium_cuda::Buffer` on this engine's `cuda:N`, allocated from `mem` (so its budget
+    /// and accounting apply): the value type the residency manager places and moves through
+    /// `Resident`. [`CudaEngine::upload_ciphertext`] takes it back without a host round trip.
+    /// Synchronises `stream` once (the copy must be complete before the buffer is handed out).
+    pub fn to_resident_ciphertext(
+        &self,
+        ct: &GpuCiphertext,
+        mem: &fhelium_cuda::Memory,
+        stream: &Stream,
+    ) -> Result<Ciphertext> {
+        const OP: &str = "to_resident_ciphertext";
+        let loc = ResidencyLocation::Cuda(self.device as u8);
+        let buf = mem
+            .alloc(&loc, ct.buf.len(), None)
+            .map_err(CkksError::from)?;
+        let Some(dst) = buf.device_ptr() else {
+            return Err(CudaBackendError::Unsupported {
+                op: OP,
+                reason: format!("{loc} buffer without a device pointer"),
+            });
+        };
+        // SAFETY: `dst` is a fresh synchronous allocation of `len` words owned by `buf`; the
+        // source is `ct`'s live buffer of the same length; the stream is synchronised before
+        // `buf` is handed out or dropped.
+        let rc = unsafe {
+            cust::sys::cuMemcpyDtoDAsync_v2(dst, ct.ptr(), ct.buf.len() * 8, stream.as_inner())
+        };
+        if rc != cust::sys::cudaError_enum::CUDA_SUCCESS {
+            return Err(CudaBackendError::Unsupported {
+                op: OP,
+                reason: format!("device-to-device copy failed: {rc:?}"),
+            });
+        }
+        drv(OP, stream.synchronize())?;
+        Ok(Ciphertext {
+            words: Words::from_buffer(buf),
             context: ct.context,
             n: KERNEL_N,
             level: ct.level,
