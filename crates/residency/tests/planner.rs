@@ -620,7 +620,7 @@ fn cyclic_fallback_moves_are_cut_not_recursed_forever() {
 #[test]
 fn deep_searches_end_as_inconclusive_not_as_a_stack_overflow() {
     // 300 cached replicas, each needing its own eviction: the DFS nests one level per drop.
-    let count = MAX_SEARCH_DEPTH as u64 + 44;
+    let count = u64::from(MAX_SEARCH_DEPTH) + 44;
     let mut values: Vec<ResidencyValueSnapshotParts> =
         (0..count).map(|i| adopted(i, n, REPL, &[P, N])).collect();
     values.extend((count..2 * count).map(|i| adopted(i, n, REPL, &[P])));
