@@ -22,6 +22,24 @@ use crate::value::{downcast, Handle, ValueArc};
 /// For device locations the lease is bound to consumer streams: release records one event per
 /// stream and the replicas stay protected (pending) until those events complete and are reaped.
 /// Dropping an unreleased lease releases it **and waits** for its events (with a warning).
+///
+/// A borrowed value cannot outlive its lease: `release` consumes the lease, so this does not
+/// compile (the borrow checker ends every access before release records its consumer events):
+///
+/// ```compile_fail,E0505
+/// use fhelium_cuda::{Memory, Tensors};
+/// use fhelium_residency::{ReplicaMode, PAGEABLE_HOST};
+/// use fhelium_runtime::ResidencyManager;
+///
+/// let memory = Memory::host_only();
+/// let manager = ResidencyManager::new(memory.clone());
+/// let value = Tensors::upload(&memory, &PAGEABLE_HOST, &[&[1, 2]], None).unwrap().value;
+/// let h = manager.adopt(value, None, ReplicaMode::Exclusive).unwrap();
+/// let lease = manager.acquire(&[&h], PAGEABLE_HOST, None).unwrap();
+/// let borrowed: &Tensors = lease.get(&h).unwrap();
+/// lease.release().unwrap();
+/// let _still_reading = borrowed.views().len(); // error[E0505]: cannot move out of `lease`
+/// ```
 pub struct ResidencyLease {
     inner: Arc<Inner>,
     token: u64,
