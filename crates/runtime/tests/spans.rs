@@ -14,8 +14,11 @@ use tracing::span::{Attributes, Id};
 use tracing::Subscriber;
 use tracing_subscriber::layer::{Context, Layer, SubscriberExt};
 
+/// (span name, field names) of every span opened.
+type Seen = Vec<(String, Vec<String>)>;
+
 #[derive(Clone, Default)]
-struct Spans(Arc<Mutex<Vec<(String, Vec<String>)>>>);
+struct Spans(Arc<Mutex<Seen>>);
 
 struct Fields(Vec<String>);
 impl Visit for Fields {
