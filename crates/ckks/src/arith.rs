@@ -22,6 +22,9 @@ pub struct Modulus {
     value: u64,
     bits: u32,
     barrett_mu: u64,
+    /// `2^64 mod q` and its Shoup companion (for [`Modulus::reduce_wide`]).
+    r64: u64,
+    r64_shoup: u64,
 }
 
 impl Modulus {
@@ -34,11 +37,25 @@ impl Modulus {
         let bits = 64 - q.leading_zeros();
         let mu = (1u128 << (2 * bits)) / u128::from(q);
         let barrett_mu = u64::try_from(mu).ok()?;
+        let r64 = ((1u128 << 64) % u128::from(q)) as u64;
+        let r64_shoup = ((u128::from(r64) << 64) / u128::from(q)) as u64;
         Some(Self {
             value: q,
             bits,
             barrett_mu,
+            r64,
+            r64_shoup,
         })
+    }
+
+    /// Exact `x mod q` for any 128-bit `x` (`hi·2^64 + lo` as `(hi mod q)·(2^64 mod q) + lo`):
+    /// the final reduction of lazily accumulated products.
+    #[inline]
+    #[must_use]
+    pub fn reduce_wide(&self, x: u128) -> u64 {
+        let hi = self.reduce((x >> 64) as u64);
+        let lo = self.reduce(x as u64);
+        self.add(self.mul_shoup(hi, self.r64, self.r64_shoup), lo)
     }
 
     /// The modulus `q`.
@@ -291,6 +308,13 @@ mod tests {
             prop_assert_eq!(m.add(a, b), ((u128::from(a) + u128::from(b)) % u128::from(q)) as u64);
             prop_assert_eq!(m.sub(a, b), ((u128::from(a) + u128::from(q) - u128::from(b)) % u128::from(q)) as u64);
             prop_assert_eq!(m.add(m.neg(a), a), 0);
+        }
+
+        #[test]
+        fn wide_reduction(hi in any::<u64>(), lo in any::<u64>(), i in 0usize..4) {
+            let m = Modulus::new(QS[i]).expect("valid modulus");
+            let x = (u128::from(hi) << 64) | u128::from(lo);
+            prop_assert_eq!(u128::from(m.reduce_wide(x)), x % u128::from(m.value()));
         }
 
         #[test]

@@ -16,8 +16,8 @@ use crate::context::Context;
 use crate::error::CkksError;
 use crate::kernels::{
     add_assign_limb, apply_automorphism_limb, automorphism_index_map, moddown_limb, modup_limb,
-    mul_acc_limb, mul_assign_limb, mul_scalar_limb, negate_limb, rescale_limb, sub_assign_limb,
-    MixedRadix,
+    mul_acc_limb, mul_acc_wide_limb, mul_assign_limb, mul_scalar_limb, negate_limb, rescale_limb,
+    sub_assign_limb, MixedRadix,
 };
 use crate::keys::{KeySwitchKey, PublicKey, RelinearizationKey, RotationKey, SecretKey};
 use crate::params::{CkksConfig, Preset};
@@ -1137,6 +1137,15 @@ impl CpuEngine {
                 let t = &ctx.tables[id];
                 let m = t.modulus();
                 let mut tmp = vec![0u64; n];
+                // Lazy 128-bit accumulation when every sum of products fits: exact, and one
+                // reduction per coefficient instead of one per digit.
+                let q = u128::from(m.value());
+                let lazy = (q - 1) * (q - 1) <= u128::MAX / digits.len().max(1) as u128;
+                let (mut w0, mut w1) = if lazy {
+                    (vec![0u128; n], vec![0u128; n])
+                } else {
+                    (Vec::new(), Vec::new())
+                };
                 for (k, live, radix) in &digits {
                     let rows: Vec<&[u64]> = live
                         .iter()
@@ -1144,8 +1153,21 @@ impl CpuEngine {
                         .collect();
                     modup_limb(radix, &rows, m, &mut tmp);
                     t.forward(&mut tmp);
-                    mul_acc_limb(m, a0, &tmp, ksk.row(*k, 0, id));
-                    mul_acc_limb(m, a1, &tmp, ksk.row(*k, 1, id));
+                    if lazy {
+                        mul_acc_wide_limb(&mut w0, &tmp, ksk.row(*k, 0, id));
+                        mul_acc_wide_limb(&mut w1, &tmp, ksk.row(*k, 1, id));
+                    } else {
+                        mul_acc_limb(m, a0, &tmp, ksk.row(*k, 0, id));
+                        mul_acc_limb(m, a1, &tmp, ksk.row(*k, 1, id));
+                    }
+                }
+                if lazy {
+                    for (o, &x) in a0.iter_mut().zip(&w0) {
+                        *o = m.reduce_wide(x);
+                    }
+                    for (o, &x) in a1.iter_mut().zip(&w1) {
+                        *o = m.reduce_wide(x);
+                    }
                 }
                 t.inverse(a0);
                 t.inverse(a1);

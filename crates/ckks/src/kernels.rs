@@ -41,6 +41,15 @@ pub fn mul_acc_limb(m: &Modulus, acc: &mut [u64], a: &[u64], b: &[u64]) {
     }
 }
 
+/// Lazy multiply-accumulate without reduction: `acc[i] += a[i] * b[i]` in 128 bits. The caller
+/// bounds the number of terms (each product is `< q²`) and reduces with
+/// [`Modulus::reduce_wide`]; the result equals repeated [`mul_acc_limb`].
+pub fn mul_acc_wide_limb(acc: &mut [u128], a: &[u64], b: &[u64]) {
+    for ((x, &y), &z) in acc.iter_mut().zip(a).zip(b) {
+        *x += u128::from(y) * u128::from(z);
+    }
+}
+
 /// Multiplies every residue by the constant `c` (canonical), `a[i] = a[i] * c mod q`.
 pub fn mul_scalar_limb(m: &Modulus, a: &mut [u64], c: u64) {
     let cs = m.shoup(c);
