@@ -381,7 +381,30 @@ impl Inner {
         let handle = rec.handle.clone();
         let logical = rec.spec.logical_nbytes();
         let charge = rec.spec.charge();
+        // Allocator telemetry (spec 6.2): the first device among the action's relevant
+        // locations, sampled before and after; never influences admission.
+        let relevant: Vec<ResidencyLocation> = match action {
+            ResidencyAction::EnsureResident { location, .. }
+            | ResidencyAction::DropResident { location, .. } => vec![*location],
+            ResidencyAction::MoveResident { to, from, .. } => std::iter::once(*to)
+                .chain(from.map_or_else(
+                    || rec.mats.iter().map(|m| m.location).collect(),
+                    |f| vec![f],
+                ))
+                .collect(),
+            ResidencyAction::DiscardValue { .. } => rec.mats.iter().map(|m| m.location).collect(),
+        };
+        let sample_device = relevant
+            .into_iter()
+            .find(|l| l.is_device() && self.memory.is_available(l));
+        let sample = |d: ResidencyLocation| self.memory.usage(&d).map(|u| u.allocated_bytes);
+        let before = sample_device.and_then(sample);
         let done = |st: &mut State, no_op: bool, source, dest, reason: Option<&str>| {
+            let allocator = sample_device.map(|device| report::AllocatorSample {
+                device,
+                before,
+                after: sample(device),
+            });
             let r = report::transition(
                 action,
                 no_op,
@@ -392,6 +415,7 @@ impl Inner {
                 started,
                 now_ns(),
                 reason,
+                allocator,
             );
             st.push_trace(r.clone());
             r

@@ -5,6 +5,14 @@ use fhelium_residency::{
     ResidencyTransitionReportParts,
 };
 
+/// Best-effort allocated-bytes samples of one device around a transition (spec 6.2).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct AllocatorSample {
+    pub device: ResidencyLocation,
+    pub before: Option<u64>,
+    pub after: Option<u64>,
+}
+
 /// A transition report. The inputs come from the manager, which guarantees the model's
 /// invariants (storage >= logical, completed >= started, non-blank reason); should one ever be
 /// violated the report is repaired rather than the transition failed.
@@ -19,6 +27,7 @@ pub(crate) fn transition(
     started_at_ns: u64,
     completed_at_ns: u64,
     reason: Option<&str>,
+    allocator: Option<AllocatorSample>,
 ) -> ResidencyTransitionReport {
     let parts = ResidencyTransitionReportParts {
         action: action.clone(),
@@ -29,9 +38,9 @@ pub(crate) fn transition(
         storage_nbytes: storage_nbytes.max(logical_nbytes),
         started_at_ns,
         completed_at_ns: completed_at_ns.max(started_at_ns),
-        allocator_device: None,
-        allocator_allocated_bytes_before: None,
-        allocator_allocated_bytes_after: None,
+        allocator_device: allocator.map(|a| a.device),
+        allocator_allocated_bytes_before: allocator.and_then(|a| a.before),
+        allocator_allocated_bytes_after: allocator.and_then(|a| a.after),
         allocator_reserved_bytes_before: None,
         allocator_reserved_bytes_after: None,
         reason: reason.filter(|r| !r.trim().is_empty()).map(str::to_owned),

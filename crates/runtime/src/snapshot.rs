@@ -28,6 +28,7 @@ pub(crate) struct PolicyFacts {
 pub(crate) fn capture(
     st: &State,
     manager_id: u64,
+    memory: &fhelium_cuda::Memory,
     available_devices: Vec<fhelium_residency::ResidencyLocation>,
     policy: Option<&PolicyFacts>,
 ) -> Result<ResidencySnapshot> {
@@ -63,6 +64,13 @@ pub(crate) fn capture(
             .collect::<std::result::Result<_, _>>()?;
         values.push(ResidencyValueSnapshot::new(parts)?);
     }
+    let allocated = |l: fhelium_residency::ResidencyLocation| {
+        if l.is_device() {
+            memory.usage(&l).map(|u| u.allocated_bytes)
+        } else {
+            None
+        }
+    };
     let mut locations = Vec::with_capacity(st.locations.len());
     for l in &st.locations {
         let mut p = ResidencyLocationSnapshotParts {
@@ -77,7 +85,7 @@ pub(crate) fn capture(
             use_count: 0,
             hold_count: 0,
             pending_event_count: 0,
-            allocator_allocated_bytes: None,
+            allocator_allocated_bytes: allocated(l.location),
             allocator_reserved_bytes: None,
         };
         for m in st
@@ -128,13 +136,25 @@ impl crate::ResidencyManager {
     /// [`crate::RuntimeError::Closed`], [`crate::RuntimeError::Reentrancy`].
     pub fn snapshot(&self) -> Result<ResidencySnapshot> {
         let st = self.inner.open("snapshot")?;
-        capture(&st, self.inner.id, self.device_locations(), None)
+        capture(
+            &st,
+            self.inner.id,
+            &self.inner.memory,
+            self.device_locations(),
+            None,
+        )
     }
 
     /// A snapshot carrying the controller's policy facts.
     pub(crate) fn snapshot_with(&self, facts: &PolicyFacts) -> Result<ResidencySnapshot> {
         let st = self.inner.open("snapshot")?;
-        capture(&st, self.inner.id, self.device_locations(), Some(facts))
+        capture(
+            &st,
+            self.inner.id,
+            &self.inner.memory,
+            self.device_locations(),
+            Some(facts),
+        )
     }
 
     pub(crate) fn device_locations(&self) -> Vec<fhelium_residency::ResidencyLocation> {

@@ -733,6 +733,27 @@ fn d37_device_budgets_are_independent() {
             (NB, Some(0))
         );
     }
+    // allocator telemetry: device locations carry the memory layer's allocated bytes
+    assert!(
+        s.location(S0)
+            .unwrap()
+            .parts()
+            .allocator_allocated_bytes
+            .unwrap()
+            >= NB
+    );
+    assert_eq!(
+        s.location(P).unwrap().parts().allocator_allocated_bytes,
+        None
+    );
+    let t = m.trace().unwrap();
+    let ensure_s1 = t.last().unwrap().parts();
+    assert_eq!(ensure_s1.allocator_device, Some(S1));
+    assert_eq!(
+        ensure_s1.allocator_allocated_bytes_after.unwrap()
+            - ensure_s1.allocator_allocated_bytes_before.unwrap(),
+        NB
+    );
     let st = mem.stream(&S1).unwrap();
     let lease = m.acquire(&[&h], S1, Some(&st)).unwrap();
     assert_eq!(
