@@ -1773,7 +1773,19 @@ impl CudaEngine {
         stream: &Stream,
     ) -> Result<GpuCiphertext> {
         let m: Vec<Complex64> = message.iter().map(|&x| Complex64::new(x, 0.0)).collect();
-        let coeffs = self.encoder.encode(&m, self.default_scale)?;
+        // Encode (host FFT) and sample (host ChaCha20) on two cores at once.
+        let (coeffs, (v, e0, e1)) = rayon::join(
+            || self.encoder.encode(&m, self.default_scale),
+            || {
+                let mut rng = self.rng.lock();
+                (
+                    rng.ternary(KERNEL_N),
+                    rng.gaussian(KERNEL_N),
+                    rng.gaussian(KERNEL_N),
+                )
+            },
+        );
+        let coeffs = coeffs?;
         let pt = Plaintext {
             words: Words::from_vec(
                 coeffs.into_iter().map(|c| c as u64).collect(),
@@ -1788,7 +1800,7 @@ impl CudaEngine {
             representation: PlaintextRepresentation::IntegerCoefficients,
             prime_ids: Vec::new(),
         };
-        self.encrypt(&pt, pk, stream)
+        self.encrypt_with_samples(&pt, pk, [&v, &e0, &e1], stream)
     }
 
     /// Decrypts a 2-component coefficient-domain ciphertext (spec 3.5): the phase
