@@ -967,4 +967,11 @@ fn typed_lookup_errors() {
         RuntimeError::TypeMismatch { .. }
     ));
     lease.release().unwrap();
+    // one manager holds values of several types; one lease covers handles of both types
+    let o = m.adopt(Other, None, ReplicaMode::Exclusive).unwrap();
+    assert_eq!(o.value_type(), "Other");
+    let both = m.acquire(&[&a, &o], P, None).unwrap();
+    let _: &Tensors = both.get(&a).unwrap();
+    let _: &Other = both.get(&o).unwrap();
+    both.release().unwrap();
 }
