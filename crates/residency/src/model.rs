@@ -9,6 +9,11 @@ use serde::{Deserialize, Serialize};
 use crate::error::ModelError;
 use crate::location::ResidencyLocation;
 
+/// Serializes a shared string as a plain string.
+fn serialize_str<S: serde::Serializer>(s: &Arc<str>, serializer: S) -> Result<S::Ok, S::Error> {
+    serializer.serialize_str(s)
+}
+
 /// The owned text, or `err` when it is empty or only whitespace.
 fn non_blank(text: &str, err: ModelError) -> Result<String, ModelError> {
     if text.trim().is_empty() {
@@ -129,7 +134,8 @@ impl fmt::Display for ResidencyHandle {
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(try_from = "ValueSpecRepr")]
 pub struct ResidencyValueSpec {
-    value_type: String,
+    #[serde(serialize_with = "serialize_str")]
+    value_type: Arc<str>,
     logical_nbytes: u64,
     storage_nbytes: u64,
     replica_mode: ReplicaMode,
@@ -150,7 +156,7 @@ impl ResidencyValueSpec {
         replica_mode: ReplicaMode,
         recoverability: Recoverability,
     ) -> Result<Self, ModelError> {
-        let value_type = non_blank(value_type, ModelError::EmptyValueType)?;
+        let value_type: Arc<str> = non_blank(value_type, ModelError::EmptyValueType)?.into();
         if storage_nbytes < logical_nbytes {
             return Err(ModelError::StorageBelowLogical {
                 logical_nbytes,

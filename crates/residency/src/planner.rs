@@ -759,15 +759,7 @@ impl<P: ResidencyPolicy + ?Sized> Planner<'_, P> {
             if let Some(order) = self.order_cache.get(&l) {
                 return Ok(Candidates::Cached(Rc::clone(order), l));
             }
-            let at = snap.values_at(l);
-            let mut base: Vec<(u32, MaterializationSnapshot)> = Vec::with_capacity(at.len());
-            base.extend(at.iter().filter_map(|v| {
-                snap.values()[*v as usize]
-                    .materialization(l)
-                    .filter(|m| !m.is_protected())
-                    .map(|m| (*v, *m))
-            }));
-            let order: Rc<[u32]> = self.policy_order(&base, l)?.into();
+            let order: Rc<[u32]> = self.policy_order(snap.unprotected_values_at(l), l)?.into();
             self.order_cache.insert(l, Rc::clone(&order));
             return Ok(Candidates::Cached(order, l));
         }
@@ -781,19 +773,10 @@ impl<P: ResidencyPolicy + ?Sized> Planner<'_, P> {
         );
         vs.sort_unstable();
         vs.dedup();
-        let present: Vec<(u32, MaterializationSnapshot)> = vs
+        let present: Vec<u32> = vs
             .into_iter()
             .filter(|v| !blocked.contains(v))
-            .filter_map(|v| {
-                state
-                    .mat(snap, v, l)
-                    .filter(|m| !m.is_protected())
-                    .map(|m| (v, m))
-            })
-            .collect();
-        let charges: FxHashMap<u32, u64> = present
-            .iter()
-            .map(|(v, m)| (*v, m.charged_nbytes()))
+            .filter(|v| state.mat(snap, *v, l).is_some_and(|m| !m.is_protected()))
             .collect();
         Ok(Candidates::Owned(
             self.policy_order(&present, l)?
@@ -801,19 +784,16 @@ impl<P: ResidencyPolicy + ?Sized> Planner<'_, P> {
                 .map(|v| Cand {
                     v,
                     location: l,
-                    charge: charges.get(&v).copied().unwrap_or(0),
+                    charge: snap.values()[v as usize].spec().charge(),
                 })
                 .collect(),
         ))
     }
 
-    /// Orders `(value, materialization)` pairs at `l` with the policy: ordinary candidates,
-    /// then required endpoints. Input is in planning (registration) order.
-    fn policy_order(
-        &self,
-        present: &[(u32, MaterializationSnapshot)],
-        l: ResidencyLocation,
-    ) -> Result<Vec<u32>, ModelError> {
+    /// Orders the values materialized at `l` with the policy: ordinary candidates, then
+    /// required endpoints. Input is in planning (registration) order. Every materialization of
+    /// a value is charged the spec's charge (validated by the snapshot; projections copy it).
+    fn policy_order(&self, present: &[u32], l: ResidencyLocation) -> Result<Vec<u32>, ModelError> {
         let snap = self.snap;
         let mut groups: [(Vec<u32>, Vec<ResidencyEvictionCandidate<'_>>); 2] = [
             (
@@ -828,7 +808,7 @@ impl<P: ResidencyPolicy + ?Sized> Planner<'_, P> {
             .filter(|(_, rl)| *rl == l)
             .map(|(v, _)| *v)
             .collect();
-        for (v, m) in present {
+        for v in present {
             let value = &snap.values()[*v as usize];
             let epoch = match self.recency {
                 Some(r) => r.get(value.handle()),
@@ -839,7 +819,7 @@ impl<P: ResidencyPolicy + ?Sized> Planner<'_, P> {
             g.1.push(ResidencyEvictionCandidate {
                 handle: value.handle(),
                 location: l,
-                charged_nbytes: m.charged_nbytes(),
+                charged_nbytes: value.spec().charge(),
                 registration_index: u64::from(*v),
                 last_access_epoch: epoch,
                 metadata: value.policy_metadata(),

@@ -610,6 +610,8 @@ pub(crate) struct SnapshotIndex {
     pub(crate) location_pos: BTreeMap<ResidencyLocation, u32>,
     /// Values (snapshot positions, ascending) with a materialization at each location.
     pub(crate) at_location: BTreeMap<ResidencyLocation, Vec<u32>>,
+    /// The same, restricted to unprotected materializations (the eviction candidates).
+    pub(crate) unprotected_at: BTreeMap<ResidencyLocation, Vec<u32>>,
 }
 
 impl PartialEq for SnapshotIndex {
@@ -693,6 +695,7 @@ impl ResidencySnapshot {
         let mut by_handle =
             FxHashMap::with_capacity_and_hasher(parts.values.len(), Default::default());
         let mut at_location: BTreeMap<ResidencyLocation, Vec<u32>> = BTreeMap::new();
+        let mut unprotected_at: BTreeMap<ResidencyLocation, Vec<u32>> = BTreeMap::new();
         for (i, v) in parts.values.iter().enumerate() {
             let vi = u32::try_from(i).map_err(|_| invalid("too many values".to_owned()))?;
             if v.handle().manager_id() != parts.manager_id {
@@ -722,6 +725,9 @@ impl ResidencySnapshot {
                 s.holds = s.holds.saturating_add(m.hold_count());
                 s.pending = s.pending.saturating_add(m.pending_event_count());
                 at_location.entry(m.location()).or_default().push(vi);
+                if !m.is_protected() {
+                    unprotected_at.entry(m.location()).or_default().push(vi);
+                }
             }
         }
         for r in &parts.reservations {
@@ -758,6 +764,7 @@ impl ResidencySnapshot {
         }
         index.by_handle = by_handle;
         index.at_location = at_location;
+        index.unprotected_at = unprotected_at;
         Ok(Self { parts, index })
     }
 
@@ -819,6 +826,15 @@ impl ResidencySnapshot {
     pub fn values_at(&self, location: ResidencyLocation) -> &[u32] {
         self.index
             .at_location
+            .get(&location)
+            .map_or(&[], Vec::as_slice)
+    }
+    /// Registration indices of the values with an unprotected materialization at `location`
+    /// (no lease, hold or pending event), ascending.
+    #[must_use]
+    pub fn unprotected_values_at(&self, location: ResidencyLocation) -> &[u32] {
+        self.index
+            .unprotected_at
             .get(&location)
             .map_or(&[], Vec::as_slice)
     }
