@@ -1,8 +1,28 @@
 //! # fhelium-examples
 //!
-//! Shared helpers of the example binaries (`automatic_residency`, `explicit_residency`,
-//! `basic_ckks`): table printing, byte formatting, device selection and trace export.
+//! The example programs of fhelium-rs as library functions (so that the cross-crate tests in
+//! `tests/` run exactly what the binaries print), with their shared helpers:
+//!
+//! - [`automatic`]: FHElium example 14, automatic residency ([`run_automatic`]);
+//! - [`engine`]: `--device cpu | sim:N | cuda:N` to an engine and a memory layer;
+//! - [`timeline`]: Chrome trace-event JSON and SVG memory charts of a run;
+//! - [`table`]: text tables and byte figures in FHElium's printed layout.
+//!
+//! ```no_run
+//! use fhelium_examples::{run_automatic, AutomaticOptions, Timeline};
+//! let outcome = run_automatic(&AutomaticOptions::default(), &Timeline::disabled())?;
+//! print!("{}", outcome.render());
+//! # Ok::<(), fhelium_examples::ExampleError>(())
+//! ```
 
+pub mod automatic;
+pub mod engine;
+mod error;
 pub mod table;
+pub mod timeline;
 
-pub use table::{error_stats, format_budget, format_bytes, ErrorStats, Table};
+pub use automatic::{run_automatic, AutomaticOptions, AutomaticOutcome, MAX_ERROR};
+pub use engine::{DeviceChoice, Engine, Setup};
+pub use error::ExampleError;
+pub use table::{error_stats, format_budget, format_bytes, format_sci, ErrorStats, Table};
+pub use timeline::{Timeline, TimelineLayer};

@@ -154,7 +154,10 @@ mod tests {
         assert_eq!(format_bytes(1_048_576), "1.00 MiB");
         assert_eq!(format_bytes(27 * 1_048_576), "27.00 MiB");
         assert_eq!(format_bytes(18_874_368), "18.00 MiB");
-        assert_eq!(format_bytes(3 * 1024 * 1024 * 1024 + 1024 * 1024 * 256), "3.25 GiB");
+        assert_eq!(
+            format_bytes(3 * 1024 * 1024 * 1024 + 1024 * 1024 * 256),
+            "3.25 GiB"
+        );
         assert_eq!(format_bytes(5000 * 1024 * 1024 * 1024), "5000.00 GiB");
         assert_eq!(format_budget(None), "unbudgeted");
         assert_eq!(format_budget(Some(2_097_152)), "2.00 MiB");
@@ -191,5 +194,33 @@ mod tests {
         assert!((s.rms - ((0.25 + 1.0) / 3.0_f64).sqrt()).abs() < 1e-15);
         let empty = error_stats(&[], &[1.0]);
         assert!(empty.max_abs.abs() < f64::EPSILON);
+    }
+}
+
+/// Formats like Python's `f"{x:.3e}"` (`5.408e-07`, `1.000e+00`): at least two exponent
+/// digits with an explicit sign, as FHElium's examples print errors.
+#[must_use]
+pub fn format_sci(x: f64) -> String {
+    let s = format!("{x:.3e}");
+    match s.split_once('e') {
+        Some((m, e)) => {
+            let (sign, digits) = e.strip_prefix('-').map_or(("+", e), |d| ("-", d));
+            format!("{m}e{sign}{digits:0>2}")
+        }
+        None => s,
+    }
+}
+
+#[cfg(test)]
+mod sci_tests {
+    use super::format_sci;
+
+    #[test]
+    fn python_exponent_layout() {
+        assert_eq!(format_sci(5.408e-7), "5.408e-07");
+        assert_eq!(format_sci(1.0), "1.000e+00");
+        assert_eq!(format_sci(1.392e-6), "1.392e-06");
+        assert_eq!(format_sci(2.5e123), "2.500e+123");
+        assert_eq!(format_sci(-3.0e-12), "-3.000e-12");
     }
 }
