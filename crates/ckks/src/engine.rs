@@ -245,6 +245,20 @@ impl CpuEngine {
             .for_each(|(i, row)| f(ids[i % rows], row));
     }
 
+    /// Runs `f(prime_id, src_row, dst_row)` over matching rows of two `[component, limb, N]`
+    /// buffers, in parallel.
+    fn par_rows_from<F>(&self, dst: &mut [u64], src: &[u64], ids: &[usize], f: F)
+    where
+        F: Fn(usize, &[u64], &mut [u64]) + Sync + Send,
+    {
+        let n = self.n_();
+        let rows = ids.len();
+        dst.par_chunks_mut(n)
+            .zip(src.par_chunks(n))
+            .enumerate()
+            .for_each(|(i, (d, s))| f(ids[i % rows], s, d));
+    }
+
     fn make_ct(
         &self,
         like: &Ciphertext,
@@ -822,11 +836,15 @@ impl CpuEngine {
                 actual: ct.domain,
             });
         }
-        let mut buf = Words::alloc_copy(&self.memory, ct.location(), ct.words.as_slice())?;
-        let words = buf.as_mut_slice();
-        self.par_rows(words, &ct.prime_ids, |id, row| {
-            self.ctx.tables[id].forward(row);
-        });
+        let mut buf = Words::alloc(&self.memory, ct.location(), ct.words.len())?;
+        self.par_rows_from(
+            buf.as_mut_slice(),
+            ct.words.as_slice(),
+            &ct.prime_ids,
+            |id, src, dst| {
+                self.ctx.tables[id].forward_from(src, dst);
+            },
+        );
         let mut out = self.wrap_ct(ct, buf, ct.components);
         out.domain = Domain::Ntt;
         Ok(out)
@@ -846,11 +864,15 @@ impl CpuEngine {
                 actual: ct.domain,
             });
         }
-        let mut buf = Words::alloc_copy(&self.memory, ct.location(), ct.words.as_slice())?;
-        let words = buf.as_mut_slice();
-        self.par_rows(words, &ct.prime_ids, |id, row| {
-            self.ctx.tables[id].inverse(row);
-        });
+        let mut buf = Words::alloc(&self.memory, ct.location(), ct.words.len())?;
+        self.par_rows_from(
+            buf.as_mut_slice(),
+            ct.words.as_slice(),
+            &ct.prime_ids,
+            |id, src, dst| {
+                self.ctx.tables[id].inverse_from(src, dst);
+            },
+        );
         let mut out = self.wrap_ct(ct, buf, ct.components);
         out.domain = Domain::Coefficient;
         Ok(out)

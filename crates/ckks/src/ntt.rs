@@ -117,11 +117,33 @@ impl NttTable {
     /// Forward negacyclic NTT in place (canonical in, canonical out, bit-reversed order).
     pub fn forward(&self, a: &mut [u64]) {
         debug_assert_eq!(a.len(), self.n());
+        self.forward_stages(a, 1);
+    }
+
+    /// Forward NTT of `src` into `dst`: the first stage reads `src`, so no copy is needed.
+    /// Bit-identical to copying `src` into `dst` and calling [`NttTable::forward`].
+    pub fn forward_from(&self, src: &[u64], dst: &mut [u64]) {
+        debug_assert_eq!(src.len(), self.n());
+        let two_q = 2 * self.modulus.value();
+        let t = dst.len() / 2;
+        let (w, ws) = (self.tw[1], self.tw_shoup[1]);
+        let (slo, shi) = src.split_at(t);
+        let (dlo, dhi) = dst.split_at_mut(t);
+        for (((x, y), &u0), &v0) in dlo.iter_mut().zip(dhi.iter_mut()).zip(slo).zip(shi) {
+            let u = if u0 >= two_q { u0 - two_q } else { u0 };
+            let v = self.modulus.mul_shoup_lazy(v0, w, ws);
+            *x = u + v;
+            *y = u + two_q - v;
+        }
+        self.forward_stages(dst, 2);
+    }
+
+    /// Forward stages from group count `m` on (half-span `N/(2m)`), then the final reduction.
+    fn forward_stages(&self, a: &mut [u64], mut m: usize) {
         let q = self.modulus.value();
         let two_q = 2 * q;
         let n = a.len();
-        let mut t = n;
-        let mut m = 1;
+        let mut t = n / m;
         while m < n {
             t >>= 1;
             for (i, block) in a.chunks_exact_mut(2 * t).enumerate() {
@@ -155,11 +177,32 @@ impl NttTable {
     /// Inverse negacyclic NTT in place (bit-reversed canonical in, canonical coefficients out).
     pub fn inverse(&self, a: &mut [u64]) {
         debug_assert_eq!(a.len(), self.n());
+        self.inverse_stages(a, 1);
+    }
+
+    /// Inverse NTT of `src` into `dst`: the first stage reads `src`, so no copy is needed.
+    /// Bit-identical to copying `src` into `dst` and calling [`NttTable::inverse`].
+    pub fn inverse_from(&self, src: &[u64], dst: &mut [u64]) {
+        debug_assert_eq!(src.len(), self.n());
+        let two_q = 2 * self.modulus.value();
+        let h = dst.len() / 2;
+        for (i, (d, s)) in dst.chunks_exact_mut(2).zip(src.chunks_exact(2)).enumerate() {
+            let (u, v) = (s[0], s[1]);
+            let sum = u + v;
+            d[0] = if sum >= two_q { sum - two_q } else { sum };
+            d[1] =
+                self.modulus
+                    .mul_shoup_lazy(u + two_q - v, self.itw[h + i], self.itw_shoup[h + i]);
+        }
+        self.inverse_stages(dst, 2);
+    }
+
+    /// Inverse stages from half-span `t` on, then × N⁻¹.
+    fn inverse_stages(&self, a: &mut [u64], mut t: usize) {
         let q = self.modulus.value();
         let two_q = 2 * q;
         let n = a.len();
-        let mut t = 1;
-        let mut m = n >> 1;
+        let mut m = n / (2 * t);
         while m >= 1 {
             for (i, block) in a.chunks_exact_mut(2 * t).enumerate() {
                 let w = self.itw[m + i];
@@ -233,8 +276,14 @@ mod tests {
             let mut prod: Vec<u64> = fa.iter().zip(&fb).map(|(&x, &y)| m.mul(x, y)).collect();
             t.inverse(&mut prod);
             prop_assert_eq!(&prod, &want);
+            let mut oop = vec![0u64; n];
+            t.inverse_from(&fa, &mut oop);
             t.inverse(&mut fa);
             prop_assert_eq!(&fa, &a);
+            prop_assert_eq!(&oop, &a);
+            t.forward_from(&a, &mut oop);
+            t.forward(&mut fa);
+            prop_assert_eq!(&oop, &fa);
         }
     }
 
