@@ -56,6 +56,9 @@ struct Pending {
     vis: Vec<usize>,
     loc: ResidencyLocation,
     stream: usize,
+    /// The consumer event completed (its stream's hold was released); reaped at the next reap
+    /// point even if the stream is held again meanwhile.
+    done: bool,
 }
 
 #[derive(Debug, PartialEq, Eq, Clone, Copy)]
@@ -79,6 +82,7 @@ struct World {
     held: Vec<bool>,
     last: Option<ResidencySnapshot>,
     version: u64,
+    seed: u64,
 }
 
 fn dev_index(l: ResidencyLocation) -> Option<usize> {
@@ -116,6 +120,7 @@ impl World {
             held: vec![false, false],
             last: None,
             version: 0,
+            seed: 0,
         }
     }
 
@@ -144,11 +149,10 @@ impl World {
                 .iter()
                 .any(|x| x.loc == l && x.vis.contains(&vi))
     }
-    /// Reaps pending leases whose stream is not held; returns the version bumps.
+    /// Reaps pending leases whose consumer event completed; returns the version bumps.
     fn reap(&mut self) -> u64 {
         let before = self.pending.len();
-        let held = self.held.clone();
-        self.pending.retain(|p| held[p.stream]);
+        self.pending.retain(|p| !p.done);
         (before - self.pending.len()) as u64
     }
     fn new_loc(&mut self, l: ResidencyLocation) -> u64 {
@@ -317,7 +321,7 @@ impl World {
 
     fn check(&mut self, step: usize, what: &str) {
         let s = self.m.snapshot().unwrap();
-        let ctx = format!("step {step} ({what})");
+        let ctx = format!("seed {} step {step} ({what})", self.seed);
         assert_eq!(s.state_version(), self.version, "{ctx}: version");
         for l in s.locations() {
             let loc = l.location();
@@ -400,6 +404,7 @@ fn pick<'a, T>(rng: &mut ChaCha8Rng, xs: &'a [T]) -> Option<&'a T> {
 fn run(seed: u64, steps: usize) {
     let mut rng = ChaCha8Rng::seed_from_u64(seed);
     let mut w = World::new(&mut rng);
+    w.seed = seed;
     let controller = ResidencyController::new(&w.m);
     let mut seq = 0u64;
     for step in 0..steps {
@@ -647,10 +652,12 @@ fn run(seed: u64, steps: usize) {
                 }
                 Some(s) => {
                     x.lease.release().unwrap();
+                    let done = !w.held[s];
                     w.pending.push(Pending {
                         vis: x.vis,
                         loc: x.loc,
                         stream: s,
+                        done,
                     });
                     w.version += 1 + w.reap();
                 }
@@ -688,6 +695,11 @@ fn run(seed: u64, steps: usize) {
             if w.held[s] {
                 w.streams[s].release_hold().unwrap();
                 w.held[s] = false;
+                for p in &mut w.pending {
+                    if p.stream == s {
+                        p.done = true;
+                    }
+                }
                 // no reaping until someone mutates or polls
                 if rng.random_bool(0.5) {
                     let n = w.m.poll().unwrap() as u64;
@@ -773,6 +785,14 @@ fn run(seed: u64, steps: usize) {
             w.resync();
             assert!(w.version >= before);
         }
+        if std::env::var("FHELIUM_MODEL_VERBOSE").is_ok() {
+            eprintln!(
+                "step {step} {what}: model v{} held {:?} pending {}",
+                w.version,
+                w.held,
+                w.pending.len()
+            );
+        }
         w.check(step, what);
     }
     // teardown: release everything, then close cleanly
@@ -800,7 +820,11 @@ fn random_sequences_against_the_reference_model() {
         .and_then(|s| s.parse().ok())
         .unwrap_or(64);
     let start = std::time::Instant::now();
-    for seed in 0..seeds {
+    let first: u64 = std::env::var("FHELIUM_MODEL_FIRST_SEED")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(0);
+    for seed in first..first + seeds {
         run(seed, 250);
     }
     let stats: Vec<usize> = STATS.iter().map(|a| a.load(Ordering::Relaxed)).collect();
