@@ -144,7 +144,8 @@ impl NttTable {
         let two_q = 2 * q;
         let n = a.len();
         let mut t = n / m;
-        while m < n {
+        // all stages but the last (t = 1), which is fused with the final reduction below
+        while 2 * m < n {
             t >>= 1;
             for (i, block) in a.chunks_exact_mut(2 * t).enumerate() {
                 let w = self.tw[m + i];
@@ -162,15 +163,32 @@ impl NttTable {
             }
             m <<= 1;
         }
-        for x in a.iter_mut() {
-            let mut v = *x;
+        let canonical = |mut v: u64| {
             if v >= two_q {
                 v -= two_q;
             }
             if v >= q {
                 v -= q;
             }
-            *x = v;
+            v
+        };
+        if m < n {
+            // last stage: pairs (2i, 2i + 1) with tw[n/2 + i], outputs reduced at once
+            let tw = &self.tw[m..2 * m];
+            let tws = &self.tw_shoup[m..2 * m];
+            for ((pair, &w), &ws) in a.chunks_exact_mut(2).zip(tw).zip(tws) {
+                let mut u = pair[0];
+                if u >= two_q {
+                    u -= two_q;
+                }
+                let v = self.modulus.mul_shoup_lazy(pair[1], w, ws);
+                pair[0] = canonical(u + v);
+                pair[1] = canonical(u + two_q - v);
+            }
+        } else {
+            for x in a.iter_mut() {
+                *x = canonical(*x);
+            }
         }
     }
 
