@@ -28,7 +28,10 @@ fn decide_probe() {
     let snapshot = b.build().unwrap();
     let request = ResidencyRequest::new("probe", reqs, []).unwrap();
     let policy = DeterministicTieredLRU::new();
-    let iterations: u32 = std::env::var("PROBE_ITERATIONS").ok().and_then(|v| v.parse().ok()).unwrap_or(100);
+    let iterations: u32 = std::env::var("PROBE_ITERATIONS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(100);
     let before = thread_cpu_ns();
     for _ in 0..iterations {
         let d = decide(&snapshot, &request, &policy, None).unwrap();

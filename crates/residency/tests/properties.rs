@@ -226,6 +226,14 @@ proptest! {
             prop_assert!(placed[&r.handle].contains(&r.location), "{} not at {}", r.handle, r.location);
         }
 
+        // The decision's listing and JSON read back to the same decision; so does the snapshot.
+        prop_assert_eq!(&parse_decision(&d.to_string()).unwrap(), &d);
+        prop_assert_eq!(&parse_plan(&d.plan().to_string()).unwrap(), d.plan());
+        let json = serde_json::to_string(&d).unwrap();
+        prop_assert_eq!(&serde_json::from_str::<ResidencyDecision>(&json).unwrap(), &d);
+        let json = serde_json::to_string(&snapshot).unwrap();
+        prop_assert_eq!(&serde_json::from_str::<ResidencySnapshot>(&json).unwrap(), &snapshot);
+
         // Evictions never touch a leased, held or pending replica.
         for ev in d.evictions() {
             let value = snapshot.value(ev.action.handle()).unwrap();
@@ -234,4 +242,36 @@ proptest! {
             }
         }
     }
+}
+
+/// The generator reaches the interesting cases: decisions with reclaim steps (drops and
+/// moves), proven infeasible requests, and rejected requests.
+#[test]
+fn generator_covers_reclaims_and_failures() {
+    use proptest::strategy::ValueTree;
+    use proptest::test_runner::TestRunner;
+    let mut runner = TestRunner::deterministic();
+    let strategy = case();
+    let (mut ok, mut drops, mut moves, mut infeasible, mut rejected) = (0, 0, 0, 0, 0);
+    for _ in 0..400 {
+        let c = strategy.new_tree(&mut runner).unwrap().current();
+        let Some((snapshot, request, policy)) = build(&c) else {
+            continue;
+        };
+        match decide(&snapshot, &request, &policy, None) {
+            Ok(d) => {
+                ok += 1;
+                for a in d.plan().reclaim() {
+                    match a {
+                        ResidencyAction::DropResident { .. } => drops += 1,
+                        _ => moves += 1,
+                    }
+                }
+            }
+            Err(ModelError::Infeasible { .. }) => infeasible += 1,
+            Err(_) => rejected += 1,
+        }
+    }
+    println!("ok={ok} drops={drops} moves={moves} infeasible={infeasible} rejected={rejected}");
+    assert!(ok >= 100 && drops >= 20 && moves >= 5 && infeasible >= 20 && rejected >= 1);
 }
