@@ -51,3 +51,41 @@ fn thread_cpu_ns() -> Option<u64> {
     let text = std::fs::read_to_string("/proc/thread-self/schedstat").ok()?;
     text.split_whitespace().next()?.parse().ok()
 }
+
+/// Finds the smallest thread stack that a maximally deep decision needs (ignored; prints).
+#[test]
+#[ignore = "measurement probe"]
+fn stack_probe() {
+    let depth = u64::from(MAX_SEARCH_DEPTH) - 1;
+    let cuda = ResidencyLocation::Cuda(0);
+    let spec = ResidencyValueSpec::adopted("T", 1, 1, ReplicaMode::Replicable).unwrap();
+    let mut b = ResidencySnapshotBuilder::new(1, 1).budget(cuda, depth);
+    let mut reqs = Vec::new();
+    for i in 0..2 * depth {
+        let h = ResidencyHandle::new(1, i, "T").unwrap();
+        let mut p = ResidencyValueSnapshotParts::new(h.clone(), spec.clone()).at(PAGEABLE_HOST);
+        if i < depth {
+            p = p.at(cuda);
+        } else {
+            reqs.push(ResidencyRequirement::new(h, cuda));
+        }
+        b = b.value(p.build().unwrap());
+    }
+    let snapshot = std::sync::Arc::new(b.build().unwrap());
+    let request = std::sync::Arc::new(ResidencyRequest::new("deep", reqs, []).unwrap());
+    // A stack overflow aborts the process: run one size per process (PROBE_STACK_KIB).
+    let kib: usize = std::env::var("PROBE_STACK_KIB")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(2048);
+    {
+        let (s, r) = (snapshot.clone(), request.clone());
+        let ok = std::thread::Builder::new()
+            .stack_size(kib * 1024)
+            .spawn(move || decide(&s, &r, &DeterministicTieredLRU::new(), None).is_ok())
+            .unwrap()
+            .join()
+            .unwrap_or(false);
+        println!("stack {kib} KiB: depth {depth} ok={ok}");
+    }
+}
