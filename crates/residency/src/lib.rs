@@ -23,7 +23,7 @@
 //! - A [`ResidencyPlan`] is the command IR: `reclaim` actions, then the reservations, then
 //!   `enter`; `exit` when the scope closes. Actions are [`ResidencyAction`]s: ensure, move, drop,
 //!   discard. Plans print and parse as text listings ([`text`]).
-//! - [`explain`] dry-runs a plan on a snapshot: per-action verdicts, the first failure, and the
+//! - [`explain()`] dry-runs a plan on a snapshot: per-action verdicts, the first failure, and the
 //!   predicted peak bytes per location.
 //! - [`decide`] turns a [`ResidencyRequest`] (required `(handle, location)` endpoints plus
 //!   reservations) into a [`ResidencyDecision`]: a plan whose reclaim prefix a deterministic
