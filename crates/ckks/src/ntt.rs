@@ -220,6 +220,21 @@ impl NttTable {
         let q = self.modulus.value();
         let two_q = 2 * q;
         let n = a.len();
+        if t == 1 && n >= 2 {
+            // first stage: pairs (2i, 2i + 1) with itw[n/2 + i], without per-block slicing
+            let h = n / 2;
+            for ((pair, &w), &ws) in a
+                .chunks_exact_mut(2)
+                .zip(&self.itw[h..])
+                .zip(&self.itw_shoup[h..])
+            {
+                let (u, v) = (pair[0], pair[1]);
+                let sum = u + v;
+                pair[0] = if sum >= two_q { sum - two_q } else { sum };
+                pair[1] = self.modulus.mul_shoup_lazy(u + two_q - v, w, ws);
+            }
+            t = 2;
+        }
         let mut m = n / (2 * t);
         while m >= 1 {
             for (i, block) in a.chunks_exact_mut(2 * t).enumerate() {
