@@ -4,6 +4,7 @@
 //! `tests/` run exactly what the binaries print), with their shared helpers:
 //!
 //! - [`automatic`]: FHElium example 14, automatic residency ([`run_automatic`]);
+//! - [`explicit`]: FHElium example 13, an explicit plan with a device lease ([`run_explicit`]);
 //! - [`engine`]: `--device cpu | sim:N | cuda:N` to an engine and a memory layer;
 //! - [`timeline`]: Chrome trace-event JSON and SVG memory charts of a run;
 //! - [`table`]: text tables and byte figures in FHElium's printed layout.
@@ -16,13 +17,16 @@
 //! ```
 
 pub mod automatic;
+pub mod cli;
 pub mod engine;
 mod error;
+pub mod explicit;
 pub mod table;
 pub mod timeline;
 
 pub use automatic::{run_automatic, AutomaticOptions, AutomaticOutcome, MAX_ERROR};
 pub use engine::{DeviceChoice, Engine, Setup};
 pub use error::ExampleError;
+pub use explicit::{run_explicit, ExplicitOutcome};
 pub use table::{error_stats, format_budget, format_bytes, format_sci, ErrorStats, Table};
 pub use timeline::{Timeline, TimelineLayer};

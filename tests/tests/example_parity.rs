@@ -247,3 +247,81 @@ fn the_flow_is_deterministic_in_its_decision_on_another_sim_device() {
     assert_eq!(o.report.transitions().len(), 4);
     assert!(o.error.max_abs <= MAX_ERROR);
 }
+
+/// Example 13 (explicit plan, device lease) against `tests/fixtures/ex13.txt`: plan peaks,
+/// both accounting tables (managed columns; the allocator columns are the memory layer's own
+/// figures, not torch's) and the summary line.
+#[test]
+fn example_13_matches_fhelium() {
+    use fhelium_examples::run_explicit;
+    use fhelium_tests::EX13;
+
+    let timeline = Timeline::enabled();
+    let o = run_explicit(&AutomaticOptions::default(), &timeline).unwrap();
+    assert_eq!(
+        EX13.lines().next().unwrap(),
+        format!("Plan: {}", o.explanation.plan_name)
+    );
+    let peaks: Vec<(ResidencyLocation, u64)> = table_after(EX13, "")
+        .iter()
+        .map(|r| (reference_location(&r[0]), parse_bytes(&r[1]).unwrap()))
+        .collect();
+    assert_eq!(o.explanation.predicted_peak_bytes, peaks);
+    for (title, snap) in [
+        (
+            "Accounting after the CUDA lease was released:",
+            &o.released_snapshot,
+        ),
+        ("Accounting after stage exit:", &o.final_snapshot),
+    ] {
+        let rows = table_after(EX13, title);
+        assert_eq!(rows.len(), snap.locations().len(), "{title}");
+        for (row, l) in rows.iter().zip(snap.locations()) {
+            let p = l.parts();
+            let ours = [
+                Some(l.budget_bytes()),
+                Some(l.remaining_budget_bytes()),
+                Some(Some(l.used_bytes())),
+                Some(Some(l.reserved_bytes())),
+                Some(Some(p.peak_used_bytes)),
+                Some(Some(p.peak_charged_bytes)),
+            ];
+            assert_eq!(reference_location(&row[0]), l.location(), "{title}");
+            for (i, want) in ours.iter().enumerate() {
+                assert_eq!(
+                    Some(parse_bytes(&row[i + 1])),
+                    *want,
+                    "{title} {} col {}",
+                    row[0],
+                    i + 1
+                );
+            }
+            assert_eq!(row[7], p.use_count.to_string(), "{title} uses");
+            assert_eq!(row[8], p.pending_event_count.to_string(), "{title} pending");
+        }
+    }
+    let s = summary(EX13, "Source ");
+    assert_eq!(
+        parse_bytes(field(&s, "logical payload").unwrap()),
+        Some(o.source_nbytes)
+    );
+    assert_eq!(
+        parse_bytes(field(&s, "source unique storage").unwrap()),
+        Some(o.source_storage_nbytes)
+    );
+    assert_eq!(
+        parse_bytes(field(&s, "managed source charge").unwrap()),
+        Some(o.source_charge)
+    );
+    assert_eq!(
+        field(&s, "plan transitions").unwrap(),
+        o.report.transitions().len().to_string()
+    );
+    assert!(o.error.max_abs <= MAX_ERROR);
+    assert!(o.closed);
+    assert!(
+        timeline.replay_mismatches().is_empty(),
+        "{:?}",
+        timeline.replay_mismatches()
+    );
+}

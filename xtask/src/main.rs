@@ -5,7 +5,8 @@
 //!   `target/cuda-link/lib64` so that `cust`'s build script links on machines without CUDA.
 //! - `ptx [--check]`: compile `kernels/*.cu` to `kernels/ptx/*.ptx` with a pinned nvcc 13.0, or
 //!   verify without nvcc that every committed PTX file matches the sha256 of its source.
-//! - `example [--device D] [--release] [ARGS...]`: build and run the automatic-residency example.
+//! - `example [--device D] [--bin B] [--release] [--trace FILE] [--plot FILE.svg] [ARGS...]`:
+//!   build and run the automatic-residency example (or `--bin explicit_residency`, `basic_ckks`).
 //! - `bench [--device D] [ARGS...]`: build and run the per-operation latency benchmark.
 //! - `gpu-bundle [--out DIR]`: build every test, example and benchmark binary with
 //!   `--features cuda`, and gather them with a `run-all.sh` into one folder to carry to a GPU.
@@ -61,6 +62,12 @@ enum Cmd {
         /// Build in release mode.
         #[arg(long)]
         release: bool,
+        /// Write a Chrome trace-event JSON timeline (Perfetto) to this file.
+        #[arg(long)]
+        trace: Option<String>,
+        /// Write an SVG chart of managed memory over time to this file.
+        #[arg(long)]
+        plot: Option<String>,
         /// Extra arguments for the example.
         #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
         args: Vec<String>,
@@ -103,8 +110,22 @@ fn main() -> ExitCode {
             device,
             bin,
             release,
-            args,
-        } => example(&device, &bin, release, &args),
+            trace,
+            plot,
+            mut args,
+        } => {
+            // Output paths are made absolute: cargo runs the example from the workspace root.
+            for (flag, path) in [("--trace", trace), ("--plot", plot)] {
+                if let Some(p) = path {
+                    let abs = std::env::current_dir()
+                        .map(|d| d.join(&p))
+                        .unwrap_or_else(|_| PathBuf::from(&p));
+                    args.push(flag.to_owned());
+                    args.push(abs.display().to_string());
+                }
+            }
+            example(&device, &bin, release, &args)
+        }
         Cmd::Bench { device, args } => bench(&device, &args),
         Cmd::GpuBundle { out } => gpu_bundle(&out),
         Cmd::Ci => ci(),
@@ -425,13 +446,6 @@ fn example(device: &str, bin: &str, release: bool, args: &[String]) -> Result<()
 }
 
 fn bench(device: &str, args: &[String]) -> Result<()> {
-    if !root().join("examples/src/bin/oplat.rs").exists() {
-        return Err(
-            "the per-operation benchmark (examples/src/bin/oplat.rs) is not built yet; \
-             it arrives with the [ckks-cpu] and [ckks-gpu] issues"
-                .into(),
-        );
-    }
     run_bin("fhelium-examples", "oplat", device, true, args)
 }
 
