@@ -287,7 +287,10 @@ impl ExplicitOutcome {
             "\nAccounting after stage exit:\n{}",
             accounting_table(&self.final_snapshot)
         );
-        let dev = self.final_snapshot.location(self.device).map(fhelium_residency::ResidencyLocationSnapshot::parts);
+        let dev = self
+            .final_snapshot
+            .location(self.device)
+            .map(fhelium_residency::ResidencyLocationSnapshot::parts);
         let opt = |b: Option<u64>| b.map_or_else(|| "n/a".to_owned(), format_bytes);
         let _ = writeln!(
             out,

@@ -672,9 +672,43 @@ impl Timeline {
                             PathElement::new(vec![(x, y), (x + 18, y)], RED.stroke_width(2))
                         });
                 }
+                if loc.is_device() {
+                    // Mark the flow's steps (not the replayed points) once each.
+                    let mut seen: Vec<&str> = Vec::new();
+                    let mut marks = Vec::new();
+                    for c in &series {
+                        let l = c.label.as_str();
+                        if !l.contains(':')
+                            && !l.starts_with("adopt")
+                            && l != "poll"
+                            && !seen.contains(&l)
+                        {
+                            seen.push(l);
+                            marks.push((ms(c.ts_ns), l.to_owned()));
+                        }
+                    }
+                    let grey = RGBColor(120, 120, 120);
+                    for (i, (x, text)) in marks.into_iter().enumerate() {
+                        #[allow(clippy::cast_precision_loss)]
+                        let y = y_max * (0.97 - 0.08 * (i % 4) as f64);
+                        chart
+                            .draw_series(std::iter::once(PathElement::new(
+                                vec![(x, 0.0), (x, y)],
+                                grey.mix(0.5).stroke_width(1),
+                            )))
+                            .map_err(|e| e.to_string())?;
+                        chart
+                            .draw_series(std::iter::once(Text::new(
+                                text,
+                                (x, y),
+                                ("sans-serif", 11).into_font().color(&grey),
+                            )))
+                            .map_err(|e| e.to_string())?;
+                    }
+                }
                 chart
                     .configure_series_labels()
-                    .position(SeriesLabelPosition::UpperLeft)
+                    .position(SeriesLabelPosition::LowerRight)
                     .background_style(WHITE.mix(0.85))
                     .border_style(BLACK)
                     .draw()
