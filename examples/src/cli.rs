@@ -86,3 +86,49 @@ impl ExampleArgs {
         Ok(out)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn args(device: &str, preset: &str) -> ExampleArgs {
+        ExampleArgs {
+            device: device.to_owned(),
+            preset: preset.to_owned(),
+            seed: 1,
+            trace: None,
+            plot: None,
+        }
+    }
+
+    #[test]
+    fn options_parse_or_name_the_bad_argument() {
+        let o = args("sim:1", "slots8192-scale40-levels7-int64").options();
+        assert!(matches!(
+            o,
+            Ok(AutomaticOptions {
+                device: crate::DeviceChoice::Sim(1),
+                seed: 1,
+                ..
+            })
+        ));
+        assert!(matches!(
+            args("tpu:0", "slots8192-scale40-levels7-int64").options(),
+            Err(ExampleError::InvalidArgument {
+                argument: "--device",
+                ..
+            })
+        ));
+        assert!(matches!(
+            args("cpu", "slots3-int64").options(),
+            Err(ExampleError::Ckks(_))
+        ));
+        // A bad argument fails before the flow runs.
+        let ran = std::cell::Cell::new(false);
+        let r = args("tpu:0", "x").run("t", |_, _| {
+            ran.set(true);
+            Ok(())
+        });
+        assert!(r.is_err() && !ran.get());
+    }
+}

@@ -92,7 +92,7 @@ impl Engine {
     /// because the build has no CUDA backend; with it because the CUDA engine
     /// (`fhelium_ckks::cuda::CudaEngine`) computes on its own device values (`GpuCiphertext`,
     /// ...) and cannot yet compute on manager-resident `Ciphertext`/`Plaintext`/`RotationKey`
-    /// replicas at `cuda:N` (see `docs/NOTES.md`).
+    /// replicas at `cuda:N` (`docs/decisions/0600-example-output-on-the-simulated-device.md`).
     ///
     /// # Errors
     /// [`ExampleError::DeviceUnavailable`], [`ExampleError::Ckks`].

@@ -909,3 +909,111 @@ pub fn write_outputs(
     }
     Ok(note)
 }
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+    use fhelium_cuda::{Memory, Tensors};
+    use fhelium_residency::{ReplicaMode, PAGEABLE_HOST};
+    use tracing_subscriber::layer::SubscriberExt as _;
+
+    const SIM0: ResidencyLocation = ResidencyLocation::Sim(0);
+
+    #[test]
+    fn locations_parse_in_display_and_debug_forms() {
+        assert_eq!(parse_location("sim:0"), Some(SIM0));
+        assert_eq!(parse_location("Sim(3)"), Some(ResidencyLocation::Sim(3)));
+        assert_eq!(parse_location("Cuda(1)"), Some(ResidencyLocation::Cuda(1)));
+        assert_eq!(
+            parse_location("PinnedHost"),
+            Some(ResidencyLocation::PinnedHost)
+        );
+        assert_eq!(parse_location("PageableHost"), Some(PAGEABLE_HOST));
+        assert_eq!(parse_location("Sim(x)"), None);
+        assert_eq!(parse_location("gpu"), None);
+        let f = vec![("at".to_owned(), "Some(Sim(0))".to_owned())];
+        assert_eq!(location_of(&f).as_deref(), Some("sim:0"));
+    }
+
+    #[test]
+    fn a_disabled_timeline_records_nothing() {
+        let t = Timeline::disabled();
+        let mem = Memory::with_sim_devices(1);
+        let m = ResidencyManager::builder(mem.clone())
+            .budget(SIM0, 1024)
+            .build()
+            .unwrap();
+        t.set_budgets(&m);
+        t.sample(&m, "x");
+        drop(t.host_span("y"));
+        t.reservation(SIM0, "r", 8, 1, 2);
+        assert!(t.spans().is_empty() && t.counters().is_empty());
+        assert_eq!(t.chrome_trace()["traceEvents"].as_array().unwrap().len(), 0);
+    }
+
+    /// A small real run: adopt, ensure on sim:0 under a tracing subscriber with the layer;
+    /// the trace has the runtime's spans on the device's track, the copy on the stream's
+    /// track and counters that follow the manager's accounting.
+    #[test]
+    fn records_runtime_spans_copies_and_counters() {
+        let t = Timeline::enabled();
+        let mem = Memory::with_sim_devices(1);
+        let m = ResidencyManager::builder(mem.clone())
+            .budget(SIM0, 1 << 20)
+            .build()
+            .unwrap();
+        let subscriber = tracing_subscriber::registry().with(t.layer());
+        let _g = tracing::subscriber::set_default(subscriber);
+        t.set_budgets(&m);
+        let v = Tensors::upload(&mem, &PAGEABLE_HOST, &[&[7; 64]], None)
+            .unwrap()
+            .value;
+        let h = m.adopt(v, None, ReplicaMode::Replicable).unwrap();
+        t.sample(&m, "adopt");
+        let s = mem.stream(&SIM0).unwrap();
+        t.name_stream(&s, "transfer");
+        let r = m.ensure(&h, SIM0, Some(&s)).unwrap();
+        t.transitions(0, std::slice::from_ref(&r));
+        t.sample(&m, "ensure");
+        let dev: Vec<_> = t
+            .counters()
+            .into_iter()
+            .filter(|c| c.location == SIM0)
+            .collect();
+        assert_eq!(dev.iter().map(|c| c.used).collect::<Vec<_>>(), vec![0, 512]);
+        let spans = t.spans();
+        assert!(spans.iter().any(|x| x.name == "residency.ensure"
+            && x.group == "sim:0"
+            && x.category == "runtime"));
+        assert!(spans.iter().any(|x| x.category == "copy"
+            && x.group == "sim:0"
+            && x.track == format!("stream {} (transfer)", s.id())));
+        assert!(spans
+            .iter()
+            .any(|x| x.category == "transition" && x.name.starts_with("EnsureResident")));
+        let trace = t.chrome_trace();
+        let ev = trace["traceEvents"].as_array().unwrap();
+        let counters: Vec<_> = ev.iter().filter(|e| e["ph"] == "C").collect();
+        assert!(counters
+            .iter()
+            .any(|e| e["name"] == "sim:0 memory" && e["args"]["budget MiB"] == 1.0));
+        assert!(ev.iter().any(|e| e["ph"] == "M"
+            && e["name"] == "process_name"
+            && e["args"]["name"] == "sim:0"));
+        let svg = t.plot_svg("test").unwrap();
+        assert!(svg.starts_with("<svg") && svg.contains("sim:0: budget 1.00 MiB"));
+        m.discard(&h).unwrap();
+    }
+
+    #[test]
+    fn output_errors_name_the_path() {
+        let t = Timeline::enabled();
+        let bad = "/nonexistent-dir/for/sure/t.json";
+        for r in [t.write_chrome_trace(bad), t.write_plot(bad, "x")] {
+            assert!(matches!(r, Err(ExampleError::Output { ref path, .. }) if path == bad));
+        }
+        assert!(write_outputs(&t, Some(bad), None, "x").is_err());
+        assert_eq!(write_outputs(&t, None, None, "x").unwrap(), "");
+    }
+}
