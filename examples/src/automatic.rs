@@ -287,6 +287,8 @@ pub fn run_automatic(
         let lease_start = timeline.now();
         let lease = manager.acquire(&[&source_h, &key_h, &weight_h], dev, Some(&compute))?;
         timeline.sample(&manager, "acquire lease");
+        // The lease made `compute` wait on the transfer event; order the engine after it.
+        engine.wait_for(&compute)?;
         let src = lease.get(&source_h)?;
         let key = lease.get(&key_h)?;
         let w = lease.get(&weight_h)?;

@@ -5,8 +5,11 @@
 //!   memory layer with simulated devices; managed device replicas live on `sim:N` (host memory
 //!   with device semantics: streams, events, budgets), and the CPU engine computes on them
 //!   directly.
-//! - `cuda:N`: needs the `cuda` feature and a CUDA device; see [`Engine::open`] for what this
-//!   build does with it.
+//! - `cuda:N`: needs the `cuda` feature and a CUDA device. Encoding, key generation,
+//!   encryption and decryption run on the CPU engine; the homomorphic operations run on the
+//!   CUDA engine (`fhelium_ckks::cuda::CudaEngine`) directly on the manager's `cuda:N`
+//!   replicas, borrowed without a copy, and return `cuda:N` values allocated from the same
+//!   memory layer.
 
 use std::str::FromStr;
 
@@ -68,10 +71,39 @@ impl FromStr for DeviceChoice {
 /// The CKKS engine an example runs on, chosen by `--device`.
 #[derive(Debug)]
 #[non_exhaustive]
+#[allow(clippy::large_enum_variant)] // one engine per run; the CUDA side is boxed
 pub enum Engine {
     /// The CPU engine; it computes on values at any host-accessible location (pageable,
     /// pinned, `sim:N`).
     Cpu(CpuEngine),
+    /// The CUDA engine on `cuda:N` (feature `cuda`).
+    #[cfg(feature = "cuda")]
+    Cuda(Box<CudaBackend>),
+}
+
+/// The CUDA side of [`Engine::Cuda`]: a CPU engine for encoding, keys, encryption and
+/// decryption, and the CUDA engine that computes on `cuda:N` values.
+///
+/// Stream rule: the CUDA engine enqueues on its own stream. Before computing on values borrowed
+/// through a lease, call [`Engine::wait_for`] with the lease's consumer stream (the lease made
+/// that stream wait on the transfer event, so the host wait covers the copies); every operation
+/// returns after its result is complete on the device (the result is copied into a memory-layer
+/// buffer and the engine stream synchronised), so the borrowed inputs are no longer read when
+/// the lease is released.
+#[cfg(feature = "cuda")]
+pub struct CudaBackend {
+    // Field order = drop order: the stream goes before the engine releases its context.
+    stream: fhelium_ckks::cuda::Stream,
+    gpu: fhelium_ckks::cuda::CudaEngine,
+    cpu: CpuEngine,
+    memory: Memory,
+}
+
+#[cfg(feature = "cuda")]
+impl std::fmt::Debug for CudaBackend {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "CudaBackend({:?} at {})", self.gpu, self.gpu.location())
+    }
 }
 
 /// An engine with the memory layer it allocates from and the managed device location.
@@ -88,11 +120,10 @@ pub struct Setup {
 impl Engine {
     /// Opens the engine for `device` at `preset` with a deterministic seed.
     ///
-    /// `cuda:N` fails with [`ExampleError::DeviceUnavailable`]: without the `cuda` feature
-    /// because the build has no CUDA backend; with it because the CUDA engine
-    /// (`fhelium_ckks::cuda::CudaEngine`) computes on its own device values (`GpuCiphertext`,
-    /// ...) and cannot yet compute on manager-resident `Ciphertext`/`Plaintext`/`RotationKey`
-    /// replicas at `cuda:N` (`docs/decisions/0600-example-output-on-the-simulated-device.md`).
+    /// `cuda:N` opens the memory layer on CUDA, a CPU engine allocating from it and the CUDA
+    /// engine on device N ([`Engine::Cuda`]). It fails with [`ExampleError::DeviceUnavailable`]
+    /// without the `cuda` feature (the build has no CUDA backend), without a driver or that
+    /// device, or when the CUDA engine does not support the preset.
     ///
     /// # Errors
     /// [`ExampleError::DeviceUnavailable`], [`ExampleError::Ckks`].
@@ -116,7 +147,24 @@ impl Engine {
                     device: loc,
                 })
             }
-            DeviceChoice::Cuda(_) => Err(cuda_unavailable(device)),
+            DeviceChoice::Cuda(n) => open_cuda(n, preset, seed),
+        }
+    }
+
+    /// Orders the engine's work after everything enqueued so far on `stream` (the consumer
+    /// stream of a lease): the CUDA engine waits on the host for `stream`; the CPU engine needs
+    /// nothing (it runs on the host in program order).
+    ///
+    /// # Errors
+    /// [`ExampleError::Memory`] when the wait fails.
+    pub fn wait_for(&self, stream: &fhelium_cuda::Stream) -> Result<(), ExampleError> {
+        match self {
+            Self::Cpu(_) => {
+                let _ = stream;
+                Ok(())
+            }
+            #[cfg(feature = "cuda")]
+            Self::Cuda(_) => Ok(stream.synchronize()?),
         }
     }
 
@@ -125,6 +173,8 @@ impl Engine {
     pub fn describe(&self) -> &'static str {
         match self {
             Self::Cpu(_) => "CPU engine",
+            #[cfg(feature = "cuda")]
+            Self::Cuda(_) => "CUDA engine",
         }
     }
 
@@ -133,6 +183,8 @@ impl Engine {
     pub fn num_slots(&self) -> usize {
         match self {
             Self::Cpu(e) => e.num_slots(),
+            #[cfg(feature = "cuda")]
+            Self::Cuda(b) => b.cpu.num_slots(),
         }
     }
 
@@ -141,36 +193,224 @@ impl Engine {
     pub fn secret_key(&self) -> &SecretKey {
         match self {
             Self::Cpu(e) => e.secret_key(),
+            #[cfg(feature = "cuda")]
+            Self::Cuda(b) => b.cpu.secret_key(),
         }
     }
 }
 
 #[cfg(not(feature = "cuda"))]
-fn cuda_unavailable(device: DeviceChoice) -> ExampleError {
-    ExampleError::DeviceUnavailable {
-        device: device.location().to_string(),
+fn open_cuda(n: u8, _preset: Preset, _seed: u8) -> Result<Setup, ExampleError> {
+    Err(ExampleError::DeviceUnavailable {
+        device: ResidencyLocation::Cuda(n).to_string(),
         reason: "this build has no CUDA backend; rebuild with `--features cuda` (cargo xtask \
                  example --device cuda:0 does) or run with --device cpu"
             .to_owned(),
+    })
+}
+
+#[cfg(feature = "cuda")]
+fn open_cuda(n: u8, preset: Preset, seed: u8) -> Result<Setup, ExampleError> {
+    let loc = ResidencyLocation::Cuda(n);
+    let unavailable = |reason: String| ExampleError::DeviceUnavailable {
+        device: loc.to_string(),
+        reason,
+    };
+    let memory =
+        Memory::with_cuda().map_err(|e| unavailable(format!("no CUDA driver or device: {e}")))?;
+    if !memory.is_available(&loc) {
+        return Err(unavailable(format!(
+            "the machine has {} CUDA device(s)",
+            memory.cuda_device_count()
+        )));
+    }
+    let cpu = CpuEngine::from_config_in(
+        CkksConfig::from_preset(preset)?,
+        Some([seed; 32]),
+        memory.clone(),
+    )?;
+    let gpu =
+        fhelium_ckks::cuda::CudaEngine::with_seed(cpu.context(), u32::from(n), Some([seed; 32]))
+            .map_err(|e| unavailable(format!("the CUDA CKKS engine cannot start: {e}")))?;
+    let stream = gpu.stream()?;
+    Ok(Setup {
+        engine: Engine::Cuda(Box::new(CudaBackend {
+            stream,
+            gpu,
+            cpu,
+            memory: memory.clone(),
+        })),
+        memory,
+        device: loc,
+    })
+}
+
+/// A CUDA-engine operand: a no-copy view of a value already on the engine's device, or a copy
+/// uploaded from anywhere else.
+#[cfg(feature = "cuda")]
+enum Operand<'a, T> {
+    View(fhelium_ckks::cuda::GpuView<'a, T>),
+    Copy(T),
+}
+
+#[cfg(feature = "cuda")]
+impl<T> std::ops::Deref for Operand<'_, T> {
+    type Target = T;
+    fn deref(&self) -> &T {
+        match self {
+            Self::View(v) => v,
+            Self::Copy(c) => c,
+        }
     }
 }
 
 #[cfg(feature = "cuda")]
-fn cuda_unavailable(device: DeviceChoice) -> ExampleError {
-    let loc = device.location();
-    let reason = match Memory::with_cuda() {
-        Err(e) => format!("no CUDA driver or device: {e}"),
-        Ok(m) if !m.is_available(&loc) => {
-            format!("the machine has {} CUDA device(s)", m.cuda_device_count())
+impl CudaBackend {
+    fn on_device(&self, loc: ResidencyLocation) -> bool {
+        loc == self.gpu.location()
+    }
+
+    fn ct<'a>(
+        &self,
+        ct: &'a Ciphertext,
+    ) -> Result<Operand<'a, fhelium_ckks::cuda::GpuCiphertext>, ExampleError> {
+        Ok(if self.on_device(ct.location()) {
+            Operand::View(self.gpu.borrow_ciphertext(ct)?)
+        } else {
+            Operand::Copy(self.gpu.upload_ciphertext(ct, &self.stream)?)
+        })
+    }
+
+    fn pt<'a>(
+        &self,
+        pt: &'a Plaintext,
+    ) -> Result<Operand<'a, fhelium_ckks::cuda::GpuPlaintext>, ExampleError> {
+        Ok(if self.on_device(pt.location()) {
+            Operand::View(self.gpu.borrow_plaintext(pt)?)
+        } else {
+            Operand::Copy(self.gpu.upload_plaintext(pt, &self.stream)?)
+        })
+    }
+
+    fn key<'a>(
+        &self,
+        key: &'a RotationKey,
+    ) -> Result<Operand<'a, fhelium_ckks::cuda::GpuSwitchKey>, ExampleError> {
+        Ok(if self.on_device(key.location()) {
+            Operand::View(self.gpu.borrow_rotation_key(key)?)
+        } else {
+            Operand::Copy(self.gpu.upload_rotation_key(key, &self.stream)?)
+        })
+    }
+
+    /// A GPU result as a `cuda:N` value of the memory layer (waits for the engine stream).
+    fn out(&self, r: &fhelium_ckks::cuda::GpuCiphertext) -> Result<Ciphertext, ExampleError> {
+        Ok(self
+            .gpu
+            .to_resident_ciphertext(r, &self.memory, &self.stream)?)
+    }
+
+    /// A host copy of `ct` for the CPU engine when it lives on a CUDA device.
+    fn host(&self, ct: &Ciphertext) -> Result<Option<Ciphertext>, ExampleError> {
+        if matches!(ct.location(), ResidencyLocation::Cuda(_)) {
+            use fhelium_cuda::Resident;
+            let h = ct
+                .materialize(&self.memory, &fhelium_residency::PAGEABLE_HOST, None)?
+                .wait()?;
+            Ok(Some(h))
+        } else {
+            Ok(None)
         }
-        Ok(_) => "the CUDA CKKS engine cannot yet compute on manager-resident values at \
-                  cuda:N (it takes its own GpuCiphertext/GpuPlaintext/GpuSwitchKey); run with \
-                  --device cpu"
-            .to_owned(),
-    };
-    ExampleError::DeviceUnavailable {
-        device: loc.to_string(),
-        reason,
+    }
+
+    fn rotate_with_key(
+        &self,
+        ct: &Ciphertext,
+        key: &RotationKey,
+    ) -> Result<Ciphertext, ExampleError> {
+        let (c, k) = (self.ct(ct)?, self.key(key)?);
+        self.out(&self.gpu.rotate_with_key(&c, &k, &self.stream)?)
+    }
+
+    fn coefficient_domain_to_ntt_domain(
+        &self,
+        ct: &Ciphertext,
+    ) -> Result<Ciphertext, ExampleError> {
+        let c = self.ct(ct)?;
+        self.out(
+            &self
+                .gpu
+                .coefficient_domain_to_ntt_domain(&c, &self.stream)?,
+        )
+    }
+
+    fn ntt_domain_to_coefficient_domain(
+        &self,
+        ct: &Ciphertext,
+    ) -> Result<Ciphertext, ExampleError> {
+        let c = self.ct(ct)?;
+        self.out(
+            &self
+                .gpu
+                .ntt_domain_to_coefficient_domain(&c, &self.stream)?,
+        )
+    }
+
+    fn multiply_plaintext(
+        &self,
+        ct: &Ciphertext,
+        pt: &Plaintext,
+    ) -> Result<Ciphertext, ExampleError> {
+        let (c, p) = (self.ct(ct)?, self.pt(pt)?);
+        self.out(&self.gpu.multiply_plaintext(&c, &p, &self.stream)?)
+    }
+
+    fn multiply(&self, a: &Ciphertext, b: &Ciphertext) -> Result<Ciphertext, ExampleError> {
+        let (x, y) = (self.ct(a)?, self.ct(b)?);
+        self.out(&self.gpu.multiply(&x, &y, &self.stream)?)
+    }
+
+    fn relinearize(&self, ct: &Ciphertext) -> Result<Ciphertext, ExampleError> {
+        let c = self.ct(ct)?;
+        let key = self
+            .gpu
+            .upload_relinearization_key(&*self.cpu.relinearization_key()?, &self.stream)?;
+        self.out(&self.gpu.relinearize_with_key(&c, &key, &self.stream)?)
+    }
+
+    fn rescale_to_next_level(&self, ct: &Ciphertext) -> Result<Ciphertext, ExampleError> {
+        let c = self.ct(ct)?;
+        self.out(&self.gpu.rescale_to_next_level(&c, &self.stream)?)
+    }
+
+    fn decrypt_message(&self, ct: &Ciphertext) -> Result<Vec<f64>, ExampleError> {
+        let h = self.host(ct)?;
+        Ok(self.cpu.decrypt_message(h.as_ref().unwrap_or(ct))?)
+    }
+
+    fn encode(
+        &self,
+        m: &[f64],
+        level: usize,
+        scale: Option<f64>,
+    ) -> Result<Plaintext, ExampleError> {
+        Ok(self.cpu.encode(m, level, scale)?)
+    }
+
+    fn prepare_plaintext_for_multiplication(
+        &self,
+        pt: &Plaintext,
+        basis: ModulusBasis,
+    ) -> Result<Plaintext, ExampleError> {
+        Ok(self.cpu.prepare_plaintext_for_multiplication(pt, basis)?)
+    }
+
+    fn create_rotation_key(&self, step: i64, sk: &SecretKey) -> Result<RotationKey, ExampleError> {
+        Ok(self.cpu.create_rotation_key(step, sk)?)
+    }
+
+    fn encrypt_message(&self, m: &[f64]) -> Result<Ciphertext, ExampleError> {
+        Ok(self.cpu.encrypt_message(m)?)
     }
 }
 
@@ -182,10 +422,13 @@ macro_rules! forward {
                 $(#[$doc])*
                 ///
                 /// # Errors
-                /// The engine's [`fhelium_ckks::CkksError`].
+                /// The engine's [`fhelium_ckks::CkksError`] (and, on `cuda:N`, the CUDA
+                /// engine's and the memory layer's errors).
                 pub fn $name(&self $(, $arg: $ty)*) -> Result<$ret, ExampleError> {
                     match self {
                         Self::Cpu(e) => Ok(e.$name($($arg),*)?),
+                        #[cfg(feature = "cuda")]
+                        Self::Cuda(b) => b.$name($($arg),*),
                     }
                 }
             )*
@@ -248,10 +491,34 @@ mod tests {
     }
 
     #[test]
+    #[cfg(not(feature = "cuda"))]
     fn cuda_without_support_is_a_clear_error() {
         let e = Engine::open(DeviceChoice::Cuda(0), DEFAULT_PRESET, DEFAULT_SEED).unwrap_err();
         assert!(
             matches!(e, ExampleError::DeviceUnavailable { ref device, .. } if device == "cuda:0")
         );
+    }
+
+    #[test]
+    #[cfg(feature = "cuda")]
+    fn cuda_opens_the_cuda_engine_or_says_why_not() {
+        let required = std::env::var("FHELIUM_REQUIRE_GPU").is_ok_and(|v| v == "1");
+        // A device index past any machine's count is always a clear error.
+        let e = Engine::open(DeviceChoice::Cuda(200), DEFAULT_PRESET, DEFAULT_SEED).unwrap_err();
+        assert!(
+            matches!(e, ExampleError::DeviceUnavailable { ref device, .. } if device == "cuda:200")
+        );
+        match Engine::open(DeviceChoice::Cuda(0), DEFAULT_PRESET, DEFAULT_SEED) {
+            Ok(setup) => {
+                assert_eq!(setup.engine.describe(), "CUDA engine");
+                assert_eq!(setup.device, ResidencyLocation::Cuda(0));
+            }
+            Err(ExampleError::DeviceUnavailable { device, reason }) => {
+                assert!(!required, "FHELIUM_REQUIRE_GPU=1 but {device}: {reason}");
+                assert_eq!(device, "cuda:0");
+                eprintln!("skipped: {reason}");
+            }
+            Err(e) => panic!("unexpected error {e}"),
+        }
     }
 }

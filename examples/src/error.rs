@@ -32,6 +32,10 @@ pub enum ExampleError {
     /// A CKKS engine call failed.
     #[error("ckks: {0}")]
     Ckks(#[from] fhelium_ckks::CkksError),
+    /// The CUDA CKKS engine failed (feature `cuda`).
+    #[cfg(feature = "cuda")]
+    #[error("cuda engine: {0}")]
+    Cuda(#[from] fhelium_ckks::cuda::CudaBackendError),
     /// A memory-layer call (streams, copies) failed.
     #[error("memory: {0}")]
     Memory(#[from] fhelium_cuda::MemoryError),

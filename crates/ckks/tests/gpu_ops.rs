@@ -512,3 +512,130 @@ fn bad_operands_are_typed_errors() {
         Err(CudaBackendError::Unsupported { .. })
     ));
 }
+
+#[test]
+fn example14_stage_on_borrowed_cuda_values_is_bit_exact_and_wrong_placements_are_typed_errors() {
+    use fhelium_cuda::{ResidencyLocation, Resident};
+    let Some(fx) = fixture() else { return };
+    let s = &fx.stream;
+    let g = &fx.gpu;
+    let mem = fhelium_cuda::Memory::with_cuda().expect("memory layer on CUDA");
+    let dev = ResidencyLocation::Cuda(0);
+    let m = message(&fx.cpu, 3);
+    let ct = fx.cpu.encrypt_message(&m).expect("encrypt");
+    let key = fx
+        .cpu
+        .create_rotation_key(1, fx.cpu.secret_key())
+        .expect("key");
+    let half = fx
+        .cpu
+        .prepare_plaintext_for_multiplication(
+            &fx.cpu
+                .encode(&vec![0.5; fx.cpu.num_slots()], 0, None)
+                .expect("encode"),
+            ModulusBasis::Q,
+        )
+        .expect("prepare");
+    // The CPU reference of the stage.
+    let want = {
+        let c = &fx.cpu;
+        let r = c.rotate_with_key(&ct, &key).expect("cpu rotate");
+        let r = c.coefficient_domain_to_ntt_domain(&r).expect("cpu ntt");
+        let r = c.multiply_plaintext(&r, &half).expect("cpu mul");
+        let r = c.ntt_domain_to_coefficient_domain(&r).expect("cpu intt");
+        c.rescale_to_next_level(&r).expect("cpu rescale")
+    };
+    // Host values are refused with a typed error naming both locations.
+    assert!(matches!(
+        g.borrow_ciphertext(&ct),
+        Err(CudaBackendError::NotOnDevice { op: "borrow_ciphertext", expected, actual })
+            if expected == dev && actual == ResidencyLocation::PageableHost
+    ));
+    assert!(matches!(
+        g.borrow_plaintext(&half),
+        Err(CudaBackendError::NotOnDevice {
+            op: "borrow_plaintext",
+            ..
+        })
+    ));
+    assert!(matches!(
+        g.borrow_rotation_key(&key),
+        Err(CudaBackendError::NotOnDevice {
+            op: "borrow_rotation_key",
+            ..
+        })
+    ));
+    // Place the three values on cuda:0 through the memory layer (what the manager does).
+    let dct = ct
+        .materialize(&mem, &dev, None)
+        .expect("ct")
+        .wait()
+        .expect("ct");
+    let dkey = key
+        .materialize(&mem, &dev, None)
+        .expect("key")
+        .wait()
+        .expect("key");
+    let dhalf = half
+        .materialize(&mem, &dev, None)
+        .expect("pt")
+        .wait()
+        .expect("pt");
+    assert_eq!(dct.placement().expect("placement"), dev);
+    let vct = g.borrow_ciphertext(&dct).expect("borrow ct");
+    let vkey = g.borrow_rotation_key(&dkey).expect("borrow key");
+    let vhalf = g.borrow_plaintext(&dhalf).expect("borrow pt");
+    assert_eq!(vct.nbytes(), Resident::nbytes(&ct));
+    assert_eq!(vkey.galois_element(), Some(key.galois_element()));
+    // The borrowed view reads exactly the placed words.
+    assert_eq!(
+        g.download_ciphertext(&vct, s)
+            .expect("download view")
+            .words(),
+        ct.words()
+    );
+    fx.check("example-14 stage on borrowed cuda:0 values", &want, || {
+        let r = g.rotate_with_key(&vct, &vkey, s)?;
+        let r = g.coefficient_domain_to_ntt_domain(&r, s)?;
+        let r = g.multiply_plaintext(&r, &vhalf, s)?;
+        let r = g.ntt_domain_to_coefficient_domain(&r, s)?;
+        g.rescale_to_next_level(&r, s)
+    });
+    // Dropping the views frees nothing: the placed values stay intact.
+    drop((vct, vkey, vhalf));
+    s.synchronize().expect("sync");
+    let again = g.borrow_ciphertext(&dct).expect("borrow again");
+    assert_eq!(
+        g.download_ciphertext(&again, s).expect("download").words(),
+        ct.words()
+    );
+    // Result back as a cuda:0 value, decrypted by the CPU engine through a host copy.
+    let r = g
+        .rescale_to_next_level(
+            &g.ntt_domain_to_coefficient_domain(
+                &g.multiply_plaintext(
+                    &g.coefficient_domain_to_ntt_domain(
+                        &g.rotate_with_key(&again, &g.borrow_rotation_key(&dkey).expect("k"), s)
+                            .expect("rotate"),
+                        s,
+                    )
+                    .expect("ntt"),
+                    &g.borrow_plaintext(&dhalf).expect("pt"),
+                    s,
+                )
+                .expect("mul"),
+                s,
+            )
+            .expect("intt"),
+            s,
+        )
+        .expect("rescale");
+    let res = g.to_resident_ciphertext(&r, &mem, s).expect("resident");
+    assert_eq!(res.placement().expect("placement"), dev);
+    let host = res
+        .materialize(&mem, &ResidencyLocation::PageableHost, None)
+        .expect("down")
+        .wait()
+        .expect("down");
+    assert_eq!(host.words(), want.words());
+}

@@ -60,6 +60,16 @@ pub enum CudaBackendError {
     /// The operands break a CKKS rule (same variants as the CPU engine).
     #[error(transparent)]
     Ckks(#[from] CkksError),
+    /// A value to borrow in place is not on the engine's device.
+    #[error("{op}: the value's words are at {actual}, not on the engine's device {expected}")]
+    NotOnDevice {
+        /// The engine operation.
+        op: &'static str,
+        /// The engine's device.
+        expected: ResidencyLocation,
+        /// Where the value's words are.
+        actual: ResidencyLocation,
+    },
     /// Parameters or values the kernels do not support.
     #[error("{op}: unsupported by the CUDA kernels: {reason}")]
     Unsupported {
@@ -114,11 +124,88 @@ enum Arg {
     U32(u32),
 }
 
+/// The device words of a [`GpuCiphertext`], [`GpuPlaintext`] or [`GpuSwitchKey`]: an
+/// allocation of the engine's pool, or the words of a value the memory layer placed on the
+/// engine's device, borrowed for the life of a [`GpuView`] (never freed by the engine).
+#[derive(Debug)]
+enum DevWords {
+    Owned(DeviceBuffer<u64>),
+    Borrowed { ptr: u64, len: usize },
+}
+
+impl DevWords {
+    fn len(&self) -> usize {
+        match self {
+            Self::Owned(b) => b.len(),
+            Self::Borrowed { len, .. } => *len,
+        }
+    }
+
+    fn ptr(&self) -> u64 {
+        match self {
+            Self::Owned(b) => b.as_device_ptr().as_raw(),
+            Self::Borrowed { ptr, .. } => *ptr,
+        }
+    }
+
+    /// Frees an owned allocation in stream order; a borrowed view frees nothing.
+    fn drop_async(self, stream: &Stream) -> cust::error::CudaResult<()> {
+        match self {
+            Self::Owned(b) => b.drop_async(stream),
+            Self::Borrowed { .. } => Ok(()),
+        }
+    }
+
+    /// Copies every word to `host` (synchronous; `host.len() == self.len()`).
+    fn copy_to(&self, host: &mut [u64]) -> cust::error::CudaResult<()> {
+        match self {
+            Self::Owned(b) => b.copy_to(host),
+            Self::Borrowed { ptr, len } => {
+                debug_assert_eq!(host.len(), *len);
+                // SAFETY: `ptr` is a live device allocation of `len` words (kept alive by the
+                // borrow the view carries); `host` is a writable slice of `len` words; the copy
+                // is synchronous, so neither outlives the call.
+                let rc = unsafe {
+                    cust::sys::cuMemcpyDtoH_v2(host.as_mut_ptr().cast::<c_void>(), *ptr, len * 8)
+                };
+                if rc == cust::sys::cudaError_enum::CUDA_SUCCESS {
+                    Ok(())
+                } else {
+                    Err(cust::error::CudaError::UnknownError)
+                }
+            }
+        }
+    }
+}
+
+/// A [`GpuCiphertext`], [`GpuPlaintext`] or [`GpuSwitchKey`] that computes directly on the
+/// words of a CPU-engine value the memory layer placed on the engine's `cuda:N` (a replica the
+/// residency manager holds): no copy, nothing freed on drop. It borrows the source value for
+/// `'a`, so the words cannot be freed or moved while the view exists; use it through `Deref`
+/// wherever the engine takes `&GpuCiphertext` (...). Made by [`CudaEngine::borrow_ciphertext`],
+/// [`CudaEngine::borrow_plaintext`] and [`CudaEngine::borrow_rotation_key`].
+///
+/// The caller orders the engine's stream after whatever wrote the words (for a lease: the
+/// consumer stream's wait on the transfer event) and keeps the source alive and unmodified
+/// until the work enqueued on the view has completed.
+#[derive(Debug)]
+pub struct GpuView<'a, T> {
+    value: T,
+    _source: std::marker::PhantomData<&'a ()>,
+}
+
+impl<T> std::ops::Deref for GpuView<'_, T> {
+    type Target = T;
+    fn deref(&self) -> &T {
+        &self.value
+    }
+}
+
 /// A device-resident CKKS ciphertext: `components x limbs x N` canonical words (the CPU
 /// engine's layout and residue form) in device memory from the stream-ordered pool.
 #[derive(Debug)]
 pub struct GpuCiphertext {
-    buf: DeviceBuffer<u64>,
+    buf: DevWords,
     context: u64,
     level: usize,
     scale: f64,
@@ -131,7 +218,7 @@ pub struct GpuCiphertext {
 /// A device-resident RNS plaintext (`limbs x N` canonical words).
 #[derive(Debug)]
 pub struct GpuPlaintext {
-    buf: DeviceBuffer<u64>,
+    buf: DevWords,
     context: u64,
     level: usize,
     scale: f64,
@@ -144,7 +231,7 @@ pub struct GpuPlaintext {
 /// the Galois element of a rotation key (`None` for a relinearization key).
 #[derive(Debug)]
 pub struct GpuSwitchKey {
-    buf: DeviceBuffer<u64>,
+    buf: DevWords,
     context: u64,
     key_id: u64,
     digits: usize,
@@ -254,13 +341,13 @@ impl GpuCiphertext {
         self.prime_ids.len()
     }
     fn ptr(&self) -> u64 {
-        self.buf.as_device_ptr().as_raw()
+        self.buf.ptr()
     }
 }
 
 impl GpuPlaintext {
     fn ptr(&self) -> u64 {
-        self.buf.as_device_ptr().as_raw()
+        self.buf.ptr()
     }
 }
 
@@ -562,7 +649,7 @@ impl CudaEngine {
         self.check_context(OP, ct.context)?;
         self.check_rows(OP, &ct.prime_ids)?;
         Ok(GpuCiphertext {
-            buf: self.upload_words(OP, &ct.words, stream)?,
+            buf: DevWords::Owned(self.upload_words(OP, &ct.words, stream)?),
             context: ct.context,
             level: ct.level,
             scale: ct.scale,
@@ -587,7 +674,7 @@ impl CudaEngine {
         }
         self.check_rows(OP, &pt.prime_ids)?;
         Ok(GpuPlaintext {
-            buf: self.upload_words(OP, &pt.words, stream)?,
+            buf: DevWords::Owned(self.upload_words(OP, &pt.words, stream)?),
             context: pt.context,
             level: pt.level,
             scale: pt.scale,
@@ -612,7 +699,7 @@ impl CudaEngine {
             });
         }
         Ok(GpuSwitchKey {
-            buf: self.upload_words(op, &k.words, stream)?,
+            buf: DevWords::Owned(self.upload_words(op, &k.words, stream)?),
             context: k.context,
             key_id: k.key_id,
             digits: k.digits,
@@ -638,6 +725,117 @@ impl CudaEngine {
         stream: &Stream,
     ) -> Result<GpuSwitchKey> {
         self.upload_ksk("upload_relinearization_key", &key.ksk, None, stream)
+    }
+
+    /// The device location of this engine (`cuda:N`).
+    #[must_use]
+    pub fn location(&self) -> ResidencyLocation {
+        ResidencyLocation::Cuda(u8::try_from(self.device).unwrap_or(u8::MAX))
+    }
+
+    /// The device pointer of `words` when they live in a memory-layer buffer on this engine's
+    /// device; [`CudaBackendError::NotOnDevice`] otherwise.
+    fn borrowed_words(&self, op: &'static str, words: &Words) -> Result<DevWords> {
+        let expected = self.location();
+        let actual = words.location();
+        match words.buffer().and_then(fhelium_cuda::Buffer::device_ptr) {
+            Some(ptr) if actual == expected => Ok(DevWords::Borrowed {
+                ptr,
+                len: words.len(),
+            }),
+            _ => Err(CudaBackendError::NotOnDevice {
+                op,
+                expected,
+                actual,
+            }),
+        }
+    }
+
+    /// A no-copy [`GpuCiphertext`] view of a ciphertext whose words the memory layer placed on
+    /// this engine's `cuda:N` (e.g. a residency-manager replica borrowed through a lease).
+    ///
+    /// # Errors
+    /// [`CudaBackendError::NotOnDevice`] when the words are elsewhere (host, `sim:N`, another
+    /// device); [`CkksError::ContextMismatch`] and [`CudaBackendError::Unsupported`] as for
+    /// [`CudaEngine::upload_ciphertext`].
+    pub fn borrow_ciphertext<'a>(&self, ct: &'a Ciphertext) -> Result<GpuView<'a, GpuCiphertext>> {
+        const OP: &str = "borrow_ciphertext";
+        self.check_context(OP, ct.context)?;
+        self.check_rows(OP, &ct.prime_ids)?;
+        Ok(GpuView {
+            value: GpuCiphertext {
+                buf: self.borrowed_words(OP, &ct.words)?,
+                context: ct.context,
+                level: ct.level,
+                scale: ct.scale,
+                domain: ct.domain,
+                basis: ct.basis,
+                components: ct.components,
+                prime_ids: ct.prime_ids.clone(),
+            },
+            _source: std::marker::PhantomData,
+        })
+    }
+
+    /// A no-copy [`GpuPlaintext`] view of an RNS plaintext on this engine's `cuda:N`.
+    ///
+    /// # Errors
+    /// [`CudaBackendError::NotOnDevice`], and the errors of [`CudaEngine::upload_plaintext`].
+    pub fn borrow_plaintext<'a>(&self, pt: &'a Plaintext) -> Result<GpuView<'a, GpuPlaintext>> {
+        const OP: &str = "borrow_plaintext";
+        self.check_context(OP, pt.context)?;
+        if pt.representation != PlaintextRepresentation::Rns {
+            return Err(CkksError::RepresentationMismatch {
+                op: OP,
+                expected: PlaintextRepresentation::Rns.name(),
+                actual: pt.representation.name(),
+            }
+            .into());
+        }
+        self.check_rows(OP, &pt.prime_ids)?;
+        Ok(GpuView {
+            value: GpuPlaintext {
+                buf: self.borrowed_words(OP, &pt.words)?,
+                context: pt.context,
+                level: pt.level,
+                scale: pt.scale,
+                domain: pt.domain,
+                basis: pt.basis,
+                prime_ids: pt.prime_ids.clone(),
+            },
+            _source: std::marker::PhantomData,
+        })
+    }
+
+    /// A no-copy [`GpuSwitchKey`] view of a rotation key on this engine's `cuda:N`.
+    ///
+    /// # Errors
+    /// [`CudaBackendError::NotOnDevice`], and the errors of
+    /// [`CudaEngine::upload_rotation_key`].
+    pub fn borrow_rotation_key<'a>(
+        &self,
+        key: &'a RotationKey,
+    ) -> Result<GpuView<'a, GpuSwitchKey>> {
+        const OP: &str = "borrow_rotation_key";
+        let k = &key.ksk;
+        self.check_context(OP, k.context)?;
+        if k.rows != self.moduli.len() || k.digits != self.nq {
+            return Err(CudaBackendError::Unsupported {
+                op: OP,
+                reason: format!("key of {} digits x {} rows", k.digits, k.rows),
+            });
+        }
+        Ok(GpuView {
+            value: GpuSwitchKey {
+                buf: self.borrowed_words(OP, &k.words)?,
+                context: k.context,
+                key_id: k.key_id,
+                digits: k.digits,
+                rows: k.rows,
+                galois_element: Some(key.galois_element),
+            },
+            _source: std::marker::PhantomData,
+        })
     }
 
     /// Copies a device ciphertext back to pageable host memory (waits for `stream`).
@@ -796,7 +994,7 @@ impl CudaEngine {
 
     fn like(&self, ct: &GpuCiphertext, buf: DeviceBuffer<u64>) -> GpuCiphertext {
         GpuCiphertext {
-            buf,
+            buf: DevWords::Owned(buf),
             context: ct.context,
             level: ct.level,
             scale: ct.scale,
@@ -1386,7 +1584,7 @@ impl CudaEngine {
             stream,
             &[
                 Arg::U64(dev_ptr(&ext)),
-                Arg::U64(dev_ptr(&key.buf)),
+                Arg::U64(key.buf.ptr()),
                 Arg::U64(dev_ptr(&acc)),
                 Arg::U64(dev_ptr(&self.primes)),
                 Arg::U64(dev_ptr(&self.twf)),
@@ -1738,7 +1936,7 @@ impl CudaEngine {
         }
         drv(OP, upl.drop_async(stream))?;
         Ok(GpuCiphertext {
-            buf: out,
+            buf: DevWords::Owned(out),
             context: self.context_id,
             level,
             scale: pt.scale,

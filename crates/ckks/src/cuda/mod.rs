@@ -23,5 +23,9 @@ pub mod tables;
 
 pub use engine::{
     CudaBackendError, CudaEngine, GpuCiphertext, GpuPlaintext, GpuPublicKey, GpuSecretKey,
-    GpuSwitchKey, CKKS_PTX,
+    GpuSwitchKey, GpuView, CKKS_PTX,
 };
+
+/// The CUDA stream type every [`CudaEngine`] operation takes (`cust`'s), re-exported so users
+/// need no direct `cust` dependency; [`CudaEngine::stream`] makes one.
+pub use cust::stream::Stream;
