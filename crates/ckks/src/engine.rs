@@ -827,27 +827,12 @@ impl CpuEngine {
         &self,
         ct: &Ciphertext,
     ) -> Result<Ciphertext, CkksError> {
-        const OP: &str = "coefficient_domain_to_ntt_domain";
-        self.check_ct(OP, ct)?;
-        if ct.domain != Domain::Coefficient {
-            return Err(CkksError::DomainMismatch {
-                op: OP,
-                expected: Domain::Coefficient,
-                actual: ct.domain,
-            });
-        }
-        let mut buf = Words::alloc(&self.memory, ct.location(), ct.words.len())?;
-        self.par_rows_from(
-            buf.as_mut_slice(),
-            ct.words.as_slice(),
-            &ct.prime_ids,
-            |id, src, dst| {
-                self.ctx.tables[id].forward_from(src, dst);
-            },
-        );
-        let mut out = self.wrap_ct(ct, buf, ct.components);
-        out.domain = Domain::Ntt;
-        Ok(out)
+        self.change_domain(
+            "coefficient_domain_to_ntt_domain",
+            ct,
+            Domain::Coefficient,
+            Domain::Ntt,
+        )
     }
 
     /// Inverse NTT of every row of every component (NTT → coefficient).
@@ -855,12 +840,28 @@ impl CpuEngine {
         &self,
         ct: &Ciphertext,
     ) -> Result<Ciphertext, CkksError> {
-        const OP: &str = "ntt_domain_to_coefficient_domain";
-        self.check_ct(OP, ct)?;
-        if ct.domain != Domain::Ntt {
+        self.change_domain(
+            "ntt_domain_to_coefficient_domain",
+            ct,
+            Domain::Ntt,
+            Domain::Coefficient,
+        )
+    }
+
+    /// One domain transition: checks that `ct` is in `from`, transforms every row out of place
+    /// (forward NTT towards [`Domain::Ntt`], inverse towards [`Domain::Coefficient`]).
+    fn change_domain(
+        &self,
+        op: &'static str,
+        ct: &Ciphertext,
+        from: Domain,
+        to: Domain,
+    ) -> Result<Ciphertext, CkksError> {
+        self.check_ct(op, ct)?;
+        if ct.domain != from {
             return Err(CkksError::DomainMismatch {
-                op: OP,
-                expected: Domain::Ntt,
+                op,
+                expected: from,
                 actual: ct.domain,
             });
         }
@@ -870,11 +871,15 @@ impl CpuEngine {
             ct.words.as_slice(),
             &ct.prime_ids,
             |id, src, dst| {
-                self.ctx.tables[id].inverse_from(src, dst);
+                if to == Domain::Ntt {
+                    self.ctx.tables[id].forward_from(src, dst);
+                } else {
+                    self.ctx.tables[id].inverse_from(src, dst);
+                }
             },
         );
         let mut out = self.wrap_ct(ct, buf, ct.components);
-        out.domain = Domain::Coefficient;
+        out.domain = to;
         Ok(out)
     }
 
