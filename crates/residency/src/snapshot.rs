@@ -4,9 +4,9 @@
 //! deserialization. [`ResidencySnapshot`] also builds an index (handle -> value, location ->
 //! values materialized there) so that the planner never scans the whole snapshot per step.
 
-use std::collections::{BTreeMap, HashSet};
+use std::collections::hash_map::Entry;
 
-use crate::hash::FxHashMap;
+use crate::hash::{FxHashMap, FxHashSet};
 
 use serde::{Deserialize, Serialize};
 
@@ -363,6 +363,20 @@ impl ResidencyValueSnapshot {
         Ok(Self { parts })
     }
 
+    /// A value snapshot from parts whose invariants the producer already guarantees (the
+    /// runtime's manager). It skips the checks of [`Self::new`]; deserialization and user code
+    /// should use [`Self::new`]. Builds with debug assertions (tests) run the checks instead.
+    ///
+    /// # Errors
+    /// None without debug assertions; with them, the errors of [`Self::new`].
+    pub fn from_trusted_parts(parts: ResidencyValueSnapshotParts) -> Result<Self, ModelError> {
+        if cfg!(debug_assertions) {
+            Self::new(parts)
+        } else {
+            Ok(Self { parts })
+        }
+    }
+
     /// The handle.
     #[must_use]
     pub const fn handle(&self) -> &ResidencyHandle {
@@ -606,12 +620,26 @@ pub struct ResidencySnapshotParts {
 /// Lookup tables derived from the snapshot's data (never serialized, always rebuilt).
 #[derive(Debug, Clone, Default)]
 pub(crate) struct SnapshotIndex {
-    pub(crate) by_handle: FxHashMap<ResidencyHandle, u32>,
-    pub(crate) location_pos: BTreeMap<ResidencyLocation, u32>,
-    /// Values (snapshot positions, ascending) with a materialization at each location.
-    pub(crate) at_location: BTreeMap<ResidencyLocation, Vec<u32>>,
+    /// `handle_id` -> position of the first value listed with that id. Keying by the id
+    /// (rather than the whole handle) avoids cloning an `Arc` and hashing the type tag per value;
+    /// lookups confirm the full handle.
+    by_id: FxHashMap<u64, u32>,
+    /// Positions of values whose `handle_id` equals an earlier value's but whose handle differs
+    /// (another manager or type tag); empty for any snapshot a manager produces.
+    id_collisions: Vec<u32>,
+    /// Location -> position in `parts.locations`.
+    location_pos: FxHashMap<ResidencyLocation, u32>,
+    /// Per listed location (same order as `parts.locations`): values (snapshot positions,
+    /// ascending) with a materialization there.
+    at_location: Vec<Vec<u32>>,
     /// The same, restricted to unprotected materializations (the eviction candidates).
-    pub(crate) unprotected_at: BTreeMap<ResidencyLocation, Vec<u32>>,
+    unprotected_at: Vec<Vec<u32>>,
+}
+
+impl SnapshotIndex {
+    fn location_pos(&self, location: ResidencyLocation) -> Option<usize> {
+        self.location_pos.get(&location).map(|p| *p as usize)
+    }
 }
 
 impl PartialEq for SnapshotIndex {
@@ -642,6 +670,18 @@ impl From<ResidencySnapshot> for ResidencySnapshotParts {
     }
 }
 
+/// Per-location sums recomputed from the materializations and reservations.
+#[derive(Default, Clone, Copy)]
+struct Sums {
+    used: u64,
+    reserved: u64,
+    values: u32,
+    reservations: u32,
+    uses: u32,
+    holds: u32,
+    pending: u32,
+}
+
 impl ResidencySnapshot {
     /// A validated, indexed snapshot. O(values + materializations).
     ///
@@ -652,11 +692,34 @@ impl ResidencySnapshot {
     /// materializations and reservations; a stable key used by two values; a host location in
     /// `available_devices`.
     pub fn new(parts: ResidencySnapshotParts) -> Result<Self, ModelError> {
+        Self::build(parts, true)
+    }
+
+    /// An indexed snapshot from parts whose invariants the producer already guarantees (the
+    /// runtime's manager, which maintains them under its lock). It skips the cross-checks of
+    /// [`Self::new`] (manager ids, stable keys, per-location sums, `available_devices`) and
+    /// builds the same index; values should come from
+    /// [`ResidencyValueSnapshot::from_trusted_parts`] or [`ResidencyValueSnapshot::new`].
+    ///
+    /// Deserialization and user code should use [`Self::new`]. Builds with debug assertions
+    /// (tests) run the full validation instead, so a producer that breaks an invariant fails
+    /// there.
+    ///
+    /// # Errors
+    /// [`ModelError::InvalidSnapshot`] when the index cannot be built: a location listed twice,
+    /// a handle listed twice, or a materialization, source or reservation at a location that is
+    /// not listed. With debug assertions, every error of [`Self::new`].
+    pub fn from_trusted_parts(parts: ResidencySnapshotParts) -> Result<Self, ModelError> {
+        Self::build(parts, cfg!(debug_assertions))
+    }
+
+    fn build(parts: ResidencySnapshotParts, validate: bool) -> Result<Self, ModelError> {
         let invalid = |detail: String| ModelError::InvalidSnapshot { detail };
-        let mut index = SnapshotIndex::default();
+        let nloc = parts.locations.len();
+        let mut location_pos =
+            FxHashMap::with_capacity_and_hasher(nloc, std::hash::BuildHasherDefault::default());
         for (i, l) in parts.locations.iter().enumerate() {
-            if index
-                .location_pos
+            if location_pos
                 .insert(l.location(), u32::try_from(i).unwrap_or(u32::MAX))
                 .is_some()
             {
@@ -666,105 +729,146 @@ impl ResidencySnapshot {
                 )));
             }
         }
-        if let Some(devs) = &parts.available_devices {
-            if let Some(h) = devs.iter().find(|l| l.is_host()) {
-                return Err(invalid(format!(
-                    "available_devices lists host location {h}"
-                )));
+        if validate {
+            if let Some(devs) = &parts.available_devices {
+                if let Some(h) = devs.iter().find(|l| l.is_host()) {
+                    return Err(invalid(format!(
+                        "available_devices lists host location {h}"
+                    )));
+                }
             }
         }
-        #[derive(Default, Clone, Copy)]
-        struct Sums {
-            used: u64,
-            reserved: u64,
-            values: u32,
-            reservations: u32,
-            uses: u32,
-            holds: u32,
-            pending: u32,
-        }
-        let mut sums = vec![Sums::default(); parts.locations.len()];
+        // Locations are few: a linear scan over a compact array beats hashing per
+        // materialization.
+        let locs: Vec<ResidencyLocation> = parts
+            .locations
+            .iter()
+            .map(ResidencyLocationSnapshot::location)
+            .collect();
         let pos = |l: ResidencyLocation, what: &str| {
-            index
-                .location_pos
-                .get(&l)
-                .map(|p| *p as usize)
-                .ok_or_else(|| invalid(format!("{what} at {l}, which is not a listed location")))
+            let found = if locs.len() <= 16 {
+                locs.iter().position(|x| *x == l)
+            } else {
+                location_pos.get(&l).map(|p| *p as usize)
+            };
+            found.ok_or_else(|| invalid(format!("{what} at {l}, which is not a listed location")))
         };
-        let mut keys: HashSet<&str> = HashSet::new();
-        let mut by_handle =
-            FxHashMap::with_capacity_and_hasher(parts.values.len(), Default::default());
-        let mut at_location: BTreeMap<ResidencyLocation, Vec<u32>> = BTreeMap::new();
-        let mut unprotected_at: BTreeMap<ResidencyLocation, Vec<u32>> = BTreeMap::new();
+        let nvalues = parts.values.len();
+        let capacity =
+            |l: &ResidencyLocationSnapshot| (l.parts().value_count as usize).min(nvalues);
+        let mut at_location: Vec<Vec<u32>> = parts
+            .locations
+            .iter()
+            .map(|l| Vec::with_capacity(capacity(l)))
+            .collect();
+        let mut unprotected_at: Vec<Vec<u32>> = vec![Vec::new(); nloc];
+        let mut sums = if validate {
+            vec![Sums::default(); nloc]
+        } else {
+            Vec::new()
+        };
+        let mut keys: FxHashSet<&str> = FxHashSet::default();
+        let mut by_id =
+            FxHashMap::with_capacity_and_hasher(nvalues, std::hash::BuildHasherDefault::default());
+        let mut id_collisions: Vec<u32> = Vec::new();
         for (i, v) in parts.values.iter().enumerate() {
             let vi = u32::try_from(i).map_err(|_| invalid("too many values".to_owned()))?;
-            if v.handle().manager_id() != parts.manager_id {
+            let h = v.handle();
+            if validate && h.manager_id() != parts.manager_id {
                 return Err(invalid(format!(
                     "value {} belongs to manager {}, not {}",
-                    v.handle(),
-                    v.handle().manager_id(),
+                    h,
+                    h.manager_id(),
                     parts.manager_id
                 )));
             }
-            if by_handle.insert(v.handle().clone(), vi).is_some() {
-                return Err(invalid(format!("handle {} is listed twice", v.handle())));
+            match by_id.entry(h.handle_id()) {
+                Entry::Vacant(e) => {
+                    e.insert(vi);
+                }
+                Entry::Occupied(e) => {
+                    // The map keeps the first position; this one goes to the collision list
+                    // unless it repeats a handle already listed.
+                    let dup = parts.values[*e.get() as usize].handle() == h
+                        || id_collisions
+                            .iter()
+                            .any(|c| parts.values[*c as usize].handle() == h);
+                    if dup {
+                        return Err(invalid(format!("handle {h} is listed twice")));
+                    }
+                    id_collisions.push(vi);
+                }
             }
-            if let Some(k) = v.policy_metadata().stable_key() {
-                if !keys.insert(k) {
-                    return Err(invalid(format!("stable_key {k:?} is used by two values")));
+            if validate {
+                if let Some(k) = v.policy_metadata().stable_key() {
+                    if !keys.insert(k) {
+                        return Err(invalid(format!("stable_key {k:?} is used by two values")));
+                    }
                 }
             }
             if let Some(s) = v.source_location() {
                 pos(s, "a source")?;
             }
             for m in v.materializations() {
-                let s = &mut sums[pos(m.location(), "a materialization")?];
-                s.used = s.used.saturating_add(m.charged_nbytes());
-                s.values = s.values.saturating_add(1);
-                s.uses = s.uses.saturating_add(m.use_count());
-                s.holds = s.holds.saturating_add(m.hold_count());
-                s.pending = s.pending.saturating_add(m.pending_event_count());
-                at_location.entry(m.location()).or_default().push(vi);
+                let p = pos(m.location(), "a materialization")?;
+                if validate {
+                    let s = &mut sums[p];
+                    s.used = s.used.saturating_add(m.charged_nbytes());
+                    s.values = s.values.saturating_add(1);
+                    s.uses = s.uses.saturating_add(m.use_count());
+                    s.holds = s.holds.saturating_add(m.hold_count());
+                    s.pending = s.pending.saturating_add(m.pending_event_count());
+                }
+                at_location[p].push(vi);
                 if !m.is_protected() {
-                    unprotected_at.entry(m.location()).or_default().push(vi);
+                    unprotected_at[p].push(vi);
                 }
             }
         }
         for r in &parts.reservations {
-            let s = &mut sums[pos(r.location(), "a reservation")?];
-            s.reserved = s.reserved.saturating_add(r.nbytes());
-            s.reservations = s.reservations.saturating_add(1);
-        }
-        for (l, s) in parts.locations.iter().zip(&sums) {
-            let p = l.parts();
-            let got = (
-                p.used_bytes,
-                p.reserved_bytes,
-                p.value_count,
-                p.reservation_count,
-                p.use_count,
-                p.hold_count,
-                p.pending_event_count,
-            );
-            let want = (
-                s.used,
-                s.reserved,
-                s.values,
-                s.reservations,
-                s.uses,
-                s.holds,
-                s.pending,
-            );
-            if got != want {
-                return Err(invalid(format!(
-                    "location {}: (used, reserved, values, reservations, uses, holds, pending) = {got:?}, but the materializations and reservations sum to {want:?}",
-                    l.location()
-                )));
+            let p = pos(r.location(), "a reservation")?;
+            if validate {
+                let s = &mut sums[p];
+                s.reserved = s.reserved.saturating_add(r.nbytes());
+                s.reservations = s.reservations.saturating_add(1);
             }
         }
-        index.by_handle = by_handle;
-        index.at_location = at_location;
-        index.unprotected_at = unprotected_at;
+        if validate {
+            for (l, s) in parts.locations.iter().zip(&sums) {
+                let p = l.parts();
+                let got = (
+                    p.used_bytes,
+                    p.reserved_bytes,
+                    p.value_count,
+                    p.reservation_count,
+                    p.use_count,
+                    p.hold_count,
+                    p.pending_event_count,
+                );
+                let want = (
+                    s.used,
+                    s.reserved,
+                    s.values,
+                    s.reservations,
+                    s.uses,
+                    s.holds,
+                    s.pending,
+                );
+                if got != want {
+                    return Err(invalid(format!(
+                        "location {}: (used, reserved, values, reservations, uses, holds, pending) = {got:?}, but the materializations and reservations sum to {want:?}",
+                        l.location()
+                    )));
+                }
+            }
+        }
+        let index = SnapshotIndex {
+            by_id,
+            id_collisions,
+            location_pos,
+            at_location,
+            unprotected_at,
+        };
         Ok(Self { parts, index })
     }
 
@@ -811,32 +915,38 @@ impl ResidencySnapshot {
     /// The registration index of `handle` (its position in [`Self::values`]).
     #[must_use]
     pub fn value_index(&self, handle: &ResidencyHandle) -> Option<usize> {
-        self.index.by_handle.get(handle).map(|i| *i as usize)
+        let values = &self.parts.values;
+        let first = *self.index.by_id.get(&handle.handle_id())? as usize;
+        if values[first].handle() == handle {
+            return Some(first);
+        }
+        self.index
+            .id_collisions
+            .iter()
+            .map(|c| *c as usize)
+            .find(|c| values[*c].handle() == handle)
     }
     /// The accounting of `location`, if registered.
     #[must_use]
     pub fn location(&self, location: ResidencyLocation) -> Option<&ResidencyLocationSnapshot> {
         self.index
-            .location_pos
-            .get(&location)
-            .map(|p| &self.parts.locations[*p as usize])
+            .location_pos(location)
+            .map(|p| &self.parts.locations[p])
     }
     /// Registration indices of the values materialized at `location`, ascending.
     #[must_use]
     pub fn values_at(&self, location: ResidencyLocation) -> &[u32] {
         self.index
-            .at_location
-            .get(&location)
-            .map_or(&[], Vec::as_slice)
+            .location_pos(location)
+            .map_or(&[], |p| self.index.at_location[p].as_slice())
     }
     /// Registration indices of the values with an unprotected materialization at `location`
     /// (no lease, hold or pending event), ascending.
     #[must_use]
     pub fn unprotected_values_at(&self, location: ResidencyLocation) -> &[u32] {
         self.index
-            .unprotected_at
-            .get(&location)
-            .map_or(&[], Vec::as_slice)
+            .location_pos(location)
+            .map_or(&[], |p| self.index.unprotected_at[p].as_slice())
     }
     /// Whether `location` is usable: host locations always are; device locations are when
     /// `available_devices` is `None` or lists them.

@@ -472,3 +472,120 @@ fn report_rules() {
         ModelError::EmptyName { what: "plan" }
     );
 }
+
+/// The trusted constructors the runtime uses build exactly what the validating ones build, and
+/// the index answers every query like a scan of the data.
+#[test]
+fn trusted_constructors_agree_with_validating_ones() {
+    let typed = |id: u64, ty: &str| {
+        ResidencyValueSnapshotParts::new(
+            handle(id, ty),
+            spec(ty, n, REPL, Recoverability::MustPreserve),
+        )
+    };
+    let mut b = ResidencySnapshotBuilder::new(MANAGER, 7).budget(C0, 64 * n);
+    let mut all = Vec::new();
+    for i in 0..40u64 {
+        let mut p = match i % 4 {
+            0 => adopted(i, n, REPL, &[P, C0]),
+            1 => adopted(i, n, EXCL, &[N]),
+            2 => sourced(i, n, C1, &[]),
+            _ => adopted(i, n, REPL, &[C0]).discarded(),
+        };
+        if i % 5 == 0 && !p.materializations.is_empty() {
+            let last = p.materializations.len() - 1;
+            p.materializations[last] =
+                p.materializations[last].with_protection(1, 0, u32::from(i == 0));
+        }
+        if i % 3 == 0 {
+            let key = format!("key{i}");
+            p = p
+                .with_metadata(ResidencyPolicyMetadata::new(-(i as i64), Some(&key)).unwrap())
+                .with_last_access(i);
+        }
+        all.push(p);
+    }
+    // Same handle id, other type tag: a different handle, both must be found.
+    all.push(typed(3, "U").at(C0));
+    for p in &all {
+        let checked = ResidencyValueSnapshot::new(p.clone()).unwrap();
+        let trusted = ResidencyValueSnapshot::from_trusted_parts(p.clone()).unwrap();
+        assert_eq!(checked, trusted);
+        b = b.value(checked);
+    }
+    let s = b.reservation(reservation(C0, n, "w")).build().unwrap();
+    let t = ResidencySnapshot::from_trusted_parts(s.parts().clone()).unwrap();
+    assert_eq!(t, s);
+    let back: ResidencySnapshot = serde_json::from_value(json(&t)).unwrap();
+    assert_eq!(back, s);
+    for snap in [&s, &t, &back] {
+        for (i, v) in snap.values().iter().enumerate() {
+            assert_eq!(snap.value_index(v.handle()), Some(i), "{}", v.handle());
+            assert_eq!(snap.value(v.handle()), Some(v));
+        }
+        assert_eq!(snap.value_index(&handle(3, "T")), Some(3));
+        assert_eq!(snap.value_index(&handle(3, "U")), Some(40));
+        assert_eq!(snap.value_index(&handle(3, "V")), None);
+        assert_eq!(snap.value_index(&handle(99, "T")), None);
+        assert_eq!(
+            snap.value_index(&ResidencyHandle::new(MANAGER + 1, 0, "T").unwrap()),
+            None
+        );
+        for l in [P, N, C0, C1, ResidencyLocation::Cuda(5)] {
+            let at: Vec<u32> = (0..snap.values().len() as u32)
+                .filter(|i| snap.values()[*i as usize].materialization(l).is_some())
+                .collect();
+            let free: Vec<u32> = at
+                .iter()
+                .copied()
+                .filter(|i| {
+                    !snap.values()[*i as usize]
+                        .materialization(l)
+                        .unwrap()
+                        .is_protected()
+                })
+                .collect();
+            assert_eq!(snap.values_at(l), at.as_slice(), "{l}");
+            assert_eq!(snap.unprotected_values_at(l), free.as_slice(), "{l}");
+            assert_eq!(
+                snap.location(l),
+                snap.locations().iter().find(|x| x.location() == l)
+            );
+        }
+    }
+    assert!(!s.values_at(C0).is_empty() && !s.unprotected_values_at(C0).is_empty());
+    assert!(s.unprotected_values_at(C0).len() < s.values_at(C0).len());
+
+    // Errors the trusted path still reports (it cannot index such parts).
+    let mut parts = s.parts().clone();
+    parts.values.push(parts.values[1].clone());
+    for r in [
+        ResidencySnapshot::new(parts.clone()),
+        ResidencySnapshot::from_trusted_parts(parts),
+    ] {
+        assert!(r.unwrap_err().to_string().contains("listed twice"));
+    }
+    let mut parts = s.parts().clone();
+    parts.locations.retain(|l| l.location() != C1);
+    for r in [
+        ResidencySnapshot::new(parts.clone()),
+        ResidencySnapshot::from_trusted_parts(parts),
+    ] {
+        assert!(r.unwrap_err().to_string().contains("not a listed location"));
+    }
+    // Invariants only the validating path checks; builds with debug assertions (tests) run the
+    // full validation on the trusted path too.
+    let mut parts = s.parts().clone();
+    parts.reservations.clear();
+    assert!(ResidencySnapshot::new(parts.clone()).is_err());
+    assert_eq!(
+        ResidencySnapshot::from_trusted_parts(parts).is_err(),
+        cfg!(debug_assertions)
+    );
+    let bad = typed(50, "T");
+    assert!(ResidencyValueSnapshot::new(bad.clone()).is_err());
+    assert_eq!(
+        ResidencyValueSnapshot::from_trusted_parts(bad).is_err(),
+        cfg!(debug_assertions)
+    );
+}

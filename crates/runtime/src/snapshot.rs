@@ -32,6 +32,11 @@ pub(crate) fn capture(
     available_devices: Vec<fhelium_residency::ResidencyLocation>,
     policy: Option<&PolicyFacts>,
 ) -> Result<ResidencySnapshot> {
+    // Per-location counts, gathered in the same single pass over the values (locations are
+    // few: a linear scan over a compact array finds a materialization's slot).
+    let locs: Vec<fhelium_residency::ResidencyLocation> =
+        st.locations.iter().map(|l| l.location).collect();
+    let mut counts = vec![[0u32; 4]; locs.len()];
     let mut values = Vec::with_capacity(st.values.len());
     for rec in &st.values {
         let mut parts = ResidencyValueSnapshotParts::new(rec.handle.clone(), rec.spec.clone());
@@ -43,26 +48,36 @@ pub(crate) fn capture(
             parts.last_access_epoch = p.recency.get(&rec.handle);
         }
         parts.source = rec.source_location.map(ResidencySource::new);
-        parts.materializations = rec
-            .mats
-            .iter()
-            .map(|m| {
+        let mut mats = Vec::with_capacity(rec.mats.len());
+        for m in &rec.mats {
+            let (uses, holds, pending) = (
+                count(m.uses.len()),
+                count(m.holds.len()),
+                count(m.pending.len()),
+            );
+            if let Some(c) = locs
+                .iter()
+                .position(|l| *l == m.location)
+                .and_then(|i| counts.get_mut(i))
+            {
+                c[0] += 1;
+                c[1] += uses;
+                c[2] += holds;
+                c[3] += pending;
+            }
+            mats.push(
                 MaterializationSnapshot::new(
                     m.location,
                     rec.spec.logical_nbytes(),
                     m.storage_nbytes,
                     m.charged_nbytes,
-                )
-                .map(|s| {
-                    s.with_protection(
-                        count(m.uses.len()),
-                        count(m.holds.len()),
-                        count(m.pending.len()),
-                    )
-                })
-            })
-            .collect::<std::result::Result<_, _>>()?;
-        values.push(ResidencyValueSnapshot::new(parts)?);
+                )?
+                .with_protection(uses, holds, pending),
+            );
+        }
+        parts.materializations = mats;
+        // The manager maintains the value invariants under its lock (debug builds re-check).
+        values.push(ResidencyValueSnapshot::from_trusted_parts(parts)?);
     }
     let allocated = |l: fhelium_residency::ResidencyLocation| {
         if l.is_device() {
@@ -72,39 +87,27 @@ pub(crate) fn capture(
         }
     };
     let mut locations = Vec::with_capacity(st.locations.len());
-    for l in &st.locations {
-        let mut p = ResidencyLocationSnapshotParts {
+    for (l, c) in st.locations.iter().zip(&counts) {
+        let p = ResidencyLocationSnapshotParts {
             location: l.location,
             budget_bytes: l.budget,
             used_bytes: l.used,
             reserved_bytes: l.reserved,
             peak_used_bytes: l.peak_used,
             peak_charged_bytes: l.peak_charged,
-            value_count: 0,
-            reservation_count: 0,
-            use_count: 0,
-            hold_count: 0,
-            pending_event_count: 0,
+            value_count: c[0],
+            reservation_count: count(
+                st.reservations
+                    .values()
+                    .filter(|r| r.location == l.location)
+                    .count(),
+            ),
+            use_count: c[1],
+            hold_count: c[2],
+            pending_event_count: c[3],
             allocator_allocated_bytes: allocated(l.location),
             allocator_reserved_bytes: None,
         };
-        for m in st
-            .values
-            .iter()
-            .flat_map(|r| &r.mats)
-            .filter(|m| m.location == l.location)
-        {
-            p.value_count += 1;
-            p.use_count += count(m.uses.len());
-            p.hold_count += count(m.holds.len());
-            p.pending_event_count += count(m.pending.len());
-        }
-        p.reservation_count = count(
-            st.reservations
-                .values()
-                .filter(|r| r.location == l.location)
-                .count(),
-        );
         locations.push(ResidencyLocationSnapshot::new(p)?);
     }
     let reservations = st
@@ -112,15 +115,19 @@ pub(crate) fn capture(
         .values()
         .map(|r| MemoryReservation::new(r.location, r.nbytes, &r.label))
         .collect::<std::result::Result<Vec<_>, _>>()?;
-    Ok(ResidencySnapshot::new(ResidencySnapshotParts {
-        manager_id,
-        state_version: st.version,
-        values,
-        locations,
-        reservations,
-        captured_at_ns: now_ns(),
-        available_devices: Some(available_devices),
-    })?)
+    // The manager keeps the sums, ids and keys consistent under its lock (debug builds
+    // re-check everything).
+    Ok(ResidencySnapshot::from_trusted_parts(
+        ResidencySnapshotParts {
+            manager_id,
+            state_version: st.version,
+            values,
+            locations,
+            reservations,
+            captured_at_ns: now_ns(),
+            available_devices: Some(available_devices),
+        },
+    )?)
 }
 
 impl crate::ResidencyManager {
