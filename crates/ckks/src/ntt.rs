@@ -26,6 +26,9 @@ pub struct NttTable {
     itw_shoup: Vec<u64>,
     n_inv: u64,
     n_inv_shoup: u64,
+    /// `itw[1]·N⁻¹`, the last inverse stage's twiddle with the scaling folded in.
+    itw1_n_inv: u64,
+    itw1_n_inv_shoup: u64,
 }
 
 /// FHElium's root rule: the first `c = 2, 3, ...` whose `ψ = c^((q-1)/2N)` has `ψ^N = q - 1`.
@@ -65,6 +68,7 @@ impl NttTable {
         let tw_shoup = tw.iter().map(|&w| modulus.shoup(w)).collect();
         let itw_shoup = itw.iter().map(|&w| modulus.shoup(w)).collect();
         let n_inv = modulus.inv(n as u64)?;
+        let itw1_n_inv = modulus.mul(itw.get(1).copied().unwrap_or(1), n_inv);
         Some(Self {
             modulus,
             log_n,
@@ -75,6 +79,8 @@ impl NttTable {
             itw_shoup,
             n_inv,
             n_inv_shoup: modulus.shoup(n_inv),
+            itw1_n_inv,
+            itw1_n_inv_shoup: modulus.shoup(itw1_n_inv),
         })
     }
 
@@ -124,6 +130,31 @@ impl NttTable {
     /// Bit-identical to copying `src` into `dst` and calling [`NttTable::forward`].
     pub fn forward_from(&self, src: &[u64], dst: &mut [u64]) {
         debug_assert_eq!(src.len(), self.n());
+        let n = dst.len();
+        if n >= 16 && n.trailing_zeros().is_multiple_of(2) {
+            // even stage count: the first radix-4 pass (m = 1, 2) reads `src`
+            let h = n / 4;
+            let w = [self.tw[1], self.tw[2], self.tw[3]];
+            let ws = [self.tw_shoup[1], self.tw_shoup[2], self.tw_shoup[3]];
+            let (slo, shi) = src.split_at(2 * h);
+            let (sa, sb) = slo.split_at(h);
+            let (sc, sd) = shi.split_at(h);
+            let (dlo, dhi) = dst.split_at_mut(2 * h);
+            let (da, db) = dlo.split_at_mut(h);
+            let (dc, dd) = dhi.split_at_mut(h);
+            let dsts = da
+                .iter_mut()
+                .zip(db.iter_mut())
+                .zip(dc.iter_mut())
+                .zip(dd.iter_mut());
+            let srcs = sa.iter().zip(sb).zip(sc).zip(sd);
+            for ((((x0, x1), x2), x3), (((&s0, &s1), &s2), &s3)) in dsts.zip(srcs) {
+                (*x0, *x1, *x2, *x3) = (s0, s1, s2, s3);
+                self.fwd4::<false>(x0, x1, x2, x3, w, ws);
+            }
+            self.forward_stages(dst, 4);
+            return;
+        }
         let two_q = 2 * self.modulus.value();
         let t = dst.len() / 2;
         let (w, ws) = (self.tw[1], self.tw_shoup[1]);
@@ -139,56 +170,127 @@ impl NttTable {
     }
 
     /// Forward stages from group count `m` on (half-span `N/(2m)`), then the final reduction.
+    ///
+    /// Stages are merged two at a time (radix-4 passes over quarters of each block), so the
+    /// limb is streamed through memory half as often; an odd stage count starts with one
+    /// radix-2 pass, and the last pass also reduces to canonical. Every value stays the same
+    /// residue as in the radix-2 recurrence, so the canonical output is unchanged.
     fn forward_stages(&self, a: &mut [u64], mut m: usize) {
         let q = self.modulus.value();
         let two_q = 2 * q;
         let n = a.len();
-        let mut t = n / m;
-        // all stages but the last (t = 1), which is fused with the final reduction below
-        while 2 * m < n {
-            t >>= 1;
+        let mut stages = (n / m.max(1)).trailing_zeros();
+        if m >= n || stages == 0 {
+            for x in a.iter_mut() {
+                *x = canonical4(*x, q);
+            }
+            return;
+        }
+        if stages % 2 == 1 {
+            let t = n / (2 * m);
+            let last = stages == 1;
             for (i, block) in a.chunks_exact_mut(2 * t).enumerate() {
-                let w = self.tw[m + i];
-                let ws = self.tw_shoup[m + i];
+                let (w, ws) = (self.tw[m + i], self.tw_shoup[m + i]);
                 let (lo, hi) = block.split_at_mut(t);
                 for (x, y) in lo.iter_mut().zip(hi.iter_mut()) {
-                    let mut u = *x;
-                    if u >= two_q {
-                        u -= two_q;
-                    }
+                    let u = reduce2q(*x, two_q);
                     let v = self.modulus.mul_shoup_lazy(*y, w, ws);
                     *x = u + v;
                     *y = u + two_q - v;
+                    if last {
+                        *x = canonical4(*x, q);
+                        *y = canonical4(*y, q);
+                    }
                 }
             }
             m <<= 1;
+            stages -= 1;
         }
-        let canonical = |mut v: u64| {
-            if v >= two_q {
-                v -= two_q;
-            }
-            if v >= q {
-                v -= q;
-            }
-            v
-        };
-        if m < n {
-            // last stage: pairs (2i, 2i + 1) with tw[n/2 + i], outputs reduced at once
-            let tw = &self.tw[m..2 * m];
-            let tws = &self.tw_shoup[m..2 * m];
-            for ((pair, &w), &ws) in a.chunks_exact_mut(2).zip(tw).zip(tws) {
-                let mut u = pair[0];
-                if u >= two_q {
-                    u -= two_q;
+        while stages >= 2 {
+            let last = stages == 2;
+            let h = n / (4 * m);
+            let tw1 = &self.tw[m..2 * m];
+            let tw1s = &self.tw_shoup[m..2 * m];
+            let tw2 = &self.tw[2 * m..4 * m];
+            let tw2s = &self.tw_shoup[2 * m..4 * m];
+            let blocks = a
+                .chunks_exact_mut(4 * h)
+                .zip(tw1.iter().zip(tw1s))
+                .zip(tw2.chunks_exact(2).zip(tw2s.chunks_exact(2)));
+            if h == 1 {
+                for ((blk, (&w1, &w1s)), (w2, w2s)) in blocks {
+                    let w = [w1, w2[0], w2[1]];
+                    let ws = [w1s, w2s[0], w2s[1]];
+                    if let [x0, x1, x2, x3] = blk {
+                        if last {
+                            self.fwd4::<true>(x0, x1, x2, x3, w, ws);
+                        } else {
+                            self.fwd4::<false>(x0, x1, x2, x3, w, ws);
+                        }
+                    }
                 }
-                let v = self.modulus.mul_shoup_lazy(pair[1], w, ws);
-                pair[0] = canonical(u + v);
-                pair[1] = canonical(u + two_q - v);
+            } else {
+                for ((blk, (&w1, &w1s)), (w2, w2s)) in blocks {
+                    let w = [w1, w2[0], w2[1]];
+                    let ws = [w1s, w2s[0], w2s[1]];
+                    let (lo, hi) = blk.split_at_mut(2 * h);
+                    let (qa, qb) = lo.split_at_mut(h);
+                    let (qc, qd) = hi.split_at_mut(h);
+                    let quads = qa
+                        .iter_mut()
+                        .zip(qb.iter_mut())
+                        .zip(qc.iter_mut())
+                        .zip(qd.iter_mut());
+                    if last {
+                        for (((x0, x1), x2), x3) in quads {
+                            self.fwd4::<true>(x0, x1, x2, x3, w, ws);
+                        }
+                    } else {
+                        for (((x0, x1), x2), x3) in quads {
+                            self.fwd4::<false>(x0, x1, x2, x3, w, ws);
+                        }
+                    }
+                }
             }
+            m <<= 2;
+            stages -= 2;
+        }
+    }
+
+    /// Two merged Cooley–Tukey stages on one quadruple (lazy `[0, 4q)` in and out, or
+    /// canonical out when `LAST`): `(x0, x2)`, `(x1, x3)` with `w[0]`, then `(x0, x1)` with
+    /// `w[1]` and `(x2, x3)` with `w[2]`.
+    #[inline(always)]
+    fn fwd4<const LAST: bool>(
+        &self,
+        x0: &mut u64,
+        x1: &mut u64,
+        x2: &mut u64,
+        x3: &mut u64,
+        w: [u64; 3],
+        ws: [u64; 3],
+    ) {
+        let q = self.modulus.value();
+        let two_q = 2 * q;
+        let a = reduce2q(*x0, two_q);
+        let b = reduce2q(*x1, two_q);
+        let c = self.modulus.mul_shoup_lazy(*x2, w[0], ws[0]);
+        let d = self.modulus.mul_shoup_lazy(*x3, w[0], ws[0]);
+        let a1 = reduce2q(a + c, two_q);
+        let c1 = reduce2q(a + two_q - c, two_q);
+        let b1 = self.modulus.mul_shoup_lazy(b + d, w[1], ws[1]);
+        let d1 = self.modulus.mul_shoup_lazy(b + two_q - d, w[2], ws[2]);
+        let (y0, y1, y2, y3) = (a1 + b1, a1 + two_q - b1, c1 + d1, c1 + two_q - d1);
+        if LAST {
+            *x0 = canonical4(y0, q);
+            *x1 = canonical4(y1, q);
+            *x2 = canonical4(y2, q);
+            *x3 = canonical4(y3, q);
         } else {
-            for x in a.iter_mut() {
-                *x = canonical(*x);
-            }
+            *x0 = y0;
+            *x1 = y1;
+            *x2 = y2;
+            *x3 = y3;
         }
     }
 
@@ -202,6 +304,28 @@ impl NttTable {
     /// Bit-identical to copying `src` into `dst` and calling [`NttTable::inverse`].
     pub fn inverse_from(&self, src: &[u64], dst: &mut [u64]) {
         debug_assert_eq!(src.len(), self.n());
+        let n = dst.len();
+        if n >= 16 && n.trailing_zeros().is_multiple_of(2) {
+            // even stage count: the first radix-4 pass (t = 1, 2) reads `src`
+            let m = n / 2;
+            let blocks = dst
+                .chunks_exact_mut(4)
+                .zip(src.chunks_exact(4))
+                .zip(
+                    self.itw[m..]
+                        .chunks_exact(2)
+                        .zip(self.itw_shoup[m..].chunks_exact(2)),
+                )
+                .zip(self.itw[m / 2..m].iter().zip(&self.itw_shoup[m / 2..m]));
+            for (((d, s), (w1, w1s)), (&w2, &w2s)) in blocks {
+                if let ([x0, x1, x2, x3], [s0, s1, s2, s3]) = (d, s) {
+                    (*x0, *x1, *x2, *x3) = (*s0, *s1, *s2, *s3);
+                    self.inv4(x0, x1, x2, x3, [w1[0], w1[1], w2], [w1s[0], w1s[1], w2s]);
+                }
+            }
+            self.inverse_stages(dst, 4);
+            return;
+        }
         let two_q = 2 * self.modulus.value();
         let h = dst.len() / 2;
         for (i, (d, s)) in dst.chunks_exact_mut(2).zip(src.chunks_exact(2)).enumerate() {
@@ -215,46 +339,184 @@ impl NttTable {
         self.inverse_stages(dst, 2);
     }
 
-    /// Inverse stages from half-span `t` on, then × N⁻¹.
+    /// Inverse stages from half-span `t` on, with × N⁻¹ folded into the last stage.
+    ///
+    /// Stages are merged two at a time (radix-4 passes); an odd stage count starts with one
+    /// radix-2 pass. The last stage multiplies its sum by `N⁻¹` and its difference by
+    /// `itw[1]·N⁻¹` (canonical Shoup products), so no separate scaling pass is needed.
     fn inverse_stages(&self, a: &mut [u64], mut t: usize) {
-        let q = self.modulus.value();
-        let two_q = 2 * q;
+        let two_q = 2 * self.modulus.value();
         let n = a.len();
-        if t == 1 && n >= 2 {
-            // first stage: pairs (2i, 2i + 1) with itw[n/2 + i], without per-block slicing
-            let h = n / 2;
-            for ((pair, &w), &ws) in a
-                .chunks_exact_mut(2)
-                .zip(&self.itw[h..])
-                .zip(&self.itw_shoup[h..])
-            {
-                let (u, v) = (pair[0], pair[1]);
-                let sum = u + v;
-                pair[0] = if sum >= two_q { sum - two_q } else { sum };
-                pair[1] = self.modulus.mul_shoup_lazy(u + two_q - v, w, ws);
+        let mut stages = (n / t.max(1)).trailing_zeros();
+        if t >= n || stages == 0 {
+            for x in a.iter_mut() {
+                *x = self.modulus.mul_shoup(*x, self.n_inv, self.n_inv_shoup);
             }
-            t = 2;
+            return;
         }
-        let mut m = n / (2 * t);
-        while m >= 1 {
-            for (i, block) in a.chunks_exact_mut(2 * t).enumerate() {
-                let w = self.itw[m + i];
-                let ws = self.itw_shoup[m + i];
-                let (lo, hi) = block.split_at_mut(t);
+        if stages % 2 == 1 {
+            let m = n / (2 * t);
+            if stages == 1 {
+                // only the last stage is left (m = 1): fold N^-1 in
+                let (lo, hi) = a.split_at_mut(t);
                 for (x, y) in lo.iter_mut().zip(hi.iter_mut()) {
-                    let u = *x;
-                    let v = *y;
-                    let s = u + v;
-                    *x = if s >= two_q { s - two_q } else { s };
-                    *y = self.modulus.mul_shoup_lazy(u + two_q - v, w, ws);
+                    let (u, v) = (*x, *y);
+                    *x = self.modulus.mul_shoup(u + v, self.n_inv, self.n_inv_shoup);
+                    *y = self.modulus.mul_shoup(
+                        u + two_q - v,
+                        self.itw1_n_inv,
+                        self.itw1_n_inv_shoup,
+                    );
+                }
+                return;
+            }
+            if t == 1 {
+                for ((pair, &w), &ws) in a
+                    .chunks_exact_mut(2)
+                    .zip(&self.itw[m..])
+                    .zip(&self.itw_shoup[m..])
+                {
+                    if let [x, y] = pair {
+                        self.gs(x, y, w, ws);
+                    }
+                }
+            } else {
+                for (i, block) in a.chunks_exact_mut(2 * t).enumerate() {
+                    let (w, ws) = (self.itw[m + i], self.itw_shoup[m + i]);
+                    let (lo, hi) = block.split_at_mut(t);
+                    for (x, y) in lo.iter_mut().zip(hi.iter_mut()) {
+                        self.gs(x, y, w, ws);
+                    }
                 }
             }
             t <<= 1;
-            m >>= 1;
+            stages -= 1;
         }
-        for x in a.iter_mut() {
-            *x = self.modulus.mul_shoup(*x, self.n_inv, self.n_inv_shoup);
+        while stages >= 2 {
+            let last = stages == 2;
+            // first merged stage has m = n/(2t) groups, the second m/2
+            let m = n / (2 * t);
+            let tw1 = &self.itw[m..2 * m];
+            let tw1s = &self.itw_shoup[m..2 * m];
+            let tw2 = &self.itw[m / 2..m];
+            let tw2s = &self.itw_shoup[m / 2..m];
+            let blocks = a
+                .chunks_exact_mut(4 * t)
+                .zip(tw1.chunks_exact(2).zip(tw1s.chunks_exact(2)))
+                .zip(tw2.iter().zip(tw2s));
+            let (w2_last, w2s_last) = (self.itw1_n_inv, self.itw1_n_inv_shoup);
+            if t == 1 {
+                for ((blk, (w1, w1s)), (&w2, &w2s)) in blocks {
+                    if let [x0, x1, x2, x3] = blk {
+                        if last {
+                            let w = [w1[0], w1[1], w2_last];
+                            let ws = [w1s[0], w1s[1], w2s_last];
+                            self.inv4_last(x0, x1, x2, x3, w, ws);
+                        } else {
+                            let w = [w1[0], w1[1], w2];
+                            let ws = [w1s[0], w1s[1], w2s];
+                            self.inv4(x0, x1, x2, x3, w, ws);
+                        }
+                    }
+                }
+            } else {
+                for ((blk, (w1, w1s)), (&w2, &w2s)) in blocks {
+                    let (lo, hi) = blk.split_at_mut(2 * t);
+                    let (qa, qb) = lo.split_at_mut(t);
+                    let (qc, qd) = hi.split_at_mut(t);
+                    let quads = qa
+                        .iter_mut()
+                        .zip(qb.iter_mut())
+                        .zip(qc.iter_mut())
+                        .zip(qd.iter_mut());
+                    if last {
+                        let w = [w1[0], w1[1], w2_last];
+                        let ws = [w1s[0], w1s[1], w2s_last];
+                        for (((x0, x1), x2), x3) in quads {
+                            self.inv4_last(x0, x1, x2, x3, w, ws);
+                        }
+                    } else {
+                        let w = [w1[0], w1[1], w2];
+                        let ws = [w1s[0], w1s[1], w2s];
+                        for (((x0, x1), x2), x3) in quads {
+                            self.inv4(x0, x1, x2, x3, w, ws);
+                        }
+                    }
+                }
+            }
+            t <<= 2;
+            stages -= 2;
         }
+    }
+
+    /// One lazy Gentleman–Sande butterfly (`[0, 2q)` in and out).
+    #[inline(always)]
+    fn gs(&self, x: &mut u64, y: &mut u64, w: u64, ws: u64) {
+        let two_q = 2 * self.modulus.value();
+        let (u, v) = (*x, *y);
+        *x = reduce2q(u + v, two_q);
+        *y = self.modulus.mul_shoup_lazy(u + two_q - v, w, ws);
+    }
+
+    /// Two merged Gentleman–Sande stages on one quadruple (`[0, 2q)` in and out):
+    /// `(x0, x1)` with `w[0]`, `(x2, x3)` with `w[1]`, then `(x0, x2)`, `(x1, x3)` with `w[2]`.
+    #[inline(always)]
+    fn inv4(
+        &self,
+        x0: &mut u64,
+        x1: &mut u64,
+        x2: &mut u64,
+        x3: &mut u64,
+        w: [u64; 3],
+        ws: [u64; 3],
+    ) {
+        self.gs(x0, x1, w[0], ws[0]);
+        self.gs(x2, x3, w[1], ws[1]);
+        self.gs(x0, x2, w[2], ws[2]);
+        self.gs(x1, x3, w[2], ws[2]);
+    }
+
+    /// [`Self::inv4`] for the last two stages: the second stage has `w[2] = itw[1]·N⁻¹` and
+    /// scales its sums by `N⁻¹`, giving canonical outputs.
+    #[inline(always)]
+    fn inv4_last(
+        &self,
+        x0: &mut u64,
+        x1: &mut u64,
+        x2: &mut u64,
+        x3: &mut u64,
+        w: [u64; 3],
+        ws: [u64; 3],
+    ) {
+        let two_q = 2 * self.modulus.value();
+        self.gs(x0, x1, w[0], ws[0]);
+        self.gs(x2, x3, w[1], ws[1]);
+        let (a, b, c, d) = (*x0, *x1, *x2, *x3);
+        *x0 = self.modulus.mul_shoup(a + c, self.n_inv, self.n_inv_shoup);
+        *x1 = self.modulus.mul_shoup(b + d, self.n_inv, self.n_inv_shoup);
+        *x2 = self.modulus.mul_shoup(a + two_q - c, w[2], ws[2]);
+        *x3 = self.modulus.mul_shoup(b + two_q - d, w[2], ws[2]);
+    }
+}
+
+/// `x` in `[0, 4q)` reduced to `[0, 2q)` (branch-free select).
+#[inline(always)]
+fn reduce2q(x: u64, two_q: u64) -> u64 {
+    if x >= two_q {
+        x - two_q
+    } else {
+        x
+    }
+}
+
+/// `x` in `[0, 4q)` reduced to canonical `[0, q)`.
+#[inline(always)]
+fn canonical4(x: u64, q: u64) -> u64 {
+    let x = reduce2q(x, 2 * q);
+    if x >= q {
+        x - q
+    } else {
+        x
     }
 }
 
