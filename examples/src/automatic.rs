@@ -287,26 +287,14 @@ pub fn run_automatic(
         let lease_start = timeline.now();
         let lease = manager.acquire(&[&source_h, &key_h, &weight_h], dev, Some(&compute))?;
         timeline.sample(&manager, "acquire lease");
-        // The lease made `compute` wait on the transfer event; order the engine after it.
-        engine.wait_for(&compute)?;
-        let src = lease.get(&source_h)?;
-        let key = lease.get(&key_h)?;
-        let w = lease.get(&weight_h)?;
-        let rotated = timeline.op(&compute, "rotate_with_key", || {
-            engine.rotate_with_key(src, key)
-        })?;
-        let ntt = timeline.op(&compute, "coefficient_to_ntt", || {
-            engine.coefficient_domain_to_ntt_domain(&rotated)
-        })?;
-        let prod = timeline.op(&compute, "multiply_plaintext", || {
-            engine.multiply_plaintext(&ntt, w)
-        })?;
-        let coeff = timeline.op(&compute, "ntt_to_coefficient", || {
-            engine.ntt_domain_to_coefficient_domain(&prod)
-        })?;
-        let output = timeline.op(&compute, "rescale_to_next_level", || {
-            engine.rescale_to_next_level(&coeff)
-        })?;
+        let output = seed_stage(
+            engine,
+            timeline,
+            &compute,
+            lease.get(&source_h)?,
+            lease.get(&key_h)?,
+            lease.get(&weight_h)?,
+        )?;
         lease.release()?;
         (output, lease_start)
     };
@@ -447,4 +435,35 @@ impl AutomaticOutcome {
         );
         out
     }
+}
+
+/// The seed's compute stage on leased values, one timeline span per operation:
+/// rotate by the key's step -> NTT -> multiply by the prepared plaintext -> INTT -> rescale.
+///
+/// The lease has already made `compute` wait on each replica's transfer event; this first
+/// orders the engine after `compute` ([`Engine::wait_for`], a no-op on the CPU engine).
+pub(crate) fn seed_stage(
+    engine: &Engine,
+    timeline: &Timeline,
+    compute: &fhelium_cuda::Stream,
+    source: &fhelium_ckks::Ciphertext,
+    key: &fhelium_ckks::RotationKey,
+    weight: &fhelium_ckks::Plaintext,
+) -> Result<fhelium_ckks::Ciphertext, ExampleError> {
+    engine.wait_for(compute)?;
+    let rotated = timeline.op(compute, "rotate_with_key", || {
+        engine.rotate_with_key(source, key)
+    })?;
+    let ntt = timeline.op(compute, "coefficient_to_ntt", || {
+        engine.coefficient_domain_to_ntt_domain(&rotated)
+    })?;
+    let prod = timeline.op(compute, "multiply_plaintext", || {
+        engine.multiply_plaintext(&ntt, weight)
+    })?;
+    let coeff = timeline.op(compute, "ntt_to_coefficient", || {
+        engine.ntt_domain_to_coefficient_domain(&prod)
+    })?;
+    timeline.op(compute, "rescale_to_next_level", || {
+        engine.rescale_to_next_level(&coeff)
+    })
 }

@@ -15,7 +15,7 @@ use fhelium_residency::{
 };
 use fhelium_runtime::{ResidencyManager, TransferStreams};
 
-use crate::automatic::{AutomaticOptions, WORKSPACE_LABEL};
+use crate::automatic::{seed_stage, AutomaticOptions, WORKSPACE_LABEL};
 use crate::engine::Engine;
 use crate::timeline::Timeline;
 use crate::{error_stats, format_budget, format_bytes, ErrorStats, ExampleError, Table};
@@ -161,26 +161,14 @@ pub fn run_explicit(
     );
     let lease_start = timeline.now();
     let lease = manager.acquire(&[&source_h, &key_h, &weight_h], dev, Some(&compute))?;
-    let (src, key, w) = (
+    let output = seed_stage(
+        engine,
+        timeline,
+        &compute,
         lease.get(&source_h)?,
         lease.get(&key_h)?,
         lease.get(&weight_h)?,
-    );
-    let rotated = timeline.op(&compute, "rotate_with_key", || {
-        engine.rotate_with_key(src, key)
-    })?;
-    let ntt = timeline.op(&compute, "coefficient_to_ntt", || {
-        engine.coefficient_domain_to_ntt_domain(&rotated)
-    })?;
-    let prod = timeline.op(&compute, "multiply_plaintext", || {
-        engine.multiply_plaintext(&ntt, w)
-    })?;
-    let coeff = timeline.op(&compute, "ntt_to_coefficient", || {
-        engine.ntt_domain_to_coefficient_domain(&prod)
-    })?;
-    let output = timeline.op(&compute, "rescale_to_next_level", || {
-        engine.rescale_to_next_level(&coeff)
-    })?;
+    )?;
     lease.release()?;
     timeline.lease(&compute, lease_start, "lease source+key+weight");
     let released_snapshot = manager.snapshot()?;
