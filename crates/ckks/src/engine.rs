@@ -858,13 +858,7 @@ impl CpuEngine {
         to: Domain,
     ) -> Result<Ciphertext, CkksError> {
         self.check_ct(op, ct)?;
-        if ct.domain != from {
-            return Err(CkksError::DomainMismatch {
-                op,
-                expected: from,
-                actual: ct.domain,
-            });
-        }
+        expect_domain(op, from, ct.domain)?;
         let mut buf = Words::alloc(&self.memory, ct.location(), ct.words.len())?;
         self.par_rows_from(
             buf.as_mut_slice(),
@@ -893,27 +887,9 @@ impl CpuEngine {
     ) -> Result<(), CkksError> {
         self.check_ct(op, a)?;
         self.check_ct(op, b)?;
-        if a.level != b.level {
-            return Err(CkksError::LevelMismatch {
-                op,
-                left: a.level,
-                right: b.level,
-            });
-        }
-        if a.basis != b.basis {
-            return Err(CkksError::BasisMismatch {
-                op,
-                expected: a.basis,
-                actual: b.basis,
-            });
-        }
-        if a.domain != b.domain {
-            return Err(CkksError::DomainMismatch {
-                op,
-                expected: a.domain,
-                actual: b.domain,
-            });
-        }
+        expect_same_level(op, a.level, b.level)?;
+        expect_basis(op, a.basis, b.basis)?;
+        expect_domain(op, a.domain, b.domain)?;
         if a.components != b.components {
             return Err(CkksError::ComponentMismatch {
                 op,
@@ -995,34 +971,10 @@ impl CpuEngine {
                 actual: pt.representation.name(),
             });
         }
-        if ct.domain != domain {
-            return Err(CkksError::DomainMismatch {
-                op,
-                expected: domain,
-                actual: ct.domain,
-            });
-        }
-        if pt.domain != domain {
-            return Err(CkksError::DomainMismatch {
-                op,
-                expected: domain,
-                actual: pt.domain,
-            });
-        }
-        if ct.level != pt.level {
-            return Err(CkksError::LevelMismatch {
-                op,
-                left: ct.level,
-                right: pt.level,
-            });
-        }
-        if ct.basis != pt.basis {
-            return Err(CkksError::BasisMismatch {
-                op,
-                expected: ct.basis,
-                actual: pt.basis,
-            });
-        }
+        expect_domain(op, domain, ct.domain)?;
+        expect_domain(op, domain, pt.domain)?;
+        expect_same_level(op, ct.level, pt.level)?;
+        expect_basis(op, ct.basis, pt.basis)?;
         Ok(())
     }
 
@@ -1083,13 +1035,7 @@ impl CpuEngine {
                 actual: a.components,
             });
         }
-        if a.domain != Domain::Ntt {
-            return Err(CkksError::DomainMismatch {
-                op: OP,
-                expected: Domain::Ntt,
-                actual: a.domain,
-            });
-        }
+        expect_domain(OP, Domain::Ntt, a.domain)?;
         let scale = Self::product_scale(OP, a.scale, b.scale)?;
         let n = self.n_();
         let rows = a.num_limbs();
@@ -1234,20 +1180,8 @@ impl CpuEngine {
                 actual: ct.components,
             });
         }
-        if ct.domain != domain {
-            return Err(CkksError::DomainMismatch {
-                op,
-                expected: domain,
-                actual: ct.domain,
-            });
-        }
-        if ct.basis != ModulusBasis::Q {
-            return Err(CkksError::BasisMismatch {
-                op,
-                expected: ModulusBasis::Q,
-                actual: ct.basis,
-            });
-        }
+        expect_domain(op, domain, ct.domain)?;
+        expect_basis(op, ModulusBasis::Q, ct.basis)?;
         Ok(())
     }
 
@@ -1359,13 +1293,7 @@ impl CpuEngine {
     pub fn rescale_to_next_level(&self, ct: &Ciphertext) -> Result<Ciphertext, CkksError> {
         const OP: &str = "rescale_to_next_level";
         self.check_ct(OP, ct)?;
-        if ct.domain != Domain::Coefficient {
-            return Err(CkksError::DomainMismatch {
-                op: OP,
-                expected: Domain::Coefficient,
-                actual: ct.domain,
-            });
-        }
+        expect_domain(OP, Domain::Coefficient, ct.domain)?;
         if ct.level >= self.max_level() {
             return Err(CkksError::LevelExhausted {
                 op: OP,
@@ -1455,5 +1383,44 @@ impl CpuEngine {
             mul_scalar_limb(m, row, m.from_i64(k));
         });
         Ok(self.wrap_ct(ct, buf, ct.components))
+    }
+}
+
+/// `DomainMismatch` unless `actual` is `expected`.
+fn expect_domain(op: &'static str, expected: Domain, actual: Domain) -> Result<(), CkksError> {
+    if actual == expected {
+        Ok(())
+    } else {
+        Err(CkksError::DomainMismatch {
+            op,
+            expected,
+            actual,
+        })
+    }
+}
+
+/// `BasisMismatch` unless `actual` is `expected`.
+fn expect_basis(
+    op: &'static str,
+    expected: ModulusBasis,
+    actual: ModulusBasis,
+) -> Result<(), CkksError> {
+    if actual == expected {
+        Ok(())
+    } else {
+        Err(CkksError::BasisMismatch {
+            op,
+            expected,
+            actual,
+        })
+    }
+}
+
+/// `LevelMismatch` unless both operands are at the same level.
+fn expect_same_level(op: &'static str, left: usize, right: usize) -> Result<(), CkksError> {
+    if left == right {
+        Ok(())
+    } else {
+        Err(CkksError::LevelMismatch { op, left, right })
     }
 }
