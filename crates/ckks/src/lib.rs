@@ -31,6 +31,8 @@ pub mod cuda;
 pub mod encoding;
 mod engine;
 mod error;
+#[cfg(test)]
+mod golden_tests;
 pub mod kernels;
 pub mod keys;
 pub mod ntt;
