@@ -40,36 +40,71 @@ fn percentile(sorted: &[f64], p: f64) -> f64 {
     sorted[idx]
 }
 
-/// Times `op(i)` (i = sample index) with CUDA events; returns (median, p10, p90) in us.
+/// Per-op diagnostics next to the event latency: the host's submission time of one call
+/// (median, no synchronisation) and the back-to-back throughput time (`BURST` calls queued
+/// without waiting, divided by `BURST`), which approaches the GPU execution time when the
+/// host submits faster than the GPU runs.
+#[derive(Clone, Copy)]
+struct Diag {
+    submit_us: f64,
+    burst_us: f64,
+}
+
+const BURST: usize = 50;
+
+/// Times `op(i)` (i = sample index) with CUDA events; returns (median, p10, p90) in us and the
+/// submission / throughput diagnostics.
 fn time_op(
     stream: &Stream,
     mut op: impl FnMut(usize) -> Result<GpuCiphertext, CudaBackendError>,
-) -> (f64, f64, f64) {
+) -> (Stats, Option<Diag>) {
     let mut samples = Vec::with_capacity(SAMPLES);
+    let mut submit = Vec::with_capacity(SAMPLES);
     for i in 0..WARMUP + SAMPLES {
         stream.synchronize().expect("sync");
         let start = Event::new(EventFlags::DEFAULT).expect("event");
         let end = Event::new(EventFlags::DEFAULT).expect("event");
         start.record(stream).expect("record");
+        let t = std::time::Instant::now();
         let out = op(i).expect("op");
+        let host = t.elapsed().as_secs_f64() * 1e6;
         end.record(stream).expect("record");
         out.free_async(stream).expect("free");
         end.synchronize().expect("event sync");
         if i >= WARMUP {
             let ms = end.elapsed_time_f32(&start).expect("elapsed");
             samples.push(f64::from(ms) * 1000.0);
+            submit.push(host);
         }
     }
     samples.sort_by(f64::total_cmp);
+    submit.sort_by(f64::total_cmp);
+    stream.synchronize().expect("sync");
+    let start = Event::new(EventFlags::DEFAULT).expect("event");
+    let end = Event::new(EventFlags::DEFAULT).expect("event");
+    start.record(stream).expect("record");
+    for i in 0..BURST {
+        let out = op(i).expect("op");
+        out.free_async(stream).expect("free");
+    }
+    end.record(stream).expect("record");
+    end.synchronize().expect("event sync");
+    let burst = f64::from(end.elapsed_time_f32(&start).expect("elapsed")) * 1000.0 / BURST as f64;
     (
-        percentile(&samples, 0.5),
-        percentile(&samples, 0.1),
-        percentile(&samples, 0.9),
+        (
+            percentile(&samples, 0.5),
+            percentile(&samples, 0.1),
+            percentile(&samples, 0.9),
+        ),
+        Some(Diag {
+            submit_us: percentile(&submit, 0.5),
+            burst_us: burst,
+        }),
     )
 }
 
 /// Host wall-clock timing of a call that synchronises by itself; (median, p10, p90) in us.
-fn time_host(stream: &Stream, mut op: impl FnMut(usize)) -> Stats {
+fn time_host(stream: &Stream, mut op: impl FnMut(usize)) -> (Stats, Option<Diag>) {
     let mut samples = Vec::with_capacity(SAMPLES);
     for i in 0..WARMUP + SAMPLES {
         stream.synchronize().expect("sync");
@@ -81,9 +116,12 @@ fn time_host(stream: &Stream, mut op: impl FnMut(usize)) -> Stats {
     }
     samples.sort_by(f64::total_cmp);
     (
-        percentile(&samples, 0.5),
-        percentile(&samples, 0.1),
-        percentile(&samples, 0.9),
+        (
+            percentile(&samples, 0.5),
+            percentile(&samples, 0.1),
+            percentile(&samples, 0.9),
+        ),
+        None,
     )
 }
 
@@ -152,7 +190,7 @@ fn oplat_table_on_the_gpu() {
     let msg: Vec<f64> = (0..slots)
         .map(|j| 0.01 * (0.017 * j as f64).sin())
         .collect();
-    let mut rows: Vec<(&str, Option<Stats>)> = Vec::new();
+    let mut rows: Vec<(&str, Option<(Stats, Option<Diag>)>)> = Vec::new();
     // Host encode + host sampling + one upload + 7 launches: events around the whole call
     // (the stream is idle at the start event, so the interval is the call's wall time).
     rows.push((
@@ -232,8 +270,8 @@ fn oplat_table_on_the_gpu() {
         "preset=slots8192-scale40-levels7-int64 device=cuda:0 (fhelium-rs CudaEngine, CUDA events, 200 after 20 warm-ups, 4 keys x 4 ciphertexts)\n",
     );
     table.push_str(&format!(
-        "{:<24} {:>10} {:>9} {:>9} {:>12} {:>8}\n",
-        "op", "median_us", "p10", "p90", "fhelium_us", "ratio"
+        "{:<24} {:>10} {:>9} {:>9} {:>12} {:>8} {:>10} {:>9}\n",
+        "op", "median_us", "p10", "p90", "fhelium_us", "ratio", "submit_us", "burst_us"
     ));
     for (name, r) in &rows {
         let peer = FHELIUM_US
@@ -241,10 +279,13 @@ fn oplat_table_on_the_gpu() {
             .find(|(n, _)| n == name)
             .map_or(f64::NAN, |p| p.1);
         match r {
-            Some((med, p10, p90)) => table.push_str(&format!(
-                "{name:<24} {med:>10.1} {p10:>9.1} {p90:>9.1} {peer:>12.1} {:>7.1}x\n",
-                peer / med
-            )),
+            Some(((med, p10, p90), diag)) => {
+                let (sub, burst) = diag.map_or((f64::NAN, f64::NAN), |d| (d.submit_us, d.burst_us));
+                table.push_str(&format!(
+                    "{name:<24} {med:>10.1} {p10:>9.1} {p90:>9.1} {peer:>12.1} {:>7.1}x {sub:>10.1} {burst:>9.1}\n",
+                    peer / med
+                ));
+            }
             None => table.push_str(&format!(
                 "{name:<24} {:>10} {:>9} {:>9} {peer:>12.1} {:>8}\n",
                 "host", "-", "-", "-"
@@ -256,7 +297,7 @@ fn oplat_table_on_the_gpu() {
         let _ = std::fs::write(std::path::Path::new(&out).join("oplat_gpu.txt"), &table);
     }
     for (name, r) in &rows {
-        if let Some((med, _, _)) = r {
+        if let Some(((med, _, _), _)) = r {
             assert!(med.is_finite() && *med > 0.0, "{name}: no timing");
         }
     }
