@@ -5,6 +5,7 @@
 //! values materialized there) so that the planner never scans the whole snapshot per step.
 
 use std::collections::hash_map::Entry;
+use std::sync::Arc;
 
 use crate::hash::{FxHashMap, FxHashSet};
 
@@ -267,7 +268,10 @@ impl ResidencyValueSnapshotParts {
     into = "ResidencyValueSnapshotParts"
 )]
 pub struct ResidencyValueSnapshot {
-    parts: ResidencyValueSnapshotParts,
+    /// Shared and immutable: a clone is one reference-count increment, so a producer (the
+    /// runtime's manager) can hand the same value snapshot to many manager snapshots while the
+    /// value does not change.
+    parts: Arc<ResidencyValueSnapshotParts>,
 }
 
 impl TryFrom<ResidencyValueSnapshotParts> for ResidencyValueSnapshot {
@@ -279,7 +283,7 @@ impl TryFrom<ResidencyValueSnapshotParts> for ResidencyValueSnapshot {
 
 impl From<ResidencyValueSnapshot> for ResidencyValueSnapshotParts {
     fn from(v: ResidencyValueSnapshot) -> Self {
-        v.parts
+        Arc::unwrap_or_clone(v.parts)
     }
 }
 
@@ -360,7 +364,9 @@ impl ResidencyValueSnapshot {
                 }
             }
         }
-        Ok(Self { parts })
+        Ok(Self {
+            parts: Arc::new(parts),
+        })
     }
 
     /// A value snapshot from parts whose invariants the producer already guarantees (the
@@ -373,18 +379,20 @@ impl ResidencyValueSnapshot {
         if cfg!(debug_assertions) {
             Self::new(parts)
         } else {
-            Ok(Self { parts })
+            Ok(Self {
+                parts: Arc::new(parts),
+            })
         }
     }
 
     /// The handle.
     #[must_use]
-    pub const fn handle(&self) -> &ResidencyHandle {
+    pub fn handle(&self) -> &ResidencyHandle {
         &self.parts.handle
     }
     /// The spec.
     #[must_use]
-    pub const fn spec(&self) -> &ResidencyValueSpec {
+    pub fn spec(&self) -> &ResidencyValueSpec {
         &self.parts.spec
     }
     /// Materializations in installation order.
@@ -402,12 +410,12 @@ impl ResidencyValueSnapshot {
     }
     /// The registered source, if any.
     #[must_use]
-    pub const fn source(&self) -> Option<&ResidencySource> {
+    pub fn source(&self) -> Option<&ResidencySource> {
         self.parts.source.as_ref()
     }
     /// True when a source is registered.
     #[must_use]
-    pub const fn has_source(&self) -> bool {
+    pub fn has_source(&self) -> bool {
         self.parts.source.is_some()
     }
     /// The source's location, if any.
@@ -417,23 +425,29 @@ impl ResidencyValueSnapshot {
     }
     /// Whether the value was discarded.
     #[must_use]
-    pub const fn discarded(&self) -> bool {
+    pub fn discarded(&self) -> bool {
         self.parts.discarded
     }
     /// Policy metadata.
     #[must_use]
-    pub const fn policy_metadata(&self) -> &ResidencyPolicyMetadata {
+    pub fn policy_metadata(&self) -> &ResidencyPolicyMetadata {
         &self.parts.policy_metadata
     }
     /// Last access epoch recorded in the snapshot.
     #[must_use]
-    pub const fn last_access_epoch(&self) -> Option<u64> {
+    pub fn last_access_epoch(&self) -> Option<u64> {
         self.parts.last_access_epoch
     }
     /// The validated fields.
     #[must_use]
-    pub const fn parts(&self) -> &ResidencyValueSnapshotParts {
+    pub fn parts(&self) -> &ResidencyValueSnapshotParts {
         &self.parts
+    }
+    /// True when `self` and `other` share one allocation (a clone of the same snapshot), which
+    /// implies equality; producers use it to tell a reused value snapshot from a rebuilt one.
+    #[must_use]
+    pub fn shares_parts_with(&self, other: &Self) -> bool {
+        Arc::ptr_eq(&self.parts, &other.parts)
     }
 }
 
@@ -617,9 +631,9 @@ pub struct ResidencySnapshotParts {
     pub available_devices: Option<Vec<ResidencyLocation>>,
 }
 
-/// Lookup tables derived from the snapshot's data (never serialized, always rebuilt).
-#[derive(Debug, Clone, Default)]
-pub(crate) struct SnapshotIndex {
+/// Handle lookup: `handle_id` -> position.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+struct IdIndex {
     /// `handle_id` -> position of the first value listed with that id. Keying by the id
     /// (rather than the whole handle) avoids cloning an `Arc` and hashing the type tag per value;
     /// lookups confirm the full handle.
@@ -627,8 +641,11 @@ pub(crate) struct SnapshotIndex {
     /// Positions of values whose `handle_id` equals an earlier value's but whose handle differs
     /// (another manager or type tag); empty for any snapshot a manager produces.
     id_collisions: Vec<u32>,
-    /// Location -> position in `parts.locations`.
-    location_pos: FxHashMap<ResidencyLocation, u32>,
+}
+
+/// Which values are materialized where.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+struct PlaceIndex {
     /// Per listed location (same order as `parts.locations`): values (snapshot positions,
     /// ascending) with a materialization there.
     at_location: Vec<Vec<u32>>,
@@ -636,9 +653,27 @@ pub(crate) struct SnapshotIndex {
     unprotected_at: Vec<Vec<u32>>,
 }
 
+/// Lookup tables derived from the snapshot's data (never serialized, always derivable). Each
+/// table is shared (`Arc`) so that a producer taking snapshot after snapshot of a mostly
+/// unchanged state ([`ResidencySnapshot::from_trusted_parts_reusing`]) rebuilds only the
+/// tables whose inputs changed.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct SnapshotIndex {
+    ids: Arc<IdIndex>,
+    /// Location -> position in `parts.locations`.
+    location_pos: Arc<FxHashMap<ResidencyLocation, u32>>,
+    places: Arc<PlaceIndex>,
+}
+
 impl SnapshotIndex {
     fn location_pos(&self, location: ResidencyLocation) -> Option<usize> {
         self.location_pos.get(&location).map(|p| *p as usize)
+    }
+    /// Same tables (content, not sharing).
+    fn same_tables(&self, other: &Self) -> bool {
+        self.ids == other.ids
+            && self.location_pos == other.location_pos
+            && self.places == other.places
     }
 }
 
@@ -682,6 +717,206 @@ struct Sums {
     pending: u32,
 }
 
+fn invalid_snapshot(detail: String) -> ModelError {
+    ModelError::InvalidSnapshot { detail }
+}
+
+/// Location -> position; a location listed twice is an error.
+fn location_table(
+    parts: &ResidencySnapshotParts,
+) -> Result<FxHashMap<ResidencyLocation, u32>, ModelError> {
+    let mut location_pos = FxHashMap::with_capacity_and_hasher(
+        parts.locations.len(),
+        std::hash::BuildHasherDefault::default(),
+    );
+    for (i, l) in parts.locations.iter().enumerate() {
+        if location_pos
+            .insert(l.location(), u32::try_from(i).unwrap_or(u32::MAX))
+            .is_some()
+        {
+            return Err(invalid_snapshot(format!(
+                "location {} is listed twice",
+                l.location()
+            )));
+        }
+    }
+    Ok(location_pos)
+}
+
+/// The position of `l` among the listed locations (locations are few: a linear scan over a
+/// compact array beats hashing per materialization).
+fn position_of(
+    locs: &[ResidencyLocation],
+    location_pos: &FxHashMap<ResidencyLocation, u32>,
+    l: ResidencyLocation,
+    what: &str,
+) -> Result<usize, ModelError> {
+    let found = if locs.len() <= 16 {
+        locs.iter().position(|x| *x == l)
+    } else {
+        location_pos.get(&l).map(|p| *p as usize)
+    };
+    found.ok_or_else(|| invalid_snapshot(format!("{what} at {l}, which is not a listed location")))
+}
+
+/// Adds `values[from..]` to the handle table; a handle listed twice is an error.
+fn extend_ids(
+    ids: &mut IdIndex,
+    values: &[ResidencyValueSnapshot],
+    from: usize,
+) -> Result<(), ModelError> {
+    for (i, v) in values.iter().enumerate().skip(from) {
+        let vi = u32::try_from(i).map_err(|_| invalid_snapshot("too many values".to_owned()))?;
+        let h = v.handle();
+        match ids.by_id.entry(h.handle_id()) {
+            Entry::Vacant(e) => {
+                e.insert(vi);
+            }
+            Entry::Occupied(e) => {
+                // The map keeps the first position; this one goes to the collision list
+                // unless it repeats a handle already listed.
+                let dup = values[*e.get() as usize].handle() == h
+                    || ids
+                        .id_collisions
+                        .iter()
+                        .any(|c| values[*c as usize].handle() == h);
+                if dup {
+                    return Err(invalid_snapshot(format!("handle {h} is listed twice")));
+                }
+                ids.id_collisions.push(vi);
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The placement tables; a source or materialization at an unlisted location is an error.
+fn place_table(
+    parts: &ResidencySnapshotParts,
+    location_pos: &FxHashMap<ResidencyLocation, u32>,
+) -> Result<PlaceIndex, ModelError> {
+    let locs: Vec<ResidencyLocation> = parts
+        .locations
+        .iter()
+        .map(ResidencyLocationSnapshot::location)
+        .collect();
+    let nvalues = parts.values.len();
+    let capacity = |l: &ResidencyLocationSnapshot| (l.parts().value_count as usize).min(nvalues);
+    let mut at_location: Vec<Vec<u32>> = parts
+        .locations
+        .iter()
+        .map(|l| Vec::with_capacity(capacity(l)))
+        .collect();
+    let mut unprotected_at: Vec<Vec<u32>> = vec![Vec::new(); locs.len()];
+    for (i, v) in parts.values.iter().enumerate() {
+        let vi = u32::try_from(i).map_err(|_| invalid_snapshot("too many values".to_owned()))?;
+        if let Some(s) = v.source_location() {
+            position_of(&locs, location_pos, s, "a source")?;
+        }
+        for m in v.materializations() {
+            let p = position_of(&locs, location_pos, m.location(), "a materialization")?;
+            at_location[p].push(vi);
+            if !m.is_protected() {
+                unprotected_at[p].push(vi);
+            }
+        }
+    }
+    Ok(PlaceIndex {
+        at_location,
+        unprotected_at,
+    })
+}
+
+fn check_reservations(
+    parts: &ResidencySnapshotParts,
+    location_pos: &FxHashMap<ResidencyLocation, u32>,
+) -> Result<(), ModelError> {
+    for r in &parts.reservations {
+        if !location_pos.contains_key(&r.location()) {
+            return Err(invalid_snapshot(format!(
+                "a reservation at {}, which is not a listed location",
+                r.location()
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// The cross-checks only [`ResidencySnapshot::new`] runs: manager ids, stable keys, and every
+/// location's used/reserved bytes and counts against the sums over its materializations and
+/// reservations.
+fn validate_sums(
+    parts: &ResidencySnapshotParts,
+    location_pos: &FxHashMap<ResidencyLocation, u32>,
+) -> Result<(), ModelError> {
+    let mut sums = vec![Sums::default(); parts.locations.len()];
+    let mut keys: FxHashSet<&str> = FxHashSet::default();
+    for v in &parts.values {
+        let h = v.handle();
+        if h.manager_id() != parts.manager_id {
+            return Err(invalid_snapshot(format!(
+                "value {} belongs to manager {}, not {}",
+                h,
+                h.manager_id(),
+                parts.manager_id
+            )));
+        }
+        if let Some(k) = v.policy_metadata().stable_key() {
+            if !keys.insert(k) {
+                return Err(invalid_snapshot(format!(
+                    "stable_key {k:?} is used by two values"
+                )));
+            }
+        }
+        for m in v.materializations() {
+            let Some(p) = location_pos.get(&m.location()) else {
+                continue; // reported by the placement table
+            };
+            let s = &mut sums[*p as usize];
+            s.used = s.used.saturating_add(m.charged_nbytes());
+            s.values = s.values.saturating_add(1);
+            s.uses = s.uses.saturating_add(m.use_count());
+            s.holds = s.holds.saturating_add(m.hold_count());
+            s.pending = s.pending.saturating_add(m.pending_event_count());
+        }
+    }
+    for r in &parts.reservations {
+        if let Some(p) = location_pos.get(&r.location()) {
+            let s = &mut sums[*p as usize];
+            s.reserved = s.reserved.saturating_add(r.nbytes());
+            s.reservations = s.reservations.saturating_add(1);
+        }
+    }
+    for (l, s) in parts.locations.iter().zip(&sums) {
+        let p = l.parts();
+        let got = (
+            p.used_bytes,
+            p.reserved_bytes,
+            p.value_count,
+            p.reservation_count,
+            p.use_count,
+            p.hold_count,
+            p.pending_event_count,
+        );
+        let want = (
+            s.used,
+            s.reserved,
+            s.values,
+            s.reservations,
+            s.uses,
+            s.holds,
+            s.pending,
+        );
+        if got != want {
+            return Err(invalid_snapshot(format!(
+                "location {}: (used, reserved, values, reservations, uses, holds, pending) = {got:?}, but the materializations and reservations sum to {want:?}",
+                l.location()
+            )));
+        }
+    }
+    Ok(())
+}
+
 impl ResidencySnapshot {
     /// A validated, indexed snapshot. O(values + materializations).
     ///
@@ -713,22 +948,87 @@ impl ResidencySnapshot {
         Self::build(parts, cfg!(debug_assertions))
     }
 
+    /// [`Self::from_trusted_parts`] for a producer that took `previous` from the same state
+    /// a moment ago: the tables of `previous`'s index whose inputs did not change are shared
+    /// instead of rebuilt, so a snapshot of a mostly unchanged state costs little more than
+    /// cloning its value list (value snapshots are reference counted).
+    ///
+    /// The producer guarantees (as for [`Self::from_trusted_parts`]) that `parts` is
+    /// consistent, and in addition that the first `previous.values().len()` values of `parts`
+    /// carry the same handles, in the same order, as `previous` (values are only ever
+    /// appended). Under that guarantee the result equals [`Self::from_trusted_parts`]`(parts)`.
+    /// Reuse rules: the handle table is shared when no value was appended (extended otherwise);
+    /// the location table when the location list is unchanged; the placement tables when, in
+    /// addition, every value snapshot is shared with `previous`
+    /// ([`ResidencyValueSnapshot::shares_parts_with`]).
+    ///
+    /// Builds with debug assertions also build the index from scratch and compare.
+    ///
+    /// # Errors
+    /// Those of [`Self::from_trusted_parts`]; with debug assertions also
+    /// [`ModelError::InvalidSnapshot`] when the reused index differs from a fresh one (the
+    /// producer broke the guarantee).
+    pub fn from_trusted_parts_reusing(
+        parts: ResidencySnapshotParts,
+        previous: &Self,
+    ) -> Result<Self, ModelError> {
+        let n0 = previous.parts.values.len();
+        if n0 > parts.values.len() {
+            return Self::from_trusted_parts(parts);
+        }
+        let same_locations = parts.locations.len() == previous.parts.locations.len()
+            && parts
+                .locations
+                .iter()
+                .zip(&previous.parts.locations)
+                .all(|(a, b)| a.location() == b.location());
+        let location_pos = if same_locations {
+            Arc::clone(&previous.index.location_pos)
+        } else {
+            Arc::new(location_table(&parts)?)
+        };
+        let mut ids = Arc::clone(&previous.index.ids);
+        if parts.values.len() > n0 {
+            extend_ids(Arc::make_mut(&mut ids), &parts.values, n0)?;
+        }
+        let unchanged = same_locations
+            && parts.values.len() == n0
+            && parts
+                .values
+                .iter()
+                .zip(&previous.parts.values)
+                .all(|(a, b)| a.shares_parts_with(b));
+        let places = if unchanged {
+            Arc::clone(&previous.index.places)
+        } else {
+            Arc::new(place_table(&parts, &location_pos)?)
+        };
+        check_reservations(&parts, &location_pos)?;
+        let index = SnapshotIndex {
+            ids,
+            location_pos,
+            places,
+        };
+        if cfg!(debug_assertions) {
+            let fresh = Self::build(parts, true)?;
+            if !fresh.index.same_tables(&index) {
+                return Err(ModelError::InvalidSnapshot {
+                    detail: "the reused index differs from a fresh one: the producer changed \
+                             handles that the previous snapshot listed"
+                        .to_owned(),
+                });
+            }
+            return Ok(Self {
+                parts: fresh.parts,
+                index,
+            });
+        }
+        Ok(Self { parts, index })
+    }
+
     fn build(parts: ResidencySnapshotParts, validate: bool) -> Result<Self, ModelError> {
         let invalid = |detail: String| ModelError::InvalidSnapshot { detail };
-        let nloc = parts.locations.len();
-        let mut location_pos =
-            FxHashMap::with_capacity_and_hasher(nloc, std::hash::BuildHasherDefault::default());
-        for (i, l) in parts.locations.iter().enumerate() {
-            if location_pos
-                .insert(l.location(), u32::try_from(i).unwrap_or(u32::MAX))
-                .is_some()
-            {
-                return Err(invalid(format!(
-                    "location {} is listed twice",
-                    l.location()
-                )));
-            }
-        }
+        let location_pos = location_table(&parts)?;
         if validate {
             if let Some(devs) = &parts.available_devices {
                 if let Some(h) = devs.iter().find(|l| l.is_host()) {
@@ -738,136 +1038,23 @@ impl ResidencySnapshot {
                 }
             }
         }
-        // Locations are few: a linear scan over a compact array beats hashing per
-        // materialization.
-        let locs: Vec<ResidencyLocation> = parts
-            .locations
-            .iter()
-            .map(ResidencyLocationSnapshot::location)
-            .collect();
-        let pos = |l: ResidencyLocation, what: &str| {
-            let found = if locs.len() <= 16 {
-                locs.iter().position(|x| *x == l)
-            } else {
-                location_pos.get(&l).map(|p| *p as usize)
-            };
-            found.ok_or_else(|| invalid(format!("{what} at {l}, which is not a listed location")))
+        let mut ids = IdIndex {
+            by_id: FxHashMap::with_capacity_and_hasher(
+                parts.values.len(),
+                std::hash::BuildHasherDefault::default(),
+            ),
+            id_collisions: Vec::new(),
         };
-        let nvalues = parts.values.len();
-        let capacity =
-            |l: &ResidencyLocationSnapshot| (l.parts().value_count as usize).min(nvalues);
-        let mut at_location: Vec<Vec<u32>> = parts
-            .locations
-            .iter()
-            .map(|l| Vec::with_capacity(capacity(l)))
-            .collect();
-        let mut unprotected_at: Vec<Vec<u32>> = vec![Vec::new(); nloc];
-        let mut sums = if validate {
-            vec![Sums::default(); nloc]
-        } else {
-            Vec::new()
-        };
-        let mut keys: FxHashSet<&str> = FxHashSet::default();
-        let mut by_id =
-            FxHashMap::with_capacity_and_hasher(nvalues, std::hash::BuildHasherDefault::default());
-        let mut id_collisions: Vec<u32> = Vec::new();
-        for (i, v) in parts.values.iter().enumerate() {
-            let vi = u32::try_from(i).map_err(|_| invalid("too many values".to_owned()))?;
-            let h = v.handle();
-            if validate && h.manager_id() != parts.manager_id {
-                return Err(invalid(format!(
-                    "value {} belongs to manager {}, not {}",
-                    h,
-                    h.manager_id(),
-                    parts.manager_id
-                )));
-            }
-            match by_id.entry(h.handle_id()) {
-                Entry::Vacant(e) => {
-                    e.insert(vi);
-                }
-                Entry::Occupied(e) => {
-                    // The map keeps the first position; this one goes to the collision list
-                    // unless it repeats a handle already listed.
-                    let dup = parts.values[*e.get() as usize].handle() == h
-                        || id_collisions
-                            .iter()
-                            .any(|c| parts.values[*c as usize].handle() == h);
-                    if dup {
-                        return Err(invalid(format!("handle {h} is listed twice")));
-                    }
-                    id_collisions.push(vi);
-                }
-            }
-            if validate {
-                if let Some(k) = v.policy_metadata().stable_key() {
-                    if !keys.insert(k) {
-                        return Err(invalid(format!("stable_key {k:?} is used by two values")));
-                    }
-                }
-            }
-            if let Some(s) = v.source_location() {
-                pos(s, "a source")?;
-            }
-            for m in v.materializations() {
-                let p = pos(m.location(), "a materialization")?;
-                if validate {
-                    let s = &mut sums[p];
-                    s.used = s.used.saturating_add(m.charged_nbytes());
-                    s.values = s.values.saturating_add(1);
-                    s.uses = s.uses.saturating_add(m.use_count());
-                    s.holds = s.holds.saturating_add(m.hold_count());
-                    s.pending = s.pending.saturating_add(m.pending_event_count());
-                }
-                at_location[p].push(vi);
-                if !m.is_protected() {
-                    unprotected_at[p].push(vi);
-                }
-            }
-        }
-        for r in &parts.reservations {
-            let p = pos(r.location(), "a reservation")?;
-            if validate {
-                let s = &mut sums[p];
-                s.reserved = s.reserved.saturating_add(r.nbytes());
-                s.reservations = s.reservations.saturating_add(1);
-            }
-        }
+        extend_ids(&mut ids, &parts.values, 0)?;
+        let places = place_table(&parts, &location_pos)?;
+        check_reservations(&parts, &location_pos)?;
         if validate {
-            for (l, s) in parts.locations.iter().zip(&sums) {
-                let p = l.parts();
-                let got = (
-                    p.used_bytes,
-                    p.reserved_bytes,
-                    p.value_count,
-                    p.reservation_count,
-                    p.use_count,
-                    p.hold_count,
-                    p.pending_event_count,
-                );
-                let want = (
-                    s.used,
-                    s.reserved,
-                    s.values,
-                    s.reservations,
-                    s.uses,
-                    s.holds,
-                    s.pending,
-                );
-                if got != want {
-                    return Err(invalid(format!(
-                        "location {}: (used, reserved, values, reservations, uses, holds, pending) = {got:?}, but the materializations and reservations sum to {want:?}",
-                        l.location()
-                    )));
-                }
-            }
+            validate_sums(&parts, &location_pos)?;
         }
         let index = SnapshotIndex {
-            by_id,
-            id_collisions,
-            location_pos,
-            at_location,
-            unprotected_at,
+            ids: Arc::new(ids),
+            location_pos: Arc::new(location_pos),
+            places: Arc::new(places),
         };
         Ok(Self { parts, index })
     }
@@ -916,11 +1103,12 @@ impl ResidencySnapshot {
     #[must_use]
     pub fn value_index(&self, handle: &ResidencyHandle) -> Option<usize> {
         let values = &self.parts.values;
-        let first = *self.index.by_id.get(&handle.handle_id())? as usize;
+        let first = *self.index.ids.by_id.get(&handle.handle_id())? as usize;
         if values[first].handle() == handle {
             return Some(first);
         }
         self.index
+            .ids
             .id_collisions
             .iter()
             .map(|c| *c as usize)
@@ -938,7 +1126,7 @@ impl ResidencySnapshot {
     pub fn values_at(&self, location: ResidencyLocation) -> &[u32] {
         self.index
             .location_pos(location)
-            .map_or(&[], |p| self.index.at_location[p].as_slice())
+            .map_or(&[], |p| self.index.places.at_location[p].as_slice())
     }
     /// Registration indices of the values with an unprotected materialization at `location`
     /// (no lease, hold or pending event), ascending.
@@ -946,7 +1134,7 @@ impl ResidencySnapshot {
     pub fn unprotected_values_at(&self, location: ResidencyLocation) -> &[u32] {
         self.index
             .location_pos(location)
-            .map_or(&[], |p| self.index.unprotected_at[p].as_slice())
+            .map_or(&[], |p| self.index.places.unprotected_at[p].as_slice())
     }
     /// Whether `location` is usable: host locations always are; device locations are when
     /// `available_devices` is `None` or lists them.

@@ -1321,6 +1321,7 @@ impl ResidencyManager {
         st.owners.clear();
         st.values.clear();
         st.index.clear();
+        st.snapshot_cache = crate::snapshot::SnapshotCache::default();
         for l in &mut st.locations {
             l.used = 0;
             l.reserved = 0;

@@ -2,13 +2,13 @@
 
 use fhelium_residency::{
     MaterializationSnapshot, MemoryReservation, ResidencyLocationSnapshot,
-    ResidencyLocationSnapshotParts, ResidencySnapshot, ResidencySnapshotParts, ResidencySource,
-    ResidencyValueSnapshot, ResidencyValueSnapshotParts,
+    ResidencyLocationSnapshotParts, ResidencyPolicyMetadata, ResidencySnapshot,
+    ResidencySnapshotParts, ResidencySource, ResidencyValueSnapshot, ResidencyValueSnapshotParts,
 };
 
 use crate::error::Result;
 use crate::manager::now_ns;
-use crate::state::State;
+use crate::state::{State, ValueRecord};
 
 fn count(n: usize) -> u32 {
     u32::try_from(n).unwrap_or(u32::MAX)
@@ -24,60 +24,169 @@ pub(crate) struct PolicyFacts {
     pub recency: fhelium_residency::ResidencyRecency,
 }
 
-/// One atomic observation of the state. Never reaps, never mutates.
-pub(crate) fn capture(
+/// The last snapshot the manager built of each flavour (plain, and carrying the controller's
+/// policy facts), which later captures reuse: value snapshots are reference counted and
+/// immutable, so an unchanged value costs one reference-count increment instead of a rebuild,
+/// and the snapshot index shares every table whose inputs did not change
+/// ([`ResidencySnapshot::from_trusted_parts_reusing`]).
+///
+/// The cache never decides what a snapshot says. A capture at a new state version compares
+/// every value's current state with its cached snapshot and rebuilds the ones that differ, so
+/// no mutation path has to invalidate anything. A plain capture at the *same* state version
+/// reuses the cached values without comparing: every change a snapshot can show bumps
+/// `state_version` (spec 2.2), which debug builds (all tests) re-check by comparing anyway.
+#[derive(Default)]
+pub(crate) struct SnapshotCache {
+    plain: Option<ResidencySnapshot>,
+    with_facts: Option<ResidencySnapshot>,
+}
+
+/// The materialization snapshots of `rec`, in installation order (no allocation).
+fn mat_snapshots(rec: &ValueRecord) -> impl Iterator<Item = Result<MaterializationSnapshot>> + '_ {
+    rec.mats.iter().map(move |m| {
+        Ok(MaterializationSnapshot::new(
+            m.location,
+            rec.spec.logical_nbytes(),
+            m.storage_nbytes,
+            m.charged_nbytes,
+        )?
+        .with_protection(
+            count(m.uses.len()),
+            count(m.holds.len()),
+            count(m.pending.len()),
+        ))
+    })
+}
+
+/// True when `cached` describes `rec` (and the policy facts) exactly as a rebuild would. A
+/// record's handle and spec never change, so only the mutable facts are compared.
+fn still_valid(
+    cached: &ResidencyValueSnapshot,
+    rec: &ValueRecord,
+    metadata: Option<&ResidencyPolicyMetadata>,
+    last_access: Option<u64>,
+) -> bool {
+    debug_assert!(cached.handle() == &rec.handle && cached.spec() == &rec.spec);
+    let default_metadata = ResidencyPolicyMetadata::default();
+    cached.discarded() == rec.discarded
+        && cached.source_location() == rec.source_location
+        && cached.last_access_epoch() == last_access
+        && cached.policy_metadata() == metadata.unwrap_or(&default_metadata)
+        && cached.materializations().len() == rec.mats.len()
+        && cached
+            .materializations()
+            .iter()
+            .zip(mat_snapshots(rec))
+            .all(|(c, m)| m.is_ok_and(|m| *c == m))
+}
+
+fn build_value(
+    rec: &ValueRecord,
+    metadata: Option<&ResidencyPolicyMetadata>,
+    last_access: Option<u64>,
+) -> Result<ResidencyValueSnapshot> {
+    let mut parts = ResidencyValueSnapshotParts::new(rec.handle.clone(), rec.spec.clone());
+    parts.discarded = rec.discarded;
+    if let Some(m) = metadata {
+        parts.policy_metadata = m.clone();
+    }
+    parts.last_access_epoch = last_access;
+    parts.source = rec.source_location.map(ResidencySource::new);
+    parts.materializations = mat_snapshots(rec).collect::<Result<Vec<_>>>()?;
+    // The manager maintains the value invariants under its lock (debug builds re-check).
+    Ok(ResidencyValueSnapshot::from_trusted_parts(parts)?)
+}
+
+/// Per-location counts: materializations, uses, holds, pending events.
+type Counts = [u32; 4];
+
+/// The value snapshots of the current state, reusing `previous` where nothing changed, and
+/// the per-location counts over their materializations.
+fn current_values(
     st: &State,
-    manager_id: u64,
-    memory: &fhelium_cuda::Memory,
-    available_devices: Vec<fhelium_residency::ResidencyLocation>,
+    previous: Option<&ResidencySnapshot>,
     policy: Option<&PolicyFacts>,
-) -> Result<ResidencySnapshot> {
-    // Per-location counts, gathered in the same single pass over the values (locations are
-    // few: a linear scan over a compact array finds a materialization's slot).
+) -> Result<(Vec<ResidencyValueSnapshot>, Vec<Counts>)> {
     let locs: Vec<fhelium_residency::ResidencyLocation> =
         st.locations.iter().map(|l| l.location).collect();
     let mut counts = vec![[0u32; 4]; locs.len()];
+    let cached = previous.map_or(&[][..], ResidencySnapshot::values);
     let mut values = Vec::with_capacity(st.values.len());
-    for rec in &st.values {
-        let mut parts = ResidencyValueSnapshotParts::new(rec.handle.clone(), rec.spec.clone());
-        parts.discarded = rec.discarded;
-        if let Some(p) = policy {
-            if let Some(m) = p.metadata.get(&rec.handle) {
-                parts.policy_metadata = m.clone();
-            }
-            parts.last_access_epoch = p.recency.get(&rec.handle);
-        }
-        parts.source = rec.source_location.map(ResidencySource::new);
-        let mut mats = Vec::with_capacity(rec.mats.len());
+    for (i, rec) in st.values.iter().enumerate() {
+        let (metadata, last_access) = match policy {
+            Some(p) => (p.metadata.get(&rec.handle), p.recency.get(&rec.handle)),
+            None => (None, None),
+        };
+        // Locations are few: a linear scan over a compact array finds a slot.
         for m in &rec.mats {
-            let (uses, holds, pending) = (
-                count(m.uses.len()),
-                count(m.holds.len()),
-                count(m.pending.len()),
-            );
             if let Some(c) = locs
                 .iter()
                 .position(|l| *l == m.location)
                 .and_then(|i| counts.get_mut(i))
             {
                 c[0] += 1;
-                c[1] += uses;
-                c[2] += holds;
-                c[3] += pending;
+                c[1] += count(m.uses.len());
+                c[2] += count(m.holds.len());
+                c[3] += count(m.pending.len());
             }
-            mats.push(
-                MaterializationSnapshot::new(
-                    m.location,
-                    rec.spec.logical_nbytes(),
-                    m.storage_nbytes,
-                    m.charged_nbytes,
-                )?
-                .with_protection(uses, holds, pending),
-            );
         }
-        parts.materializations = mats;
-        // The manager maintains the value invariants under its lock (debug builds re-check).
-        values.push(ResidencyValueSnapshot::from_trusted_parts(parts)?);
+        values.push(match cached.get(i) {
+            Some(c) if still_valid(c, rec, metadata, last_access) => c.clone(),
+            _ => build_value(rec, metadata, last_access)?,
+        });
+    }
+    Ok((values, counts))
+}
+
+/// One atomic observation of the state. Never reaps and never changes anything observable
+/// (it only refreshes the manager's private [`SnapshotCache`]).
+pub(crate) fn capture(
+    st: &mut State,
+    manager_id: u64,
+    memory: &fhelium_cuda::Memory,
+    available_devices: Vec<fhelium_residency::ResidencyLocation>,
+    policy: Option<&PolicyFacts>,
+) -> Result<ResidencySnapshot> {
+    let previous = if policy.is_some() {
+        st.snapshot_cache.with_facts.take()
+    } else {
+        st.snapshot_cache.plain.take()
+    };
+    // Same state version, plain flavour: nothing a snapshot shows has changed.
+    let same_version = policy.is_none()
+        && previous
+            .as_ref()
+            .is_some_and(|p| p.state_version() == st.version);
+    let (values, counts) = match &previous {
+        Some(p) if same_version && !cfg!(debug_assertions) => {
+            let counts = p
+                .locations()
+                .iter()
+                .map(|l| {
+                    let q = l.parts();
+                    [
+                        q.value_count,
+                        q.use_count,
+                        q.hold_count,
+                        q.pending_event_count,
+                    ]
+                })
+                .collect();
+            (p.values().to_vec(), counts)
+        }
+        _ => current_values(st, previous.as_ref(), policy)?,
+    };
+    if cfg!(debug_assertions) && same_version {
+        // Debug builds check the claim the release fast path relies on.
+        let reused = previous.as_ref().map_or(&[][..], ResidencySnapshot::values);
+        debug_assert!(
+            values.len() == reused.len()
+                && values
+                    .iter()
+                    .zip(reused)
+                    .all(|(a, b)| a.shares_parts_with(b)),
+            "a value changed without a state_version bump"
+        );
     }
     let allocated = |l: fhelium_residency::ResidencyLocation| {
         if l.is_device() {
@@ -115,19 +224,34 @@ pub(crate) fn capture(
         .values()
         .map(|r| MemoryReservation::new(r.location, r.nbytes, &r.label))
         .collect::<std::result::Result<Vec<_>, _>>()?;
-    // The manager keeps the sums, ids and keys consistent under its lock (debug builds
-    // re-check everything).
-    Ok(ResidencySnapshot::from_trusted_parts(
-        ResidencySnapshotParts {
-            manager_id,
-            state_version: st.version,
-            values,
-            locations,
-            reservations,
-            captured_at_ns: now_ns(),
-            available_devices: Some(available_devices),
-        },
-    )?)
+    let parts = ResidencySnapshotParts {
+        manager_id,
+        state_version: st.version,
+        values,
+        locations,
+        reservations,
+        captured_at_ns: now_ns(),
+        available_devices: Some(available_devices),
+    };
+    // The manager keeps the sums, ids and keys consistent under its lock, and only ever
+    // appends values (debug builds re-check everything).
+    let snapshot = match &previous {
+        Some(p) => ResidencySnapshot::from_trusted_parts_reusing(parts, p)?,
+        None => ResidencySnapshot::from_trusted_parts(parts)?,
+    };
+    // Keep the newest snapshot for the next capture; at an unchanged version the previous one
+    // serves as well and costs nothing to keep.
+    let keep = if same_version {
+        previous
+    } else {
+        Some(snapshot.clone())
+    };
+    if policy.is_some() {
+        st.snapshot_cache.with_facts = keep;
+    } else {
+        st.snapshot_cache.plain = keep;
+    }
+    Ok(snapshot)
 }
 
 impl crate::ResidencyManager {
@@ -142,9 +266,9 @@ impl crate::ResidencyManager {
     /// # Errors
     /// [`crate::RuntimeError::Closed`], [`crate::RuntimeError::Reentrancy`].
     pub fn snapshot(&self) -> Result<ResidencySnapshot> {
-        let st = self.inner.open("snapshot")?;
+        let mut st = self.inner.open("snapshot")?;
         capture(
-            &st,
+            &mut st,
             self.inner.id,
             &self.inner.memory,
             self.device_locations(),
@@ -154,9 +278,9 @@ impl crate::ResidencyManager {
 
     /// A snapshot carrying the controller's policy facts.
     pub(crate) fn snapshot_with(&self, facts: &PolicyFacts) -> Result<ResidencySnapshot> {
-        let st = self.inner.open("snapshot")?;
+        let mut st = self.inner.open("snapshot")?;
         capture(
-            &st,
+            &mut st,
             self.inner.id,
             &self.inner.memory,
             self.device_locations(),

@@ -142,6 +142,8 @@ pub(crate) struct State {
     pub retiring: Vec<(ValueArc, Vec<Event>)>,
     pub next_token: u64,
     pub next_handle: u64,
+    /// Value snapshots reused by later captures (private; never observable).
+    pub snapshot_cache: crate::snapshot::SnapshotCache,
 }
 
 impl State {
@@ -161,6 +163,7 @@ impl State {
             retiring: Vec::new(),
             next_token: 1,
             next_handle: 0,
+            snapshot_cache: crate::snapshot::SnapshotCache::default(),
         }
     }
 
