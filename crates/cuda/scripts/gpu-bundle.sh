@@ -30,13 +30,15 @@ out=${OUT:-/tmp/gpu-out}; mkdir -p "$out"
 export FHELIUM_REQUIRE_GPU=${FHELIUM_REQUIRE_GPU:-1}
 export FHELIUM_KERNELS_DIR=${FHELIUM_KERNELS_DIR:-$here/../../kernels}
 fail=0
-for t in sim_backend gpu_smoke ptx_in_step gpu_memory; do
+for t in sim_backend peer_sim gpu_smoke ptx_in_step gpu_memory gpu_peer; do
   echo "== $t" | tee -a "$out/cuda-tests.log"
   "$here/bin/$t" --test-threads=1 --nocapture >> "$out/cuda-tests.log" 2>&1 || { echo "FAILED $t"; fail=1; }
   grep -E '^test result' "$out/cuda-tests.log" | tail -1
 done
 echo "== membench"
 "$here/bin/membench" 2>&1 | tee "$out/membench.txt" || { echo "FAILED membench"; fail=1; }
+echo "== peerbench"
+"$here/bin/peerbench" 2>&1 | tee "$out/peerbench.txt" || { echo "FAILED peerbench"; fail=1; }
 echo "cuda run: fail=$fail"
 exit $fail
 EOF

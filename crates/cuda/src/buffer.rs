@@ -14,6 +14,9 @@
 //! - Pinned host memory written or read by an in-flight CUDA copy is fenced: the buffer keeps
 //!   the copy's event and [`Buffer::host_slice`], [`Buffer::host_slice_mut`] and `Drop` wait for
 //!   it, so safe code can never observe or free memory the GPU is still using.
+//! - Between two devices of one backend the copy takes the pair's recorded path (see
+//!   [`crate::peer`]): the same device, a direct peer copy, or two copies staged through pinned
+//!   host memory when the pair has no peer access.
 //! - Simulated devices run copies at once (their memory is host memory), so the data is in
 //!   place when the call returns even if the event stays pending under a hold.
 
@@ -26,6 +29,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::error::MemoryError;
 use crate::memory::{words_to_bytes, LocationState, Memory};
+use crate::peer::PeerPath;
 use crate::stream::{Event, Stream};
 
 /// Identity of one backing storage: its location and base address. Two buffers (or views)
@@ -183,6 +187,11 @@ impl Buffer {
             *f = None;
         }
         f.clone()
+    }
+
+    /// Consumes one copy fault armed at this buffer's location, if any.
+    pub(crate) fn state_take_copy_fault(&self) -> bool {
+        self.state.take_copy_fault()
     }
 
     #[cfg_attr(not(feature = "cuda"), allow(dead_code))]
@@ -430,7 +439,7 @@ pub(crate) enum Dst<'a> {
 }
 
 impl Src<'_> {
-    fn location(&self) -> ResidencyLocation {
+    pub(crate) fn location(&self) -> ResidencyLocation {
         match self {
             Src::Buf(b, _) => b.location,
             Src::Slice(_) => ResidencyLocation::PageableHost,
@@ -447,7 +456,7 @@ impl Src<'_> {
 }
 
 impl Dst<'_> {
-    fn location(&self) -> ResidencyLocation {
+    pub(crate) fn location(&self) -> ResidencyLocation {
         match self {
             Dst::Buf(b, _) => b.location,
             Dst::Slice(_) => ResidencyLocation::PageableHost,
@@ -481,13 +490,17 @@ pub(crate) fn copy_engine(
     len: usize,
     stream: Option<&Stream>,
 ) -> Result<Option<Event>, MemoryError> {
-    #[cfg(not(feature = "cuda"))]
-    let _ = mem;
     let (from, to) = (src.location(), dst.location());
     let bytes = words_to_bytes("copy", to, len)?;
     let faulted = dst.state().is_some_and(|s| s.take_copy_fault());
     if faulted {
         return Err(MemoryError::InjectedCopyFailure { from, to, bytes });
+    }
+    // Device to device of one backend: the pair's recorded path (crate::peer).
+    match crate::peer::path_of(mem, from, to) {
+        Some(PeerPath::Staged) => return crate::peer::staged_copy(mem, src, dst, len, stream),
+        Some(path) => crate::peer::count(mem, path, bytes),
+        None => {}
     }
     tracing::trace!(%from, %to, bytes, stream = stream.map(Stream::id), "copy");
     #[cfg(feature = "cuda")]

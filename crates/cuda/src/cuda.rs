@@ -28,6 +28,7 @@ use parking_lot::Mutex;
 use crate::buffer::{Buffer, Dst, Src, Storage};
 use crate::error::MemoryError;
 use crate::memory::{DeviceAllocMode, DeviceInfo, Memory};
+use crate::peer::{PeerLink, PeerMode, PeerPath};
 use crate::stream::{Event, Stream};
 
 /// The driver's name and description of a result code.
@@ -139,6 +140,87 @@ impl CudaBackend {
             devices.push(Arc::new(dev));
         }
         Ok(Self { devices, mode })
+    }
+
+    /// Queries peer access for every ordered pair of devices and, in [`PeerMode::Auto`],
+    /// enables it in both directions where both directions are possible
+    /// (`cuDeviceCanAccessPeer`, `cuCtxEnablePeerAccess`; "already enabled" counts as enabled,
+    /// since primary contexts are shared by every user in the process). A pair that cannot be
+    /// enabled is recorded as staged, not an error. Multicast objects are never created.
+    pub(crate) fn open_peers(&self, mode: PeerMode) -> Result<Vec<PeerLink>, MemoryError> {
+        let n = self.devices.len();
+        let mut can = vec![vec![false; n]; n];
+        for (i, a) in self.devices.iter().enumerate() {
+            for (j, b) in self.devices.iter().enumerate() {
+                let mut flag: std::os::raw::c_int = 0;
+                // SAFETY: out-pointer to a local; both device handles are valid.
+                let r = unsafe {
+                    cu::cuDeviceCanAccessPeer(&mut flag, a.device.as_raw(), b.device.as_raw())
+                };
+                // An error (e.g. for a device and itself on some drivers) means "no".
+                can[i][j] = r == cu::CUresult::CUDA_SUCCESS && flag != 0;
+            }
+        }
+        let mut enabled = vec![vec![false; n]; n];
+        if mode == PeerMode::Auto {
+            for i in 0..n {
+                for j in (i + 1)..n {
+                    if !(can[i][j] && can[j][i]) {
+                        continue;
+                    }
+                    let ok = self.enable_peer(i, j) && self.enable_peer(j, i);
+                    enabled[i][j] = ok;
+                    enabled[j][i] = ok;
+                }
+            }
+        }
+        let mut links = Vec::with_capacity(n * n);
+        for (i, a) in self.devices.iter().enumerate() {
+            for (j, b) in self.devices.iter().enumerate() {
+                let path = if i == j {
+                    PeerPath::SameDevice
+                } else if enabled[i][j] {
+                    PeerPath::Direct
+                } else {
+                    PeerPath::Staged
+                };
+                links.push(PeerLink {
+                    from: a.location(),
+                    to: b.location(),
+                    // Data moves a -> b: b's context reads or a's writes peer memory.
+                    can_access_peer: can[j][i],
+                    peer_enabled: enabled[i][j],
+                    path,
+                });
+                tracing::debug!(from = %a.location(), to = %b.location(), %path, "peer link");
+            }
+        }
+        Ok(links)
+    }
+
+    /// Lets device `i`'s primary context access device `j`'s memory. True when enabled (or
+    /// already enabled).
+    fn enable_peer(&self, i: usize, j: usize) -> bool {
+        let (a, b) = (&self.devices[i], &self.devices[j]);
+        if a.bind("cuCtxEnablePeerAccess").is_err() {
+            return false;
+        }
+        // SAFETY: `a`'s context is current; `b`'s context is retained for the backend's life.
+        let r = unsafe { cu::cuCtxEnablePeerAccess(b.ctx.as_raw(), 0) };
+        match r {
+            cu::CUresult::CUDA_SUCCESS | cu::CUresult::CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED => {
+                true
+            }
+            other => {
+                tracing::warn!(
+                    from = %a.location(),
+                    to = %b.location(),
+                    error = %describe(other),
+                    "peer access could not be enabled; copies take the staged path"
+                );
+                false
+            }
+        }
     }
 
     #[allow(clippy::cast_possible_truncation)]

@@ -172,6 +172,37 @@ pub enum MemoryError {
         /// The value's type tag.
         type_tag: &'static str,
     },
+    /// Two locations that a peer operation needs to be devices of one backend are not.
+    #[error("{op}: {from} -> {to} is not a peer pair: {reason}")]
+    NotAPeerPair {
+        /// The operation.
+        op: &'static str,
+        /// Source location.
+        from: ResidencyLocation,
+        /// Destination location.
+        to: ResidencyLocation,
+        /// Why, in words.
+        reason: String,
+    },
+    /// One hop of a device-to-device copy failed (the staged path's copy to or from pinned
+    /// host, its staging allocation or its event ordering). Nothing was written to the
+    /// destination unless the failing hop was the last one, which then left it unwritten.
+    #[error("peer copy {from} -> {to} ({bytes} bytes, {path}) failed at {stage}: {cause}")]
+    PeerCopy {
+        /// Source device.
+        from: ResidencyLocation,
+        /// Destination device.
+        to: ResidencyLocation,
+        /// Bytes of the copy.
+        bytes: u64,
+        /// The path the copy took.
+        path: crate::peer::PeerPath,
+        /// The failing step: "stream", "order", "staging alloc", "device to pinned host",
+        /// "pinned host to device".
+        stage: &'static str,
+        /// The underlying error.
+        cause: Box<MemoryError>,
+    },
     /// A CUDA driver call failed.
     #[error("{op} at {location}: CUDA error {message}")]
     Cuda {

@@ -11,6 +11,7 @@ use parking_lot::Mutex;
 
 use crate::buffer::{Buffer, Storage};
 use crate::error::MemoryError;
+use crate::peer::{PeerMode, PeerState};
 use crate::stream::{Event, Stream};
 
 /// How device buffers of CUDA locations are allocated.
@@ -37,6 +38,9 @@ pub struct MemoryConfig {
     pub cuda: bool,
     /// Allocation mode of CUDA device buffers.
     pub device_alloc: DeviceAllocMode,
+    /// Whether device-to-device copies may use peer access ([`PeerMode::Auto`], the default)
+    /// or must all be staged through pinned host ([`PeerMode::Staged`]); see [`crate::peer`].
+    pub peer: PeerMode,
 }
 
 /// Allocation counters of one location.
@@ -225,6 +229,7 @@ pub(crate) struct MemoryInner {
     default_streams: Mutex<HashMap<ResidencyLocation, Stream>>,
     sim_devices: u8,
     sim_capacity: Option<u64>,
+    pub(crate) peer: PeerState,
     #[cfg(feature = "cuda")]
     pub(crate) cuda: Option<crate::cuda::CudaBackend>,
 }
@@ -260,16 +265,16 @@ impl Memory {
     /// (`n` is capped at 128, the number of valid device indices).
     #[must_use]
     pub fn with_sim_devices(n: u8) -> Self {
-        Self::build(n, None)
+        Self::build(n, None, PeerMode::Auto)
     }
 
     /// Host memory plus `n` simulated devices of `capacity_bytes` each.
     #[must_use]
     pub fn with_sim_devices_capacity(n: u8, capacity_bytes: u64) -> Self {
-        Self::build(n, Some(capacity_bytes))
+        Self::build(n, Some(capacity_bytes), PeerMode::Auto)
     }
 
-    fn build(n: u8, sim_capacity: Option<u64>) -> Self {
+    fn build(n: u8, sim_capacity: Option<u64>, peer: PeerMode) -> Self {
         let n = n.min(MAX_DEVICE_INDEX + 1);
         let mut locations = BTreeMap::new();
         for loc in [
@@ -288,6 +293,7 @@ impl Memory {
                 default_streams: Mutex::new(HashMap::new()),
                 sim_devices: n,
                 sim_capacity,
+                peer: PeerState::new(peer, n, Vec::new()),
                 #[cfg(feature = "cuda")]
                 cuda: None,
             }),
@@ -300,13 +306,14 @@ impl Memory {
     /// [`MemoryError::CudaUnavailable`] when `config.cuda` is set and the crate was built
     /// without feature `cuda`, or the driver / a device cannot be opened.
     pub fn new(config: &MemoryConfig) -> Result<Self, MemoryError> {
-        let base = Self::build(config.sim_devices, config.sim_capacity_bytes);
+        let base = Self::build(config.sim_devices, config.sim_capacity_bytes, config.peer);
         if !config.cuda {
             return Ok(base);
         }
         #[cfg(feature = "cuda")]
         {
             let backend = crate::cuda::CudaBackend::open(config.device_alloc)?;
+            let cuda_links = backend.open_peers(config.peer)?;
             let mut locations = base.inner.locations.clone();
             for i in 0..backend.device_count() {
                 let loc = ResidencyLocation::Cuda(i);
@@ -318,6 +325,7 @@ impl Memory {
                     default_streams: Mutex::new(HashMap::new()),
                     sim_devices: base.inner.sim_devices,
                     sim_capacity: base.inner.sim_capacity,
+                    peer: PeerState::new(config.peer, base.inner.sim_devices, cuda_links),
                     cuda: Some(backend),
                 }),
             })
