@@ -827,6 +827,55 @@ fn place_table(
     })
 }
 
+/// The placement tables of `parts` from those of a previous snapshot over the same location
+/// list, updated for the values at the `changed` positions only (each list stays ascending).
+fn patch_places(
+    old: &PlaceIndex,
+    old_values: &[ResidencyValueSnapshot],
+    parts: &ResidencySnapshotParts,
+    location_pos: &FxHashMap<ResidencyLocation, u32>,
+    changed: &[usize],
+) -> Result<PlaceIndex, ModelError> {
+    let locs: Vec<ResidencyLocation> = parts
+        .locations
+        .iter()
+        .map(ResidencyLocationSnapshot::location)
+        .collect();
+    let mut places = old.clone();
+    let remove = |list: &mut Vec<u32>, vi: u32| {
+        if let Ok(k) = list.binary_search(&vi) {
+            list.remove(k);
+        }
+    };
+    let insert = |list: &mut Vec<u32>, vi: u32| {
+        if let Err(k) = list.binary_search(&vi) {
+            list.insert(k, vi);
+        }
+    };
+    for &i in changed {
+        let vi = u32::try_from(i).map_err(|_| invalid_snapshot("too many values".to_owned()))?;
+        if let Some(v) = old_values.get(i) {
+            for m in v.materializations() {
+                let p = position_of(&locs, location_pos, m.location(), "a materialization")?;
+                remove(&mut places.at_location[p], vi);
+                remove(&mut places.unprotected_at[p], vi);
+            }
+        }
+        let v = &parts.values[i];
+        if let Some(s) = v.source_location() {
+            position_of(&locs, location_pos, s, "a source")?;
+        }
+        for m in v.materializations() {
+            let p = position_of(&locs, location_pos, m.location(), "a materialization")?;
+            insert(&mut places.at_location[p], vi);
+            if !m.is_protected() {
+                insert(&mut places.unprotected_at[p], vi);
+            }
+        }
+    }
+    Ok(places)
+}
+
 fn check_reservations(
     parts: &ResidencySnapshotParts,
     location_pos: &FxHashMap<ResidencyLocation, u32>,
@@ -960,7 +1009,8 @@ impl ResidencySnapshot {
     /// Reuse rules: the handle table is shared when no value was appended (extended otherwise);
     /// the location table when the location list is unchanged; the placement tables when, in
     /// addition, every value snapshot is shared with `previous`
-    /// ([`ResidencyValueSnapshot::shares_parts_with`]).
+    /// ([`ResidencyValueSnapshot::shares_parts_with`]), and patched for the values that are not
+    /// when those are at most 1/16 of all.
     ///
     /// Builds with debug assertions also build the index from scratch and compare.
     ///
@@ -991,15 +1041,34 @@ impl ResidencySnapshot {
         if parts.values.len() > n0 {
             extend_ids(Arc::make_mut(&mut ids), &parts.values, n0)?;
         }
-        let unchanged = same_locations
-            && parts.values.len() == n0
-            && parts
+        let places = if same_locations {
+            // Positions whose value snapshot is not shared with `previous` (changed or new).
+            let changed: Vec<usize> = parts
                 .values
                 .iter()
-                .zip(&previous.parts.values)
-                .all(|(a, b)| a.shares_parts_with(b));
-        let places = if unchanged {
-            Arc::clone(&previous.index.places)
+                .enumerate()
+                .filter(|(i, v)| {
+                    previous
+                        .parts
+                        .values
+                        .get(*i)
+                        .is_none_or(|p| !v.shares_parts_with(p))
+                })
+                .map(|(i, _)| i)
+                .collect();
+            if changed.is_empty() {
+                Arc::clone(&previous.index.places)
+            } else if changed.len() <= parts.values.len() / 16 {
+                Arc::new(patch_places(
+                    &previous.index.places,
+                    &previous.parts.values,
+                    &parts,
+                    &location_pos,
+                    &changed,
+                )?)
+            } else {
+                Arc::new(place_table(&parts, &location_pos)?)
+            }
         } else {
             Arc::new(place_table(&parts, &location_pos)?)
         };

@@ -589,3 +589,93 @@ fn trusted_constructors_agree_with_validating_ones() {
         cfg!(debug_assertions)
     );
 }
+
+/// `from_trusted_parts_reusing` gives the same snapshot, and the same answers to every index
+/// query, as building from scratch, whichever tables it shares, patches or rebuilds.
+#[test]
+fn reusing_constructor_agrees_with_a_fresh_build() {
+    // Value `i` of generation `g`: where it lives and how it is protected.
+    let value = |i: u64, g: u64| {
+        let mut p = match (i + g) % 3 {
+            0 => adopted(i, n, REPL, &[P, C0]),
+            1 => adopted(i, n, REPL, &[C0]),
+            _ => sourced(i, n, N, &[]),
+        };
+        if (i + g).is_multiple_of(4) && !p.materializations.is_empty() {
+            p.materializations[0] = p.materializations[0].with_protection(1, 1, 0);
+        }
+        ResidencyValueSnapshot::new(p).unwrap()
+    };
+    let build = |values: Vec<ResidencyValueSnapshot>, extra_location: bool| {
+        let mut b = ResidencySnapshotBuilder::new(MANAGER, 1).budget(C0, 1 << 30);
+        if extra_location {
+            b = b.location(C1);
+        }
+        for v in values {
+            b = b.value(v);
+        }
+        b.build().unwrap()
+    };
+    let check = |got: &ResidencySnapshot, want: &ResidencySnapshot| {
+        assert_eq!(got, want);
+        for (i, v) in want.values().iter().enumerate() {
+            assert_eq!(got.value_index(v.handle()), Some(i));
+        }
+        for l in [P, N, C0, C1] {
+            assert_eq!(got.values_at(l), want.values_at(l), "{l}");
+            assert_eq!(
+                got.unprotected_values_at(l),
+                want.unprotected_values_at(l),
+                "{l}"
+            );
+            assert_eq!(got.location(l), want.location(l), "{l}");
+        }
+    };
+    let first: Vec<_> = (0..64).map(|i| value(i, 0)).collect();
+    let s0 = build(first.clone(), false);
+    // Nothing changed: everything shared.
+    let same = ResidencySnapshot::from_trusted_parts_reusing(s0.parts().clone(), &s0).unwrap();
+    check(&same, &s0);
+    // A few values changed (patched tables), one appended, the rest shared with `s0`.
+    let mut next: Vec<_> = s0.values().to_vec();
+    for i in [0usize, 5, 33] {
+        next[i] = value(i as u64, 1);
+    }
+    next.push(value(64, 0));
+    let want = build(next.clone(), false);
+    let mut parts = want.parts().clone();
+    parts.values = next.clone();
+    let got = ResidencySnapshot::from_trusted_parts_reusing(parts, &s0).unwrap();
+    check(&got, &want);
+    assert!(got.values()[1].shares_parts_with(&s0.values()[1]));
+    assert!(!got.values()[5].shares_parts_with(&s0.values()[5]));
+    // Many values changed (rebuilt tables).
+    let many: Vec<_> = (0..64).map(|i| value(i, 2)).collect();
+    let want = build(many, false);
+    let got = ResidencySnapshot::from_trusted_parts_reusing(want.parts().clone(), &s0).unwrap();
+    check(&got, &want);
+    // A location registered since (rebuilt location and placement tables).
+    let want = build(first.clone(), true);
+    let got = ResidencySnapshot::from_trusted_parts_reusing(want.parts().clone(), &s0).unwrap();
+    check(&got, &want);
+    // Fewer values than the previous snapshot: no reuse, a plain trusted build.
+    let want = build(first[..10].to_vec(), false);
+    let got = ResidencySnapshot::from_trusted_parts_reusing(want.parts().clone(), &s0).unwrap();
+    check(&got, &want);
+    // A producer that breaks the guarantee (handles reordered): debug builds report it.
+    let mut swapped = first.clone();
+    swapped.swap(1, 2);
+    let bad = build(swapped, false);
+    let r = ResidencySnapshot::from_trusted_parts_reusing(bad.parts().clone(), &s0);
+    assert_eq!(r.is_err(), cfg!(debug_assertions));
+    if let Err(e) = r {
+        assert!(e.to_string().contains("reused index differs"), "{e}");
+    }
+    // Errors the reusing path reports like a fresh build: an unlisted location.
+    let mut parts = s0.parts().clone();
+    parts
+        .values
+        .push(ResidencyValueSnapshot::new(adopted(99, n, REPL, &[C1])).unwrap());
+    let e = ResidencySnapshot::from_trusted_parts_reusing(parts, &s0).unwrap_err();
+    assert!(e.to_string().contains("not a listed location"), "{e}");
+}

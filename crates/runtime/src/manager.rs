@@ -180,6 +180,7 @@ impl Inner {
         let l = st.register(loc);
         l.used += charge;
         l.bump_peaks();
+        st.touch(vi);
         st.values[vi].mats.push(Materialization {
             location: loc,
             value,
@@ -331,7 +332,7 @@ impl Inner {
             charge,
             stream,
         )?;
-        if let (Some(ev), Some(m)) = (&ready, st.values[vi].mat_mut(from)) {
+        if let (Some(ev), Some(m)) = (&ready, st.mat_mut(vi, from)) {
             m.outgoing.push(ev.clone());
         }
         Self::install(st, vi, to, value, ready, in_move)
@@ -561,6 +562,7 @@ impl Inner {
                 for l in locs {
                     st.remove_mat(vi, l);
                 }
+                st.touch(vi);
                 let rec = &mut st.values[vi];
                 rec.source = None;
                 rec.source_location = None;
@@ -608,7 +610,7 @@ impl Inner {
             .map(|r| r.handles.clone())
             .unwrap_or_default();
         for vi in handles {
-            if let Some(m) = st.values[vi].mat_mut(location) {
+            if let Some(m) = st.mat_mut(vi, location) {
                 m.uses.retain(|t| *t != token);
                 m.pending.push(token);
             }
@@ -642,7 +644,7 @@ impl Inner {
             return Ok(());
         };
         for vi in rec.handles {
-            if let Some(m) = st.values[vi].mat_mut(rec.location) {
+            if let Some(m) = st.mat_mut(vi, rec.location) {
                 m.holds.retain(|t| *t != token);
             }
         }
@@ -933,6 +935,7 @@ impl ResidencyManager {
             source_location: None,
             mats: Vec::new(),
             discarded: false,
+            changed_at: 0,
         });
         st.index.insert(handle_id, vi);
         let version = st.version;
@@ -986,6 +989,7 @@ impl ResidencyManager {
             source_location: Some(source_location),
             mats: Vec::new(),
             discarded: false,
+            changed_at: 0,
         });
         st.index.insert(handle_id, vi);
         st.bump();
@@ -1148,7 +1152,7 @@ impl ResidencyManager {
         let (hs, vis) = self.inner.resolve_resident(&st, handles, at)?;
         let token = st.token();
         for &vi in &vis {
-            if let Some(m) = st.values[vi].mat_mut(at) {
+            if let Some(m) = st.mat_mut(vi, at) {
                 m.holds.push(token);
             }
         }
@@ -1214,7 +1218,7 @@ impl ResidencyManager {
         }
         let token = st.token();
         for &vi in &vis {
-            if let Some(m) = st.values[vi].mat_mut(at) {
+            if let Some(m) = st.mat_mut(vi, at) {
                 m.uses.push(token);
             }
         }

@@ -30,15 +30,28 @@ pub(crate) struct PolicyFacts {
 /// and the snapshot index shares every table whose inputs did not change
 /// ([`ResidencySnapshot::from_trusted_parts_reusing`]).
 ///
-/// The cache never decides what a snapshot says. A capture at a new state version compares
-/// every value's current state with its cached snapshot and rebuilds the ones that differ, so
-/// no mutation path has to invalidate anything. A plain capture at the *same* state version
-/// reuses the cached values without comparing: every change a snapshot can show bumps
-/// `state_version` (spec 2.2), which debug builds (all tests) re-check by comparing anyway.
+/// What a value snapshot says is always derived from the record:
+/// - a plain capture at the **same** `state_version` reuses the cached values as they are:
+///   every change a snapshot can show bumps the version (spec 2.2);
+/// - a plain capture at a new version rebuilds the records stamped changed since the cached
+///   capture ([`State::touch`], [`ValueRecord::changed_at`]) and reuses the others without
+///   reading them;
+/// - a capture with policy facts (the controller's, which change without a version bump)
+///   compares every record and its facts with the cached snapshot and rebuilds the ones that
+///   differ.
+///
+/// Debug builds (all tests) check every reuse against the record, so a mutation path that
+/// forgot its stamp fails there.
 #[derive(Default)]
 pub(crate) struct SnapshotCache {
-    plain: Option<ResidencySnapshot>,
-    with_facts: Option<ResidencySnapshot>,
+    plain: Option<Cached>,
+    with_facts: Option<Cached>,
+}
+
+/// A cached snapshot and [`State::edits`] when it was captured.
+struct Cached {
+    snapshot: ResidencySnapshot,
+    edits: u64,
 }
 
 /// The materialization snapshots of `rec`, in installation order (no allocation).
@@ -100,40 +113,99 @@ fn build_value(
 /// Per-location counts: materializations, uses, holds, pending events.
 type Counts = [u32; 4];
 
+/// Adds (`add`) or removes the materializations of one value to or from the counts.
+fn count_mats(
+    counts: &mut [Counts],
+    locs: &[fhelium_residency::ResidencyLocation],
+    mats: &[MaterializationSnapshot],
+    add: bool,
+) {
+    for m in mats {
+        if let Some(c) = locs
+            .iter()
+            .position(|l| *l == m.location())
+            .and_then(|i| counts.get_mut(i))
+        {
+            let d = [1, m.use_count(), m.hold_count(), m.pending_event_count()];
+            for (c, d) in c.iter_mut().zip(d) {
+                *c = if add {
+                    c.saturating_add(d)
+                } else {
+                    c.saturating_sub(d)
+                };
+            }
+        }
+    }
+}
+
+/// The counts recorded in a snapshot's locations (a prefix of the current locations: locations
+/// are only ever appended), zero for locations registered since.
+fn counts_of(previous: &ResidencySnapshot, nloc: usize) -> Vec<Counts> {
+    let mut counts: Vec<Counts> = previous
+        .locations()
+        .iter()
+        .map(|l| {
+            let q = l.parts();
+            [
+                q.value_count,
+                q.use_count,
+                q.hold_count,
+                q.pending_event_count,
+            ]
+        })
+        .collect();
+    counts.resize(nloc, [0; 4]);
+    counts
+}
+
 /// The value snapshots of the current state, reusing `previous` where nothing changed, and
 /// the per-location counts over their materializations.
 fn current_values(
     st: &State,
-    previous: Option<&ResidencySnapshot>,
+    previous: Option<&Cached>,
     policy: Option<&PolicyFacts>,
 ) -> Result<(Vec<ResidencyValueSnapshot>, Vec<Counts>)> {
     let locs: Vec<fhelium_residency::ResidencyLocation> =
         st.locations.iter().map(|l| l.location).collect();
-    let mut counts = vec![[0u32; 4]; locs.len()];
-    let cached = previous.map_or(&[][..], ResidencySnapshot::values);
+    let cached = previous.map_or(&[][..], |p| p.snapshot.values());
     let mut values = Vec::with_capacity(st.values.len());
+    // Plain flavour with a cached capture: only records stamped since then are read.
+    if let (None, Some(prev)) = (policy, previous) {
+        let mut counts = counts_of(&prev.snapshot, locs.len());
+        for (i, rec) in st.values.iter().enumerate() {
+            match cached.get(i) {
+                Some(c) if rec.changed_at <= prev.edits => {
+                    debug_assert!(
+                        still_valid(c, rec, None, None),
+                        "value {} changed without a stamp",
+                        rec.handle
+                    );
+                    values.push(c.clone());
+                }
+                old => {
+                    let v = build_value(rec, None, None)?;
+                    if let Some(c) = old {
+                        count_mats(&mut counts, &locs, c.materializations(), false);
+                    }
+                    count_mats(&mut counts, &locs, v.materializations(), true);
+                    values.push(v);
+                }
+            }
+        }
+        return Ok((values, counts));
+    }
+    let mut counts = vec![[0u32; 4]; locs.len()];
     for (i, rec) in st.values.iter().enumerate() {
         let (metadata, last_access) = match policy {
             Some(p) => (p.metadata.get(&rec.handle), p.recency.get(&rec.handle)),
             None => (None, None),
         };
-        // Locations are few: a linear scan over a compact array finds a slot.
-        for m in &rec.mats {
-            if let Some(c) = locs
-                .iter()
-                .position(|l| *l == m.location)
-                .and_then(|i| counts.get_mut(i))
-            {
-                c[0] += 1;
-                c[1] += count(m.uses.len());
-                c[2] += count(m.holds.len());
-                c[3] += count(m.pending.len());
-            }
-        }
-        values.push(match cached.get(i) {
+        let v = match cached.get(i) {
             Some(c) if still_valid(c, rec, metadata, last_access) => c.clone(),
             _ => build_value(rec, metadata, last_access)?,
-        });
+        };
+        count_mats(&mut counts, &locs, v.materializations(), true);
+        values.push(v);
     }
     Ok((values, counts))
 }
@@ -156,29 +228,17 @@ pub(crate) fn capture(
     let same_version = policy.is_none()
         && previous
             .as_ref()
-            .is_some_and(|p| p.state_version() == st.version);
+            .is_some_and(|p| p.snapshot.state_version() == st.version);
     let (values, counts) = match &previous {
-        Some(p) if same_version && !cfg!(debug_assertions) => {
-            let counts = p
-                .locations()
-                .iter()
-                .map(|l| {
-                    let q = l.parts();
-                    [
-                        q.value_count,
-                        q.use_count,
-                        q.hold_count,
-                        q.pending_event_count,
-                    ]
-                })
-                .collect();
-            (p.values().to_vec(), counts)
-        }
+        Some(p) if same_version && !cfg!(debug_assertions) => (
+            p.snapshot.values().to_vec(),
+            counts_of(&p.snapshot, st.locations.len()),
+        ),
         _ => current_values(st, previous.as_ref(), policy)?,
     };
     if cfg!(debug_assertions) && same_version {
         // Debug builds check the claim the release fast path relies on.
-        let reused = previous.as_ref().map_or(&[][..], ResidencySnapshot::values);
+        let reused = previous.as_ref().map_or(&[][..], |p| p.snapshot.values());
         debug_assert!(
             values.len() == reused.len()
                 && values
@@ -236,20 +296,22 @@ pub(crate) fn capture(
     // The manager keeps the sums, ids and keys consistent under its lock, and only ever
     // appends values (debug builds re-check everything).
     let snapshot = match &previous {
-        Some(p) => ResidencySnapshot::from_trusted_parts_reusing(parts, p)?,
+        Some(p) => ResidencySnapshot::from_trusted_parts_reusing(parts, &p.snapshot)?,
         None => ResidencySnapshot::from_trusted_parts(parts)?,
     };
     // Keep the newest snapshot for the next capture; at an unchanged version the previous one
     // serves as well and costs nothing to keep.
-    let keep = if same_version {
-        previous
-    } else {
-        Some(snapshot.clone())
+    let keep = match previous {
+        Some(p) if same_version => p,
+        _ => Cached {
+            snapshot: snapshot.clone(),
+            edits: st.edits,
+        },
     };
     if policy.is_some() {
-        st.snapshot_cache.with_facts = keep;
+        st.snapshot_cache.with_facts = Some(keep);
     } else {
-        st.snapshot_cache.plain = keep;
+        st.snapshot_cache.plain = Some(keep);
     }
     Ok(snapshot)
 }

@@ -49,14 +49,15 @@ pub(crate) struct ValueRecord {
     /// Installation order.
     pub mats: Vec<Materialization>,
     pub discarded: bool,
+    /// [`State::edits`] at this record's last change that a snapshot can show (stamped by
+    /// [`State::touch`]); snapshot captures rebuild only records stamped after their
+    /// previous capture.
+    pub changed_at: u64,
 }
 
 impl ValueRecord {
     pub fn mat(&self, loc: ResidencyLocation) -> Option<&Materialization> {
         self.mats.iter().find(|m| m.location == loc)
-    }
-    pub fn mat_mut(&mut self, loc: ResidencyLocation) -> Option<&mut Materialization> {
-        self.mats.iter_mut().find(|m| m.location == loc)
     }
     /// The first materialized location in canonical order, excluding `except`.
     pub fn canonical_source(&self, except: Option<ResidencyLocation>) -> Option<ResidencyLocation> {
@@ -144,6 +145,8 @@ pub(crate) struct State {
     pub next_handle: u64,
     /// Value snapshots reused by later captures (private; never observable).
     pub snapshot_cache: crate::snapshot::SnapshotCache,
+    /// Counts record changes (see [`ValueRecord::changed_at`]); not observable.
+    pub edits: u64,
 }
 
 impl State {
@@ -164,11 +167,33 @@ impl State {
             next_token: 1,
             next_handle: 0,
             snapshot_cache: crate::snapshot::SnapshotCache::default(),
+            edits: 0,
         }
     }
 
     pub fn bump(&mut self) {
         self.version += 1;
+    }
+
+    /// Stamps value `vi` as changed (its materializations, their protection counts, its
+    /// source or its discarded flag). Every such change goes through here or
+    /// [`State::mat_mut`], which is what lets a snapshot capture skip unchanged records; debug
+    /// builds re-check every skipped record.
+    pub fn touch(&mut self, vi: usize) {
+        self.edits += 1;
+        if let Some(rec) = self.values.get_mut(vi) {
+            rec.changed_at = self.edits;
+        }
+    }
+
+    /// The materialization of value `vi` at `loc`, for changing it (stamps the value changed).
+    pub fn mat_mut(&mut self, vi: usize, loc: ResidencyLocation) -> Option<&mut Materialization> {
+        self.touch(vi);
+        self.values
+            .get_mut(vi)?
+            .mats
+            .iter_mut()
+            .find(|m| m.location == loc)
     }
 
     pub fn token(&mut self) -> u64 {
@@ -263,6 +288,7 @@ impl State {
     /// Removes a materialization (assumed removable): ownership, accounting, version.
     /// Its storage is retired instead of freed while copies into or out of it are in flight.
     pub fn remove_mat(&mut self, vi: usize, loc: ResidencyLocation) {
+        self.touch(vi);
         let rec = &mut self.values[vi];
         let Some(pos) = rec.mats.iter().position(|m| m.location == loc) else {
             return;
@@ -325,7 +351,7 @@ impl State {
             return;
         };
         for &vi in &rec.handles {
-            if let Some(m) = self.values[vi].mat_mut(rec.location) {
+            if let Some(m) = self.mat_mut(vi, rec.location) {
                 m.uses.retain(|t| *t != token);
                 m.pending.retain(|t| *t != token);
             }

@@ -975,3 +975,58 @@ fn typed_lookup_errors() {
     let _: &Other = both.get(&o).unwrap();
     both.release().unwrap();
 }
+
+/// Snapshots reuse what did not change (issue 4's snapshot layout): a second snapshot of an
+/// unchanged state shares every value snapshot with the first; after a change only the changed
+/// value is rebuilt, and earlier snapshots keep showing the state they captured.
+#[test]
+fn snapshots_share_unchanged_values_and_stay_immutable() {
+    let mem = memory();
+    let m = manager(&mem, &[]);
+    let hs: Vec<_> = (0..4).map(|i| repl(&m, i)).collect();
+    let dev = ResidencyLocation::Sim(0);
+    m.ensure(hs[3].raw(), dev, None).unwrap();
+    let s1 = m.snapshot().unwrap();
+    let s2 = m.snapshot().unwrap();
+    assert_eq!(s1.state_version(), s2.state_version());
+    assert!(s2.captured_at_ns() >= s1.captured_at_ns());
+    let mut p1 = s1.parts().clone();
+    let mut p2 = s2.parts().clone();
+    p1.captured_at_ns = 0;
+    p2.captured_at_ns = 0;
+    assert_eq!(p1, p2);
+    for (a, b) in s1.values().iter().zip(s2.values()) {
+        assert!(a.shares_parts_with(b));
+    }
+    // A hold changes one value: only it is rebuilt; s2 still shows no hold.
+    let hold = m.hold(&[hs[1].raw()], P).unwrap();
+    let s3 = m.snapshot().unwrap();
+    assert!(s3.state_version() > s2.state_version());
+    for (i, (a, b)) in s2.values().iter().zip(s3.values()).enumerate() {
+        assert_eq!(a.shares_parts_with(b), i != 1, "value {i}");
+    }
+    assert_eq!(s3.values()[1].materialization(P).unwrap().hold_count(), 1);
+    assert_eq!(s2.values()[1].materialization(P).unwrap().hold_count(), 0);
+    assert_eq!(s3.location(P).unwrap().parts().hold_count, 1);
+    assert_eq!(s2.location(P).unwrap().parts().hold_count, 0);
+    assert!(!s3.unprotected_values_at(P).contains(&1));
+    assert!(s2.unprotected_values_at(P).contains(&1));
+    drop(hold);
+    // A value added and one moved: counts, placement and lookups follow.
+    let extra = repl(&m, 9);
+    m.ensure(hs[0].raw(), dev, None).unwrap();
+    let s4 = m.snapshot().unwrap();
+    assert_eq!(s4.values().len(), 5);
+    assert_eq!(s4.value_index(extra.raw()), Some(4));
+    assert_eq!(s4.values_at(dev), &[0, 3]);
+    assert_eq!(s4.location(dev).unwrap().parts().value_count, 2);
+    assert_eq!(s4.location(P).unwrap().parts().hold_count, 0);
+    assert_eq!(s4.values()[1].materialization(P).unwrap().hold_count(), 0);
+    assert!(s4.values()[2].shares_parts_with(&s3.values()[2]));
+    // A discard shows at once and the discarded record stays listed.
+    m.discard(hs[2].raw()).unwrap();
+    let s5 = m.snapshot().unwrap();
+    assert!(s5.values()[2].discarded());
+    assert!(!s4.values()[2].discarded());
+    assert_eq!(s5.location(P).unwrap().parts().value_count, 4);
+}
