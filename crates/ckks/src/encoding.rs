@@ -65,6 +65,18 @@ impl Encoder {
         &self.exponents
     }
 
+    /// FFT twiddles `e^(-2πi j/N)`, j < N/2 (the CUDA engine uploads these).
+    #[must_use]
+    pub fn roots(&self) -> &[Complex64] {
+        &self.roots
+    }
+
+    /// Twist factors `ζ^k = e^(iπk/N)`, k < N.
+    #[must_use]
+    pub fn twist(&self) -> &[Complex64] {
+        &self.twist
+    }
+
     /// In-place radix-2 FFT, `X_k = Σ_u x_u e^(∓2πi k u / N)` (− forward, + inverse, both
     /// unnormalised).
     fn fft(&self, a: &mut [Complex64], inverse: bool) {

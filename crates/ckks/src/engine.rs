@@ -21,7 +21,7 @@ use crate::kernels::{
 };
 use crate::keys::{KeySwitchKey, PublicKey, RelinearizationKey, RotationKey, SecretKey};
 use crate::params::{CkksConfig, Preset};
-use crate::sampling::Csprng;
+use crate::sampling::{Csprng, EncryptionSamples};
 use crate::storage::Words;
 use fhelium_cuda::Memory;
 
@@ -675,7 +675,24 @@ impl CpuEngine {
 
     /// Public-key encryption of integer coefficients at the plaintext's level (spec §3.4, with
     /// a ternary ephemeral v). Output: 2 components, coefficient domain, basis Q.
+    ///
+    /// Each call draws one 32-byte sampling key from the engine's ChaCha20 stream and samples
+    /// `v`, `e0`, `e1` from it ([`CpuEngine::encrypt_with_sampling_key`], decision 0520).
     pub fn encrypt(&self, pt: &Plaintext) -> Result<Ciphertext, CkksError> {
+        self.check_pt("encrypt", pt)?;
+        let key = self.rng.lock().encryption_key();
+        self.encrypt_with_sampling_key(pt, &key)
+    }
+
+    /// [`CpuEngine::encrypt`] with an explicit sampling key: coefficient `k` of `v`, `e0`,
+    /// `e1` comes from word `k` of ChaCha20 streams 0, 1, 2 under `key`
+    /// ([`crate::sampling::EncryptionSamples::from_key`]). The CUDA engine's
+    /// `encrypt_with_sampling_key` gives the same words.
+    pub fn encrypt_with_sampling_key(
+        &self,
+        pt: &Plaintext,
+        key: &[u8; 32],
+    ) -> Result<Ciphertext, CkksError> {
         const OP: &str = "encrypt";
         self.check_pt(OP, pt)?;
         if pt.representation != PlaintextRepresentation::IntegerCoefficients {
@@ -688,10 +705,8 @@ impl CpuEngine {
         let n = self.n_();
         let ids = self.ids(pt.level, ModulusBasis::Q);
         let rows = ids.len();
-        let (mut v, e0, e1) = {
-            let mut rng = self.rng.lock();
-            (rng.ternary(n), rng.gaussian(n), rng.gaussian(n))
-        };
+        let samples = EncryptionSamples::from_key(key, self.rng.lock().cdt(), n);
+        let (v, e0, e1) = (&samples.v, &samples.e0, &samples.e1);
         let p: Vec<i64> = pt.words.as_slice().iter().map(|&w| w as i64).collect();
         let mut words = vec![0u64; 2 * rows * n];
         let pk = &self.public_key;
@@ -700,11 +715,11 @@ impl CpuEngine {
             let id = ids[i % rows];
             let t = &self.ctx.tables[id];
             let m = t.modulus();
-            self.lift_signed(id, &v, row);
+            self.lift_signed(id, v, row);
             t.forward(row);
             mul_assign_limb(m, row, pk.row(comp, id));
             t.inverse(row);
-            let e = if comp == 0 { &e0 } else { &e1 };
+            let e = if comp == 0 { e0 } else { e1 };
             for (k, o) in row.iter_mut().enumerate() {
                 let mut x = m.add(*o, m.from_i64(e[k]));
                 if comp == 0 {
@@ -713,7 +728,7 @@ impl CpuEngine {
                 *o = x;
             }
         });
-        v.zeroize();
+        drop(samples);
         Ok(Ciphertext {
             words: Words::alloc_copy(&self.memory, pt.location(), &words)?,
             context: self.ctx.id,

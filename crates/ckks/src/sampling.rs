@@ -1,5 +1,11 @@
 //! Randomness: a ChaCha20 CSPRNG and the samplers of spec §1.6 (ternary secret, discrete
 //! Gaussian errors, uniform residues, ternary ephemeral v).
+//!
+//! Key generation draws sequentially from the engine's [`Csprng`]. Encryption is
+//! counter-based (decision 0520): each encryption draws one 32-byte key from the engine's
+//! stream, and every coefficient of `v`, `e0` and `e1` is a pure function of (key, stream id,
+//! index), so the CUDA engine's device sampler (`kernels/encode.cu`) produces the same words
+//! with one thread per ChaCha20 block. See [`EncryptionSamples::from_key`].
 
 use rand::{Rng, RngCore, SeedableRng};
 use rand_chacha::ChaCha20Rng;
@@ -16,6 +22,31 @@ pub struct Csprng {
     cdt: Vec<u64>,
 }
 
+/// The two-sided CDT of the discrete Gaussian over [−31, 31]: `cdt[k] = P(X ≤ k − 31)`
+/// scaled to 2^64 (last entry `u64::MAX`). [`Csprng::gaussian`] and the keyed encryption
+/// samplers count the entries below a uniform 64-bit word.
+#[must_use]
+pub fn cdt_table(sigma: f64) -> Vec<u64> {
+    let weights: Vec<f64> = (-GAUSSIAN_TAIL..=GAUSSIAN_TAIL)
+        .map(|x| (-(x * x) as f64 / (2.0 * sigma * sigma)).exp())
+        .collect();
+    let total: f64 = weights.iter().sum();
+    let mut acc = 0.0;
+    let mut cdt = Vec::with_capacity(weights.len());
+    for w in &weights {
+        acc += w / total;
+        cdt.push(if acc >= 1.0 {
+            u64::MAX
+        } else {
+            (acc * 18_446_744_073_709_551_616.0) as u64
+        });
+    }
+    if let Some(last) = cdt.last_mut() {
+        *last = u64::MAX;
+    }
+    cdt
+}
+
 impl Csprng {
     /// Seeded from the operating system's entropy source.
     #[must_use]
@@ -30,30 +61,29 @@ impl Csprng {
     }
 
     fn with_rng(rng: ChaCha20Rng, sigma: f64) -> Self {
-        // Two-sided CDT over [-31, 31]: cdt[k] = P(X <= k - 31) scaled to 2^64.
-        let weights: Vec<f64> = (-GAUSSIAN_TAIL..=GAUSSIAN_TAIL)
-            .map(|x| (-(x * x) as f64 / (2.0 * sigma * sigma)).exp())
-            .collect();
-        let total: f64 = weights.iter().sum();
-        let mut acc = 0.0;
-        let mut cdt = Vec::with_capacity(weights.len());
-        for w in &weights {
-            acc += w / total;
-            cdt.push(if acc >= 1.0 {
-                u64::MAX
-            } else {
-                (acc * 18_446_744_073_709_551_616.0) as u64
-            });
+        Self {
+            rng,
+            cdt: cdt_table(sigma),
         }
-        if let Some(last) = cdt.last_mut() {
-            *last = u64::MAX;
-        }
-        Self { rng, cdt }
     }
 
     /// A raw 64-bit word.
     pub fn next_u64(&mut self) -> u64 {
         self.rng.next_u64()
+    }
+
+    /// The next 32-byte encryption key (one per encryption; decision 0520).
+    pub fn encryption_key(&mut self) -> [u8; 32] {
+        let mut key = [0u8; 32];
+        self.rng.fill_bytes(&mut key);
+        key
+    }
+
+    /// The two-sided CDT of [`Csprng::gaussian`]: 63 thresholds scaled to 2^64, the last one
+    /// `u64::MAX`; a word `u` samples `(#{c < u}) − 31`.
+    #[must_use]
+    pub fn cdt(&self) -> &[u64] {
+        &self.cdt
     }
 
     /// Uniform ternary coefficients in {−1, 0, 1}, each independent (secret keys and the
@@ -94,9 +124,211 @@ impl Csprng {
     }
 }
 
+/// ChaCha20 stream id of the ternary ephemeral `v` (decision 0520).
+pub const STREAM_V: u64 = 0;
+/// ChaCha20 stream id of the error `e0`.
+pub const STREAM_E0: u64 = 1;
+/// ChaCha20 stream id of the error `e1`.
+pub const STREAM_E1: u64 = 2;
+/// Stream id `STREAM_V_RETRY + k` holds the retry words of `v[k]` (used with probability
+/// 2^-64 per coefficient, when its first word is `u64::MAX`).
+pub const STREAM_V_RETRY: u64 = 1 << 32;
+
+/// Word `index` (64-bit, little-endian pairs of 32-bit ChaCha20 words) of stream `stream`
+/// under `key`: block `index / 8`, words `2·(index % 8)` (low) and `+1` (high).
+#[must_use]
+pub fn keyed_word(key: &[u8; 32], stream: u64, index: u64) -> u64 {
+    let mut r = ChaCha20Rng::from_seed(*key);
+    r.set_stream(stream);
+    r.set_word_pos(u128::from(index) * 2);
+    r.next_u64()
+}
+
+/// `n` consecutive 64-bit words of `stream` from word 0.
+fn keyed_words(key: &[u8; 32], stream: u64, n: usize) -> Vec<u64> {
+    let mut r = ChaCha20Rng::from_seed(*key);
+    r.set_stream(stream);
+    (0..n).map(|_| r.next_u64()).collect()
+}
+
+/// Exact uniform ternary value of coefficient `index` from its first word `u`: `u mod 3 − 1`
+/// when `u < 2^64 − 1` (a multiple of 3 values, so exactly uniform); otherwise the words of
+/// stream `STREAM_V_RETRY + index` in order, until one is below `2^64 − 1`.
+#[must_use]
+pub fn ternary_from_word(key: &[u8; 32], index: u64, u: u64) -> i64 {
+    let mut u = u;
+    let mut j = 0u64;
+    while u == u64::MAX {
+        u = keyed_word(key, STREAM_V_RETRY + index, j);
+        j += 1;
+    }
+    (u % 3) as i64 - 1
+}
+
+/// CDT sample of a 64-bit word: the number of thresholds below `u`, minus 31.
+#[must_use]
+pub fn gaussian_from_word(cdt: &[u64], u: u64) -> i64 {
+    cdt.partition_point(|&c| c < u) as i64 - GAUSSIAN_TAIL
+}
+
+/// The samples of one public-key encryption: ternary `v`, Gaussian `e0`, `e1`.
+#[derive(Debug)]
+pub struct EncryptionSamples {
+    /// Ternary ephemeral, stream [`STREAM_V`].
+    pub v: Vec<i64>,
+    /// Error of component 0, stream [`STREAM_E0`].
+    pub e0: Vec<i64>,
+    /// Error of component 1, stream [`STREAM_E1`].
+    pub e1: Vec<i64>,
+}
+
+impl EncryptionSamples {
+    /// The samples of `n` coefficients under an encryption key: coefficient `k` of each
+    /// polynomial uses word `k` of its stream (decision 0520).
+    #[must_use]
+    pub fn from_key(key: &[u8; 32], cdt: &[u64], n: usize) -> Self {
+        let (v, (e0, e1)) = rayon::join(
+            || {
+                keyed_words(key, STREAM_V, n)
+                    .into_iter()
+                    .enumerate()
+                    .map(|(k, u)| ternary_from_word(key, k as u64, u))
+                    .collect()
+            },
+            || {
+                rayon::join(
+                    || {
+                        keyed_words(key, STREAM_E0, n)
+                            .into_iter()
+                            .map(|u| gaussian_from_word(cdt, u))
+                            .collect()
+                    },
+                    || {
+                        keyed_words(key, STREAM_E1, n)
+                            .into_iter()
+                            .map(|u| gaussian_from_word(cdt, u))
+                            .collect()
+                    },
+                )
+            },
+        );
+        Self { v, e0, e1 }
+    }
+}
+
+impl Drop for EncryptionSamples {
+    fn drop(&mut self) {
+        use zeroize::Zeroize;
+        self.v.zeroize();
+        self.e0.zeroize();
+        self.e1.zeroize();
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// RFC 8439 section 2.3.2: key 00..1f, nonce 00:00:00:09:00:00:00:4a:00:00:00:00, block
+    /// counter 1. In ChaCha20Rng's layout (64-bit counter in words 12-13, 64-bit stream in
+    /// words 14-15) the nonce's first word is the counter's high half.
+    #[test]
+    fn keyed_stream_matches_the_rfc_8439_block() {
+        let key: [u8; 32] = std::array::from_fn(|i| i as u8);
+        let mut r = ChaCha20Rng::from_seed(key);
+        r.set_stream(0x4a00_0000);
+        r.set_word_pos(((0x0900_0000u128 << 32) | 1) * 16);
+        let words: Vec<u32> = (0..16).map(|_| r.next_u32()).collect();
+        let want: [u32; 16] = [
+            0xe4e7_f110,
+            0x1559_3bd1,
+            0x1fdd_0f50,
+            0xc471_20a3,
+            0xc7f4_d1c7,
+            0x0368_c033,
+            0x9aaa_2204,
+            0x4e6c_d4c3,
+            0x4664_82d2,
+            0x09aa_9f07,
+            0x05d7_c214,
+            0xa202_8bd9,
+            0xd19c_12b5,
+            0xb94e_16de,
+            0xe883_d0cb,
+            0x4e3c_50a2,
+        ];
+        assert_eq!(words, want);
+        // keyed_word pairs words low-first.
+        let w = keyed_word(&key, 7, 11);
+        let mut r = ChaCha20Rng::from_seed(key);
+        r.set_stream(7);
+        r.set_word_pos(16 + 6);
+        let lo = u64::from(r.next_u32());
+        let hi = u64::from(r.next_u32());
+        assert_eq!(w, lo | (hi << 32));
+    }
+
+    #[test]
+    fn encryption_samples_are_a_function_of_key_stream_and_index() {
+        let r = Csprng::from_seed([3; 32], 3.19);
+        let key = [9u8; 32];
+        let a = EncryptionSamples::from_key(&key, r.cdt(), 4096);
+        let b = EncryptionSamples::from_key(&key, r.cdt(), 64);
+        assert_eq!(&a.v[..64], &b.v[..]);
+        assert_eq!(&a.e0[..64], &b.e0[..]);
+        for k in [0u64, 1, 7, 8, 1000, 4095] {
+            let i = k as usize;
+            assert_eq!(
+                a.v[i],
+                ternary_from_word(&key, k, keyed_word(&key, STREAM_V, k))
+            );
+            assert_eq!(
+                a.e1[i],
+                gaussian_from_word(r.cdt(), keyed_word(&key, STREAM_E1, k))
+            );
+        }
+        assert_ne!(a.e0, a.e1);
+        let c = EncryptionSamples::from_key(&[10u8; 32], r.cdt(), 64);
+        assert_ne!(c.e0, b.e0);
+        assert!(a.v.iter().all(|x| (-1..=1).contains(x)));
+        assert!(a.e0.iter().all(|x| x.abs() <= GAUSSIAN_TAIL));
+    }
+
+    #[test]
+    fn ternary_and_gaussian_word_maps_are_exact_at_the_edges() {
+        let r = Csprng::from_seed([3; 32], 3.19);
+        let key = [1u8; 32];
+        assert_eq!(ternary_from_word(&key, 5, 0), -1);
+        assert_eq!(ternary_from_word(&key, 5, 1), 0);
+        assert_eq!(
+            ternary_from_word(&key, 5, u64::MAX - 1),
+            ((u64::MAX - 1) % 3) as i64 - 1
+        );
+        // The retry path: the first word of stream STREAM_V_RETRY + 5 decides.
+        let retry = keyed_word(&key, STREAM_V_RETRY + 5, 0);
+        assert_eq!(ternary_from_word(&key, 5, u64::MAX), (retry % 3) as i64 - 1);
+        assert_eq!(gaussian_from_word(r.cdt(), 0), -GAUSSIAN_TAIL);
+        // The top entries saturate at u64::MAX (the tail mass is below 2^-64), so the largest
+        // word lands on the last threshold that is below it.
+        let below = r.cdt().iter().filter(|&&c| c < u64::MAX).count() as i64;
+        assert_eq!(gaussian_from_word(r.cdt(), u64::MAX), below - GAUSSIAN_TAIL);
+        assert!((20..=GAUSSIAN_TAIL).contains(&(below - GAUSSIAN_TAIL)));
+        let mid = gaussian_from_word(r.cdt(), 1 << 63);
+        assert!(mid.abs() <= 1, "{mid}");
+    }
+
+    #[test]
+    fn keyed_samples_have_the_right_moments() {
+        let r = Csprng::from_seed([5; 32], 3.19);
+        let s = EncryptionSamples::from_key(&[2; 32], r.cdt(), 1 << 17);
+        let n = s.e0.len() as f64;
+        let var = s.e0.iter().map(|&x| (x * x) as f64).sum::<f64>() / n;
+        assert!((var.sqrt() - 3.19).abs() < 0.05, "sigma {}", var.sqrt());
+        for v in [-1, 0, 1] {
+            let c = s.v.iter().filter(|&&x| x == v).count() as f64 / n;
+            assert!((c - 1.0 / 3.0).abs() < 0.01, "ternary {v}: {c}");
+        }
+    }
 
     #[test]
     fn distributions_have_the_right_moments() {

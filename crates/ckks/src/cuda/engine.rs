@@ -20,8 +20,12 @@ use crate::keys::{KeySwitchKey, PublicKey, RelinearizationKey, RotationKey, Secr
 use crate::sampling::Csprng;
 use crate::storage::Words;
 use crate::values::{Ciphertext, Domain, ModulusBasis, Plaintext, PlaintextRepresentation};
-use num_complex::Complex64;
 use parking_lot::Mutex;
+
+// Device encode/decode and the counter-based sampler (kernels/encode.cu): an `impl
+// CudaEngine` block in a child module, so it reaches the engine's launch helpers and tables.
+#[path = "encrypt.rs"]
+mod encrypt;
 
 /// PTX of `kernels/ckks.cu`, embedded at build time.
 pub const CKKS_PTX: &str = include_str!("../../../../kernels/ptx/ckks.ptx");
@@ -394,6 +398,8 @@ pub struct CudaEngine {
     q_inv: DeviceBuffer<u64>,
     q_primes: Vec<u64>,
     encoder: Encoder,
+    // The encode/sampler module and its tables (dropped before the context).
+    enc: encrypt::EncodeState,
     default_scale: f64,
     rng: Mutex<Csprng>,
     // Keeps the primary context retained for the engine's lifetime; dropped last.
@@ -491,6 +497,7 @@ impl CudaEngine {
             q_inv: up(&tables.q_inv)?,
             q_primes: context.config.q_primes.clone(),
             encoder: Encoder::new(context.n),
+            enc: encrypt::EncodeState::new(context)?,
             default_scale: context.config.default_scale(),
             rng: Mutex::new(match seed {
                 Some(s) => Csprng::from_seed(s, context.config.sigma),
@@ -1947,58 +1954,30 @@ impl CudaEngine {
         })
     }
 
-    /// Public-key encryption with samples drawn from the engine's ChaCha20 stream (ternary `v`,
-    /// Gaussian `e0`, `e1`, in the CPU engine's order).
+    /// Public-key encryption: one 32-byte sampling key from the engine's ChaCha20 stream per
+    /// call, `v`, `e0`, `e1` sampled on the device from it (decision 0520; see
+    /// [`CudaEngine::encrypt_with_sampling_key`]).
     pub fn encrypt(
         &self,
         pt: &Plaintext,
         pk: &GpuPublicKey,
         stream: &Stream,
     ) -> Result<GpuCiphertext> {
-        let n = KERNEL_N;
-        let (v, e0, e1) = {
-            let mut rng = self.rng.lock();
-            (rng.ternary(n), rng.gaussian(n), rng.gaussian(n))
-        };
-        self.encrypt_with_samples(pt, pk, [&v, &e0, &e1], stream)
+        let key = self.rng.lock().encryption_key();
+        self.encrypt_with_sampling_key(pt, pk, &key, stream)
     }
 
-    /// Encodes real slots on the host (level 0, default scale) and encrypts on the device.
+    /// Encodes real slots (level 0, default scale) and encrypts, all on the device: one
+    /// sampling key from the engine's ChaCha20 stream per call (see
+    /// [`CudaEngine::encrypt_message_with_sampling_key`]).
     pub fn encrypt_message(
         &self,
         message: &[f64],
         pk: &GpuPublicKey,
         stream: &Stream,
     ) -> Result<GpuCiphertext> {
-        let m: Vec<Complex64> = message.iter().map(|&x| Complex64::new(x, 0.0)).collect();
-        // Encode (host FFT) and sample (host ChaCha20) on two cores at once.
-        let (coeffs, (v, e0, e1)) = rayon::join(
-            || self.encoder.encode(&m, self.default_scale),
-            || {
-                let mut rng = self.rng.lock();
-                (
-                    rng.ternary(KERNEL_N),
-                    rng.gaussian(KERNEL_N),
-                    rng.gaussian(KERNEL_N),
-                )
-            },
-        );
-        let coeffs = coeffs?;
-        let pt = Plaintext {
-            words: Words::from_vec(
-                coeffs.into_iter().map(|c| c as u64).collect(),
-                ResidencyLocation::PageableHost,
-            ),
-            context: self.context_id,
-            n: KERNEL_N,
-            level: 0,
-            scale: self.default_scale,
-            domain: Domain::Coefficient,
-            basis: ModulusBasis::Q,
-            representation: PlaintextRepresentation::IntegerCoefficients,
-            prime_ids: Vec::new(),
-        };
-        self.encrypt_with_samples(&pt, pk, [&v, &e0, &e1], stream)
+        let key = self.rng.lock().encryption_key();
+        self.encrypt_message_with_sampling_key(message, pk, &key, stream)
     }
 
     /// Decrypts a 2-component coefficient-domain ciphertext (spec 3.5): the phase
@@ -2111,25 +2090,14 @@ impl CudaEngine {
         })
     }
 
-    /// Decrypts on the device and decodes the real parts of the N/2 slots on the host.
+    /// Decrypts and decodes the real parts of the N/2 slots on the device; one download of
+    /// N/2 f64 (see [`CudaEngine::decrypt_message_on_device`]).
     pub fn decrypt_message(
         &self,
         ct: &GpuCiphertext,
         sk: &GpuSecretKey,
         stream: &Stream,
     ) -> Result<Vec<f64>> {
-        let pt = self.decrypt(ct, sk, stream)?;
-        let coeffs: Vec<f64> = pt
-            .words
-            .as_slice()
-            .iter()
-            .map(|&w| f64::from_bits(w))
-            .collect();
-        Ok(self
-            .encoder
-            .decode(&coeffs, pt.scale)
-            .into_iter()
-            .map(|z| z.re)
-            .collect())
+        self.decrypt_message_on_device(ct, sk, stream)
     }
 }

@@ -1,0 +1,680 @@
+//! Device encode/decode and the counter-based encryption sampler of [`CudaEngine`]
+//! (`kernels/encode.cu`, a second PTX module; decision 0520).
+//!
+//! * `encrypt_message`: the message goes up once through a pinned staging slot; one launch
+//!   runs the first half of the encoding FFT and the ChaCha20 sampler (v lifted to every
+//!   limb, e0, e1), one launch the second half with scale and round, then the forward NTT of
+//!   v, the products with the public key, the inverse NTT and the additions of e0, e1 and p
+//!   (the engine's NTT launches in between). No host synchronisation.
+//! * `decrypt_message`: the phase `c0 + INTT(NTT(c1)·s)` on the two trailing Q rows, the
+//!   centred reconstruction fused into the first half of the decoding FFT, the second half
+//!   with the slot gather and `/ scale`, and one download of the N/2 real slots through a
+//!   pinned staging slot.
+//!
+//! Every word equals the CPU engine's: the sampler is the CPU's
+//! [`EncryptionSamples::from_key`](crate::sampling::EncryptionSamples::from_key) and the FFT
+//! performs the CPU `Encoder`'s f64 operations in the same order.
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use cust::event::{Event, EventFlags};
+use cust::memory::{DeviceBuffer, LockedBuffer};
+use cust::module::Module;
+use cust::stream::Stream;
+use num_complex::Complex64;
+use parking_lot::Mutex;
+
+use super::{
+    dev_ptr, drv, Arg, CudaBackendError, CudaEngine, DevWords, GpuCiphertext, GpuPublicKey,
+    GpuSecretKey, Kernel, Result, KERNEL_N,
+};
+use crate::arith::Modulus;
+use crate::context::Context;
+use crate::error::CkksError;
+use crate::sampling::cdt_table;
+use crate::values::{Domain, ModulusBasis, Plaintext, PlaintextRepresentation};
+
+/// PTX of `kernels/encode.cu`, embedded at build time.
+const ENCODE_PTX: &str = include_str!("../../../../kernels/ptx/encode.ptx");
+
+/// The kernels of `kernels/encode.cu`, in the order of [`EncK`].
+const ENC_KERNELS: [&str; 7] = [
+    "enc_rows_sample",
+    "enc_cols",
+    "enc_mul_pk",
+    "enc_add_err",
+    "dec_mul_s",
+    "dec_rows",
+    "dec_cols",
+];
+
+/// A kernel of [`ENC_KERNELS`] by position.
+#[derive(Clone, Copy, Debug)]
+enum EncK {
+    RowsSample = 0,
+    Cols,
+    MulPk,
+    AddErr,
+    MulS,
+    DecRows,
+    DecCols,
+}
+
+/// Threads per block of the FFT and sampler kernels (`E_THREADS`).
+const E_THREADS: u32 = 512;
+/// Points per FFT tile (`E_TILE_WORDS`): 8 rows or columns of 128.
+const E_TILE_POINTS: usize = 1024;
+/// Blocks of one FFT pass (N / 1024 row tiles, or 128 / 8 column tiles).
+const FFT_BLOCKS: u32 = (KERNEL_N / E_TILE_POINTS) as u32;
+/// Sampler blocks: 3 streams x N/8 ChaCha20 blocks, one per thread.
+const SAMPLER_BLOCKS: u32 = (3 * KERNEL_N / 8) as u32 / E_THREADS;
+/// Threads per block of the elementwise kernels (`EW_THREADS`).
+const EW: u32 = 256;
+/// `slot_of` flag of a conjugate point (`CONJ_BIT`).
+const CONJ_BIT: u32 = 0x8000_0000;
+/// Pinned staging slots (each N words) shared by the engine's calls, used round-robin.
+const STAGING_SLOTS: usize = 4;
+
+/// One pinned host buffer of N words and the event that says when the device is done with it.
+struct StagingSlot {
+    host: LockedBuffer<u64>,
+    done: Event,
+    pending: bool,
+}
+
+/// The second module and its tables, uploaded once per engine.
+pub(super) struct EncodeState {
+    kernels: [Kernel; ENC_KERNELS.len()],
+    // Owns the code behind `kernels`.
+    _module: Module,
+    /// Per prime id: (q, -q^-1 mod 2^64, 2^128 mod q, floor(2^64 / q)).
+    primes: DeviceBuffer<u64>,
+    slot_of: DeviceBuffer<u32>,
+    roots: DeviceBuffer<f64>,
+    twist: DeviceBuffer<f64>,
+    cdt: DeviceBuffer<u64>,
+    staging: Vec<Mutex<StagingSlot>>,
+    next_slot: AtomicUsize,
+    /// Centred reconstruction from the two trailing Q primes a, b: a^-1 mod b and its Shoup
+    /// constant, D = a·b and floor(D / 2) as (hi, lo) words.
+    recon: [u64; 6],
+}
+
+impl std::fmt::Debug for EncodeState {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "EncodeState({} staging slots)", self.staging.len())
+    }
+}
+
+/// -q^-1 mod 2^64 (q odd), by Newton iteration.
+fn neg_inv64(q: u64) -> u64 {
+    let mut inv: u64 = 1;
+    for _ in 0..7 {
+        inv = inv.wrapping_mul(2u64.wrapping_sub(q.wrapping_mul(inv)));
+    }
+    inv.wrapping_neg()
+}
+
+impl EncodeState {
+    /// Loads `kernels/encode.cu` into the current context and uploads the tables of
+    /// `context` (the engine calls this after making its context current).
+    pub(super) fn new(context: &Context) -> Result<Self> {
+        const OP: &str = "CudaEngine::new (encode module)";
+        let n = context.n;
+        let module = drv(OP, Module::from_ptx(ENCODE_PTX, &[]))?;
+        let mut kernels = [Kernel(std::ptr::null_mut()); ENC_KERNELS.len()];
+        for (slot, name) in kernels.iter_mut().zip(ENC_KERNELS) {
+            *slot = Kernel(drv(OP, module.get_function(name))?.to_raw());
+        }
+        let mut primes = Vec::with_capacity(4 * context.tables.len());
+        for t in &context.tables {
+            let q = t.modulus().value();
+            let r = ((1u128 << 64) % u128::from(q)) as u64;
+            let r2 = (u128::from(r) * u128::from(r) % u128::from(q)) as u64;
+            let red_wp = ((1u128 << 64) / u128::from(q)) as u64;
+            primes.extend_from_slice(&[q, neg_inv64(q), r2, red_wp]);
+        }
+        let enc = &context.encoder;
+        let mut slot_of = vec![u32::MAX; n];
+        for (s, &e) in enc.exponents().iter().enumerate() {
+            slot_of[((e - 1) / 2) as usize] = s as u32;
+            slot_of[((2 * n as u64 - e - 1) / 2) as usize] = s as u32 | CONJ_BIT;
+        }
+        let pairs = |z: &[Complex64]| -> Vec<f64> { z.iter().flat_map(|c| [c.re, c.im]).collect() };
+        let nq = context.nq;
+        let (a, b) = (
+            context.config.q_primes[nq - 2],
+            context.config.q_primes[nq - 1],
+        );
+        let mb = Modulus::new(b).ok_or_else(|| CudaBackendError::Unsupported {
+            op: OP,
+            reason: format!("{b} is not a usable modulus"),
+        })?;
+        let ainv = mb.inv(a % b).unwrap_or(0);
+        let ainv_wp = ((u128::from(ainv) << 64) / u128::from(b)) as u64;
+        let d = u128::from(a) * u128::from(b);
+        let h = d / 2;
+        let staging = (0..STAGING_SLOTS)
+            .map(|_| {
+                Ok(Mutex::new(StagingSlot {
+                    host: drv(OP, LockedBuffer::new(&0u64, n))?,
+                    done: drv(OP, Event::new(EventFlags::DISABLE_TIMING))?,
+                    pending: false,
+                }))
+            })
+            .collect::<Result<Vec<_>>>()?;
+        Ok(Self {
+            kernels,
+            _module: module,
+            primes: drv(OP, DeviceBuffer::from_slice(&primes))?,
+            slot_of: drv(OP, DeviceBuffer::from_slice(&slot_of))?,
+            roots: drv(OP, DeviceBuffer::from_slice(&pairs(enc.roots())))?,
+            twist: drv(OP, DeviceBuffer::from_slice(&pairs(enc.twist())))?,
+            cdt: drv(
+                OP,
+                DeviceBuffer::from_slice(&cdt_table(context.config.sigma)),
+            )?,
+            staging,
+            next_slot: AtomicUsize::new(0),
+            recon: [
+                ainv,
+                ainv_wp,
+                (d >> 64) as u64,
+                d as u64,
+                (h >> 64) as u64,
+                h as u64,
+            ],
+        })
+    }
+
+    /// The next staging slot, once the device has finished with its previous copy.
+    fn slot(&self, op: &'static str) -> Result<parking_lot::MutexGuard<'_, StagingSlot>> {
+        let i = self.next_slot.fetch_add(1, Ordering::Relaxed) % self.staging.len();
+        let mut slot = self.staging[i].lock();
+        if slot.pending {
+            drv(op, slot.done.synchronize())?;
+            slot.pending = false;
+        }
+        Ok(slot)
+    }
+}
+
+/// Where the plaintext of a device encryption comes from.
+#[derive(Clone, Copy)]
+enum Source<'a> {
+    /// Real slots, encoded on the device at the default scale.
+    Message(&'a [f64]),
+    /// Integer coefficients (as int64 words) encoded on the host.
+    Coefficients(&'a [u64]),
+}
+
+impl CudaEngine {
+    fn launch_enc(
+        &self,
+        op: &'static str,
+        kernel: EncK,
+        grid: (u32, u32, u32),
+        block: u32,
+        stream: &Stream,
+        args: &[Arg],
+    ) -> Result<()> {
+        let Kernel(func) = self.enc.kernels[kernel as usize];
+        let mut ptrs = [std::ptr::null_mut::<std::ffi::c_void>(); 16];
+        if args.len() > ptrs.len() {
+            return Err(CudaBackendError::Unsupported {
+                op,
+                reason: format!("{kernel:?} takes at most 16 arguments"),
+            });
+        }
+        for (p, a) in ptrs.iter_mut().zip(args) {
+            *p = match a {
+                Arg::U64(v) => std::ptr::from_ref(v).cast_mut().cast(),
+                Arg::U32(v) => std::ptr::from_ref(v).cast_mut().cast(),
+            };
+        }
+        // SAFETY: every pointer argument is a live device allocation sized for the grid (the
+        // callers derive both from the value shapes), scalar arguments match the kernel's
+        // parameter types one for one (f64 parameters are passed as their bit patterns, which
+        // the driver copies byte for byte), and `args` outlives the call.
+        let rc = unsafe {
+            cust::sys::cuLaunchKernel(
+                func,
+                grid.0,
+                grid.1,
+                grid.2,
+                block,
+                1,
+                1,
+                0,
+                stream.as_inner(),
+                ptrs.as_mut_ptr(),
+                std::ptr::null_mut(),
+            )
+        };
+        if rc == cust::sys::cudaError_enum::CUDA_SUCCESS {
+            Ok(())
+        } else {
+            Err(CudaBackendError::Launch {
+                op,
+                kernel: ENC_KERNELS[kernel as usize].to_string(),
+                code: format!("{rc:?}"),
+            })
+        }
+    }
+
+    /// Fills a pinned staging slot with `fill` (which returns how many words it wrote, at
+    /// most N) and copies those words to `dst` on `stream`.
+    fn stage_up(
+        &self,
+        op: &'static str,
+        dst: u64,
+        stream: &Stream,
+        fill: impl FnOnce(&mut [u64]) -> usize,
+    ) -> Result<()> {
+        let mut slot = self.enc.slot(op)?;
+        let words = fill(slot.host.as_mut_slice()).min(KERNEL_N);
+        // SAFETY: `dst` is a fresh device allocation of at least `words` words; the source is
+        // page-locked memory owned by the slot, which is not written again before `done`
+        // (recorded right after the copy on the same stream) has completed.
+        let rc = unsafe {
+            cust::sys::cuMemcpyHtoDAsync_v2(
+                dst,
+                slot.host.as_ptr().cast(),
+                words * 8,
+                stream.as_inner(),
+            )
+        };
+        if rc != cust::sys::cudaError_enum::CUDA_SUCCESS {
+            return Err(CudaBackendError::Unsupported {
+                op,
+                reason: format!("host-to-device copy failed: {rc:?}"),
+            });
+        }
+        drv(op, slot.done.record(stream))?;
+        slot.pending = true;
+        Ok(())
+    }
+
+    /// Public-key encryption of real slots (at most N/2, zero-padded) at level 0 and the
+    /// default scale with an explicit sampling key: encode and sampling on the device, same
+    /// words as the CPU engine's `encrypt_with_sampling_key(&encode(message, 0, None), key)`.
+    /// No host synchronisation (the message is staged through pinned memory).
+    pub fn encrypt_message_with_sampling_key(
+        &self,
+        message: &[f64],
+        pk: &GpuPublicKey,
+        key: &[u8; 32],
+        stream: &Stream,
+    ) -> Result<GpuCiphertext> {
+        const OP: &str = "encrypt_message";
+        let slots = KERNEL_N / 2;
+        if message.len() > slots {
+            return Err(CkksError::MessageTooLong {
+                len: message.len(),
+                slots,
+            }
+            .into());
+        }
+        let scale = self.default_scale;
+        // |a_k · Δ| <= (2/N)·Σ|m_s|·Δ: below 2^62 every rounded coefficient fits int64 with
+        // room for the FFT's rounding; otherwise (or for NaN / infinities) encode on the host,
+        // which reports CoefficientOutOfRange exactly as the CPU engine does.
+        let bound = message.iter().map(|x| x.abs()).sum::<f64>() * 2.0 / KERNEL_N as f64 * scale;
+        let fits = bound < 4.611_686_018_427_388e18; // 2^62 (false for NaN)
+        if !fits {
+            let m: Vec<Complex64> = message.iter().map(|&x| Complex64::new(x, 0.0)).collect();
+            let coeffs = self.encoder.encode(&m, scale)?;
+            let words: Vec<u64> = coeffs.into_iter().map(|c| c as u64).collect();
+            return self.encrypt_on_device(
+                OP,
+                0,
+                scale,
+                pk,
+                key,
+                Source::Coefficients(&words),
+                stream,
+            );
+        }
+        self.encrypt_on_device(OP, 0, scale, pk, key, Source::Message(message), stream)
+    }
+
+    /// Public-key encryption of an integer-coefficient plaintext (host) at its level with an
+    /// explicit sampling key: `p` goes up through pinned staging, `v`, `e0`, `e1` are sampled
+    /// on the device (the CPU engine's `encrypt_with_sampling_key` words).
+    pub fn encrypt_with_sampling_key(
+        &self,
+        pt: &Plaintext,
+        pk: &GpuPublicKey,
+        key: &[u8; 32],
+        stream: &Stream,
+    ) -> Result<GpuCiphertext> {
+        const OP: &str = "encrypt";
+        self.check_context(OP, pt.context)?;
+        if pt.representation != PlaintextRepresentation::IntegerCoefficients {
+            return Err(CkksError::RepresentationMismatch {
+                op: OP,
+                expected: PlaintextRepresentation::IntegerCoefficients.name(),
+                actual: pt.representation.name(),
+            }
+            .into());
+        }
+        pt.words.check_host(OP)?;
+        if pt.words.len() != KERNEL_N {
+            return Err(CudaBackendError::Unsupported {
+                op: OP,
+                reason: "the plaintext must hold N coefficients".into(),
+            });
+        }
+        self.encrypt_on_device(
+            OP,
+            pt.level,
+            pt.scale,
+            pk,
+            key,
+            Source::Coefficients(pt.words.as_slice()),
+            stream,
+        )
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn encrypt_on_device(
+        &self,
+        op: &'static str,
+        level: usize,
+        scale: f64,
+        pk: &GpuPublicKey,
+        key: &[u8; 32],
+        source: Source<'_>,
+        stream: &Stream,
+    ) -> Result<GpuCiphertext> {
+        self.check_context(op, pk.context)?;
+        if level > self.max_level {
+            return Err(CkksError::InvalidLevel {
+                op,
+                level,
+                current: level,
+                max_level: self.max_level,
+            }
+            .into());
+        }
+        if pk.rows != self.nq {
+            return Err(CudaBackendError::Unsupported {
+                op,
+                reason: format!("public key of {} rows", pk.rows),
+            });
+        }
+        let n = KERNEL_N;
+        let limbs = self.nq - level;
+        // scratch: v rows | v̂ rows | e0 e1 p | FFT (N complex) | message (N/2)
+        let scratch = self.alloc(op, 2 * limbs * n + 3 * n + 2 * n + n / 2, stream)?;
+        let base = dev_ptr(&scratch);
+        let at = |words: usize| base + (words * 8) as u64;
+        let (vrows, vhat) = (at(0), at(limbs * n));
+        let err = at(2 * limbs * n);
+        let p = at(2 * limbs * n + 2 * n);
+        let fft = at(2 * limbs * n + 3 * n);
+        let msg = at(2 * limbs * n + 5 * n);
+        let (len, fft_blocks) = match source {
+            Source::Message(m) => {
+                self.stage_up(op, msg, stream, |h| {
+                    for (o, x) in h.iter_mut().zip(m) {
+                        *o = x.to_bits();
+                    }
+                    m.len()
+                })?;
+                (m.len() as u32, FFT_BLOCKS)
+            }
+            Source::Coefficients(w) => {
+                self.stage_up(op, p, stream, |h| {
+                    h[..w.len()].copy_from_slice(w);
+                    w.len()
+                })?;
+                (0, 0)
+            }
+        };
+        let k: Vec<u64> = key
+            .chunks_exact(8)
+            .map(|c| u64::from_le_bytes(c.try_into().unwrap_or([0; 8])))
+            .collect();
+        let e = &self.enc;
+        self.launch_enc(
+            op,
+            EncK::RowsSample,
+            (fft_blocks + SAMPLER_BLOCKS, 1, 1),
+            E_THREADS,
+            stream,
+            &[
+                Arg::U64(msg),
+                Arg::U32(len),
+                Arg::U64(dev_ptr32(&e.slot_of)),
+                Arg::U64(dev_ptr_f(&e.roots)),
+                Arg::U64(fft),
+                Arg::U32(fft_blocks),
+                Arg::U64(k[0]),
+                Arg::U64(k[1]),
+                Arg::U64(k[2]),
+                Arg::U64(k[3]),
+                Arg::U64(dev_ptr(&e.cdt)),
+                Arg::U64(dev_ptr(&e.primes)),
+                Arg::U32(level as u32),
+                Arg::U32(limbs as u32),
+                Arg::U64(vrows),
+                Arg::U64(err),
+            ],
+        )?;
+        if fft_blocks > 0 {
+            self.launch_enc(
+                op,
+                EncK::Cols,
+                (FFT_BLOCKS, 1, 1),
+                E_THREADS,
+                stream,
+                &[
+                    Arg::U64(fft),
+                    Arg::U64(dev_ptr_f(&e.roots)),
+                    Arg::U64(dev_ptr_f(&e.twist)),
+                    Arg::U64((1.0 / n as f64).to_bits()),
+                    Arg::U64(scale.to_bits()),
+                    Arg::U64(p),
+                ],
+            )?;
+        }
+        self.ntt_forward_raw(op, vrows, vhat, level, limbs, 1, stream)?;
+        let out = self.alloc(op, 2 * limbs * n, stream)?;
+        self.launch_enc(
+            op,
+            EncK::MulPk,
+            ((n as u32) / EW, limbs as u32, 2),
+            EW,
+            stream,
+            &[
+                Arg::U64(vhat),
+                Arg::U64(dev_ptr(&pk.buf)),
+                Arg::U64(dev_ptr(&out)),
+                Arg::U64(dev_ptr(&e.primes)),
+                Arg::U32(level as u32),
+                Arg::U32(pk.rows as u32),
+            ],
+        )?;
+        self.ntt_inverse_raw(
+            op,
+            dev_ptr(&out),
+            dev_ptr(&out),
+            dev_ptr(&self.n_inv),
+            level,
+            limbs,
+            2,
+            stream,
+        )?;
+        self.launch_enc(
+            op,
+            EncK::AddErr,
+            ((n as u32) / EW, limbs as u32, 2),
+            EW,
+            stream,
+            &[
+                Arg::U64(dev_ptr(&out)),
+                Arg::U64(err),
+                Arg::U64(dev_ptr(&e.primes)),
+                Arg::U32(level as u32),
+            ],
+        )?;
+        drv(op, scratch.drop_async(stream))?;
+        Ok(GpuCiphertext {
+            buf: DevWords::Owned(out),
+            context: self.context_id,
+            level,
+            scale,
+            domain: Domain::Coefficient,
+            basis: ModulusBasis::Q,
+            components: 2,
+            prime_ids: (level..self.nq).collect(),
+        })
+    }
+
+    /// Decrypts a 2-component coefficient-domain ciphertext and decodes the real parts of the
+    /// N/2 slots on the device; one download of N/2 f64 (waits for `stream`). Bit for bit the
+    /// CPU engine's `decrypt_message`.
+    pub fn decrypt_message_on_device(
+        &self,
+        ct: &GpuCiphertext,
+        sk: &GpuSecretKey,
+        stream: &Stream,
+    ) -> Result<Vec<f64>> {
+        const OP: &str = "decrypt_message";
+        self.check_context(OP, ct.context)?;
+        self.check_context(OP, sk.context)?;
+        Self::need_domain(OP, ct.domain, Domain::Coefficient)?;
+        Self::need_components(OP, ct.components, 2)?;
+        let nq = self.nq;
+        let limbs = ct.num_limbs();
+        let first = ct.prime_ids[0];
+        if ct.basis != ModulusBasis::Q || first + limbs != nq || limbs < 2 {
+            return Err(CkksError::BasisMismatch {
+                op: OP,
+                expected: ModulusBasis::Q,
+                actual: ct.basis,
+            }
+            .into());
+        }
+        let n = KERNEL_N;
+        let off = nq - 2;
+        let row = |r: usize| (r * n * 8) as u64;
+        let c0 = ct.ptr() + row(limbs - 2);
+        let c1 = ct.ptr() + row(2 * limbs - 2);
+        // scratch: phase rows (2N) | FFT (N complex) | slots (N/2)
+        let scratch = self.alloc(OP, 2 * n + 2 * n + n / 2, stream)?;
+        let tmp = dev_ptr(&scratch);
+        let fft = tmp + row(2);
+        let out = tmp + row(4);
+        let e = &self.enc;
+        self.ntt_forward_raw(OP, c1, tmp, off, 2, 1, stream)?;
+        self.launch_enc(
+            OP,
+            EncK::MulS,
+            ((n as u32) / EW, 2, 1),
+            EW,
+            stream,
+            &[
+                Arg::U64(tmp),
+                Arg::U64(dev_ptr(&sk.buf)),
+                Arg::U64(dev_ptr(&e.primes)),
+                Arg::U32(off as u32),
+            ],
+        )?;
+        self.ntt_inverse_raw(OP, tmp, tmp, dev_ptr(&self.n_inv), off, 2, 1, stream)?;
+        let r = e.recon;
+        self.launch_enc(
+            OP,
+            EncK::DecRows,
+            (FFT_BLOCKS, 1, 1),
+            E_THREADS,
+            stream,
+            &[
+                Arg::U64(tmp),
+                Arg::U64(c0),
+                Arg::U64(dev_ptr(&e.primes)),
+                Arg::U32(off as u32),
+                Arg::U64(r[0]),
+                Arg::U64(r[1]),
+                Arg::U64(r[2]),
+                Arg::U64(r[3]),
+                Arg::U64(r[4]),
+                Arg::U64(r[5]),
+                Arg::U64(dev_ptr_f(&e.twist)),
+                Arg::U64(dev_ptr_f(&e.roots)),
+                Arg::U64(fft),
+            ],
+        )?;
+        self.launch_enc(
+            OP,
+            EncK::DecCols,
+            (FFT_BLOCKS, 1, 1),
+            E_THREADS,
+            stream,
+            &[
+                Arg::U64(fft),
+                Arg::U64(dev_ptr_f(&e.roots)),
+                Arg::U64(dev_ptr32(&e.slot_of)),
+                Arg::U64(ct.scale.to_bits()),
+                Arg::U64(out),
+            ],
+        )?;
+        let slots = n / 2;
+        let mut slot = e.slot(OP)?;
+        // SAFETY: `out` holds `slots` f64 written by dec_cols on `stream`; the destination is
+        // the slot's page-locked buffer of N >= slots words, held locked until the stream has
+        // been synchronised below.
+        let rc = unsafe {
+            cust::sys::cuMemcpyDtoHAsync_v2(
+                slot.host.as_mut_ptr().cast(),
+                out,
+                slots * 8,
+                stream.as_inner(),
+            )
+        };
+        if rc != cust::sys::cudaError_enum::CUDA_SUCCESS {
+            return Err(CudaBackendError::Unsupported {
+                op: OP,
+                reason: format!("device-to-host copy failed: {rc:?}"),
+            });
+        }
+        drv(OP, scratch.drop_async(stream))?;
+        drv(OP, stream.synchronize())?;
+        Ok(slot.host.as_slice()[..slots]
+            .iter()
+            .map(|&w| f64::from_bits(w))
+            .collect())
+    }
+}
+
+fn dev_ptr32(b: &DeviceBuffer<u32>) -> u64 {
+    b.as_device_ptr().as_raw()
+}
+
+fn dev_ptr_f(b: &DeviceBuffer<f64>) -> u64 {
+    b.as_device_ptr().as_raw()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn montgomery_constants_are_right() {
+        for q in [1_099_510_054_913u64, 1_152_921_504_606_846_883] {
+            assert_eq!(q.wrapping_mul(neg_inv64(q)), u64::MAX);
+        }
+    }
+
+    #[test]
+    fn launch_geometry_matches_the_kernels() {
+        assert_eq!(FFT_BLOCKS, 16);
+        // one ChaCha20 block per sampler thread: 3 streams x N/8 blocks
+        assert_eq!(SAMPLER_BLOCKS * E_THREADS, 3 * 16384 / 8);
+        assert!(ENCODE_PTX.contains(".entry enc_rows_sample"));
+        for k in ENC_KERNELS {
+            assert!(ENCODE_PTX.contains(&format!(".entry {k}(")), "{k}");
+        }
+    }
+}

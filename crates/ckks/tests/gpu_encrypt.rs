@@ -1,0 +1,267 @@
+//! Device encode / sampling / decode (kernels/encode.cu) against the CPU engine, word for
+//! word: GPU `encrypt_message_with_sampling_key` and `encrypt_with_sampling_key` vs the CPU's
+//! `encrypt_with_sampling_key` (ciphertext words), GPU `decrypt_message` vs the CPU's
+//! `decrypt_message` (f64 bit patterns of every slot), the device pool poisoned first so an
+//! unwritten word cannot match by luck.
+//!
+//! Built only with feature `cuda`. Without a CUDA device each test prints why and passes,
+//! unless `FHELIUM_REQUIRE_GPU=1` makes that a failure.
+#![cfg(feature = "cuda")]
+
+use fhelium_ckks::cuda::{CudaBackendError, CudaEngine, GpuCiphertext};
+use fhelium_ckks::{Ciphertext, CkksError, CpuEngine, Preset};
+
+const SEED: [u8; 32] = [21; 32];
+const POISON_WORDS: usize = 4 * 9 * 16384 * 9;
+
+// Field order = drop order: the stream goes before the engine releases the context.
+struct Fixture {
+    stream: cust::stream::Stream,
+    gpu: CudaEngine,
+    cpu: CpuEngine,
+}
+
+fn fixture() -> Option<Fixture> {
+    let required = std::env::var("FHELIUM_REQUIRE_GPU").is_ok_and(|v| v == "1");
+    let cpu = CpuEngine::with_seed(Preset::Slots8192Scale40Levels7Int64, SEED).expect("cpu engine");
+    match CudaEngine::new(cpu.context(), 0) {
+        Ok(gpu) => {
+            let stream = gpu.stream().expect("stream");
+            Some(Fixture { stream, gpu, cpu })
+        }
+        Err(e) => {
+            assert!(!required, "FHELIUM_REQUIRE_GPU=1 but no CUDA engine: {e}");
+            eprintln!("skipped: no CUDA device available ({e})");
+            None
+        }
+    }
+}
+
+fn message(len: usize, k: u64) -> Vec<f64> {
+    (0..len)
+        .map(|j| 0.5 * ((0.013 + 0.002 * k as f64) * j as f64 + k as f64).sin() - 0.1)
+        .collect()
+}
+
+fn key(k: u8) -> [u8; 32] {
+    std::array::from_fn(|i| (i as u8).wrapping_mul(29).wrapping_add(k))
+}
+
+fn assert_same_words(what: &str, got: &Ciphertext, want: &Ciphertext) {
+    assert_eq!(got.level(), want.level(), "{what}: level");
+    assert_eq!(got.prime_ids(), want.prime_ids(), "{what}: prime ids");
+    assert_eq!(
+        got.scale().to_bits(),
+        want.scale().to_bits(),
+        "{what}: scale"
+    );
+    let (g, c) = (got.words(), want.words());
+    assert_eq!(g.len(), c.len(), "{what}: word count");
+    if let Some(i) = (0..g.len()).find(|&i| g[i] != c[i]) {
+        let bad = (0..g.len()).filter(|&i| g[i] != c[i]).count();
+        panic!(
+            "{what}: {bad} of {} words differ, first at {i} (gpu {:#x}, cpu {:#x})",
+            g.len(),
+            g[i],
+            c[i]
+        );
+    }
+    eprintln!("{what}: {} words bit-exact", g.len());
+}
+
+impl Fixture {
+    fn down(&self, ct: &GpuCiphertext) -> Ciphertext {
+        self.gpu
+            .download_ciphertext(ct, &self.stream)
+            .expect("download")
+    }
+}
+
+#[test]
+fn encrypt_message_on_the_device_matches_the_cpu_word_for_word() {
+    let Some(fx) = fixture() else { return };
+    let s = &fx.stream;
+    let pk = fx
+        .gpu
+        .upload_public_key(fx.cpu.public_key(), s)
+        .expect("pk");
+    let slots = fx.cpu.num_slots();
+    // full, short (zero padding), empty, and one whose bound sends encode to the host
+    let big = vec![5.0e6; slots];
+    let cases: Vec<(String, Vec<f64>)> = vec![
+        ("full".into(), message(slots, 1)),
+        ("100 slots".into(), message(100, 2)),
+        ("empty".into(), Vec::new()),
+        ("host-encode fallback".into(), big),
+    ];
+    for (i, (what, m)) in cases.iter().enumerate() {
+        let k = key(i as u8);
+        let pt = fx.cpu.encode(m, 0, None).expect("cpu encode");
+        let want = fx
+            .cpu
+            .encrypt_with_sampling_key(&pt, &k)
+            .expect("cpu encrypt");
+        fx.gpu.poison_pool(POISON_WORDS, s).expect("poison");
+        let got = fx
+            .gpu
+            .encrypt_message_with_sampling_key(m, &pk, &k, s)
+            .expect("gpu encrypt_message");
+        assert_same_words(&format!("encrypt_message ({what})"), &fx.down(&got), &want);
+    }
+}
+
+#[test]
+fn encrypt_of_a_host_plaintext_samples_on_the_device_like_the_cpu() {
+    let Some(fx) = fixture() else { return };
+    let s = &fx.stream;
+    let pk = fx
+        .gpu
+        .upload_public_key(fx.cpu.public_key(), s)
+        .expect("pk");
+    for level in [0usize, 3, 6] {
+        let k = key(40 + level as u8);
+        let pt = fx
+            .cpu
+            .encode(&message(fx.cpu.num_slots(), 7), level, Some(2f64.powi(30)))
+            .expect("encode");
+        let want = fx
+            .cpu
+            .encrypt_with_sampling_key(&pt, &k)
+            .expect("cpu encrypt");
+        fx.gpu.poison_pool(POISON_WORDS, s).expect("poison");
+        let got = fx
+            .gpu
+            .encrypt_with_sampling_key(&pt, &pk, &k, s)
+            .expect("gpu encrypt");
+        assert_same_words(&format!("encrypt L{level}"), &fx.down(&got), &want);
+    }
+}
+
+#[test]
+fn decrypt_message_on_the_device_matches_the_cpu_bit_for_bit() {
+    let Some(fx) = fixture() else { return };
+    let s = &fx.stream;
+    let sk = fx
+        .gpu
+        .upload_secret_key(fx.cpu.secret_key(), s)
+        .expect("sk");
+    let ct0 = fx
+        .cpu
+        .encrypt_message(&message(fx.cpu.num_slots(), 3))
+        .expect("encrypt");
+    let rescaled = fx.cpu.rescale_to_next_level(&ct0).expect("rescale");
+    let cases = [
+        ("L0".to_string(), fx.cpu.mod_switch_to_level(&ct0, 0).expect("ms")),
+        ("L1 rescaled".to_string(), rescaled),
+        (
+            "L3".to_string(),
+            fx.cpu.mod_switch_to_level(&ct0, 3).expect("ms"),
+        ),
+        (
+            "L6".to_string(),
+            fx.cpu.mod_switch_to_level(&ct0, 6).expect("ms"),
+        ),
+    ];
+    for (what, ct) in &cases {
+        let want = fx.cpu.decrypt_message(ct).expect("cpu decrypt");
+        let dev = fx.gpu.upload_ciphertext(ct, s).expect("upload");
+        fx.gpu.poison_pool(POISON_WORDS, s).expect("poison");
+        let got = fx.gpu.decrypt_message(&dev, &sk, s).expect("gpu decrypt");
+        assert_eq!(got.len(), want.len(), "{what}: slot count");
+        if let Some(i) = (0..got.len()).find(|&i| got[i].to_bits() != want[i].to_bits()) {
+            let bad = (0..got.len())
+                .filter(|&i| got[i].to_bits() != want[i].to_bits())
+                .count();
+            panic!(
+                "decrypt_message {what}: {bad} slots differ, first {i}: gpu {:e} cpu {:e}",
+                got[i], want[i]
+            );
+        }
+        eprintln!("decrypt_message {what}: {} slots bit-exact", got.len());
+    }
+}
+
+#[test]
+fn device_round_trip_keeps_the_seed_precision_and_keys_differ_per_call() {
+    let Some(fx) = fixture() else { return };
+    let s = &fx.stream;
+    let pk = fx
+        .gpu
+        .upload_public_key(fx.cpu.public_key(), s)
+        .expect("pk");
+    let sk = fx
+        .gpu
+        .upload_secret_key(fx.cpu.secret_key(), s)
+        .expect("sk");
+    let m = message(fx.cpu.num_slots(), 9);
+    let a = fx.gpu.encrypt_message(&m, &pk, s).expect("encrypt");
+    let b = fx.gpu.encrypt_message(&m, &pk, s).expect("encrypt");
+    assert_ne!(
+        fx.down(&a).words(),
+        fx.down(&b).words(),
+        "two encryptions drew the same sampling key"
+    );
+    for ct in [&a, &b] {
+        let got = fx.gpu.decrypt_message(ct, &sk, s).expect("decrypt");
+        let err = m
+            .iter()
+            .zip(&got)
+            .map(|(x, y)| (x - y).abs())
+            .fold(0.0, f64::max);
+        eprintln!("device encrypt_message -> decrypt_message: max error {err:.3e}");
+        assert!(err < 5e-7, "max error {err}");
+    }
+}
+
+#[test]
+fn device_encrypt_and_decrypt_refuse_bad_input_with_typed_errors() {
+    let Some(fx) = fixture() else { return };
+    let s = &fx.stream;
+    let pk = fx
+        .gpu
+        .upload_public_key(fx.cpu.public_key(), s)
+        .expect("pk");
+    let sk = fx
+        .gpu
+        .upload_secret_key(fx.cpu.secret_key(), s)
+        .expect("sk");
+    let long = vec![0.0; fx.cpu.num_slots() + 1];
+    assert!(matches!(
+        fx.gpu.encrypt_message(&long, &pk, s),
+        Err(CudaBackendError::Ckks(CkksError::MessageTooLong { .. }))
+    ));
+    let nan = vec![f64::NAN; 4];
+    assert!(matches!(
+        fx.gpu.encrypt_message(&nan, &pk, s),
+        Err(CudaBackendError::Ckks(
+            CkksError::CoefficientOutOfRange { .. }
+        ))
+    ));
+    let huge = vec![1e300; 4];
+    assert!(matches!(
+        fx.gpu.encrypt_message(&huge, &pk, s),
+        Err(CudaBackendError::Ckks(
+            CkksError::CoefficientOutOfRange { .. }
+        ))
+    ));
+    let pt = fx
+        .cpu
+        .prepare_plaintext_for_addition(
+            &fx.cpu.encode(&[1.0], 0, None).expect("encode"),
+            fhelium_ckks::ModulusBasis::Q,
+        )
+        .expect("rns");
+    assert!(matches!(
+        fx.gpu.encrypt(&pt, &pk, s),
+        Err(CudaBackendError::Ckks(
+            CkksError::RepresentationMismatch { .. }
+        ))
+    ));
+    let ct = fx.cpu.encrypt_message(&[1.0]).expect("encrypt");
+    let ntt = fx.cpu.coefficient_domain_to_ntt_domain(&ct).expect("ntt");
+    let dev = fx.gpu.upload_ciphertext(&ntt, s).expect("upload");
+    assert!(matches!(
+        fx.gpu.decrypt_message(&dev, &sk, s),
+        Err(CudaBackendError::Ckks(CkksError::DomainMismatch { .. }))
+    ));
+}
