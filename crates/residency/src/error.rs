@@ -160,6 +160,12 @@ pub enum ModelError {
         /// The repeated destination.
         destination: ResidencyLocation,
     },
+    /// A transfer cost model or cost-aware policy with an invalid parameter.
+    #[error("invalid transfer cost model: {detail}")]
+    InvalidCostModel {
+        /// What is wrong.
+        detail: String,
+    },
     /// A fallback-tier mapping that names one source location twice.
     #[error("fallback tiers name source location {location} twice")]
     DuplicateTierSource {

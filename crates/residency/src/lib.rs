@@ -94,6 +94,7 @@
 //! inputs that FHElium reads from live objects (policy metadata, access epochs, device
 //! availability, protection) travel in the snapshot (0101).
 
+pub mod cost;
 pub mod decision;
 pub mod error;
 pub mod explain;
@@ -107,6 +108,10 @@ pub mod report;
 pub mod snapshot;
 pub mod text;
 
+pub use cost::{
+    CostAwareTieredLRU, CostAwareTieredLRUConfig, LinkCost, MoveExplanation, MoveKind,
+    TransferCostModel, TransferEstimate, TransferLink,
+};
 pub use decision::{EvictionReason, ResidencyDecision, ResidencyDecisionParts, ResidencyEviction};
 pub use error::ModelError;
 pub use explain::explain;
