@@ -220,18 +220,26 @@ __device__ __forceinline__ void butterfly(C64& x, C64& y, C64 w, bool inverse) {
 }
 
 // Row tile s[r * 128 + b] holds bit-reversed-order point j = (row0 + r) * 128 + b; stages of
-// half-span h = 1..64.
+// half-span h = 1..64. Each thread loads its seven twiddles before the first stage (seven
+// independent loads in flight instead of one latency per stage).
 __device__ __forceinline__ void row_stages(C64* s, const C64* __restrict__ roots, bool inverse) {
     const u32 tid = threadIdx.x;
     const u32 r = tid / 64, bpos = tid % 64;
-#pragma unroll 1
-    for (u32 h = 1; h <= 64; h <<= 1) {
+    C64 w[7];
+#pragma unroll
+    for (u32 st = 0; st < 7; st++) {
+        const u32 h = 1u << st;
+        w[st] = roots[(bpos % h) * (E_N / (2 * h))];
+    }
+#pragma unroll
+    for (u32 st = 0; st < 7; st++) {
+        const u32 h = 1u << st;
         __syncthreads();
         const u32 jj = bpos % h;
         const u32 b = (bpos / h) * 2 * h + jj;
         C64 x = s[r * E_SUB + b];
         C64 y = s[r * E_SUB + b + h];
-        butterfly(x, y, roots[jj * (E_N / (2 * h))], inverse);
+        butterfly(x, y, w[st], inverse);
         s[r * E_SUB + b] = x;
         s[r * E_SUB + b + h] = y;
     }
@@ -239,20 +247,27 @@ __device__ __forceinline__ void row_stages(C64* s, const C64* __restrict__ roots
 }
 
 // Column tile s[a * 8 + c] holds point j = a * 128 + c0 + c; stages of half-span
-// h = 128 * h', h' = 1..64.
+// h = 128 * h', h' = 1..64 (twiddles loaded up front, as in row_stages).
 __device__ __forceinline__ void col_stages(C64* s, const C64* __restrict__ roots, u32 c0,
                                            bool inverse) {
     const u32 tid = threadIdx.x;
     const u32 c = tid % E_TILE, bpos = tid / E_TILE;
-#pragma unroll 1
-    for (u32 hp = 1; hp <= 64; hp <<= 1) {
+    C64 w[7];
+#pragma unroll
+    for (u32 st = 0; st < 7; st++) {
+        const u32 hp = 1u << st;
+        const u32 k = (bpos % hp) * E_SUB + c0 + c;
+        w[st] = roots[k * (E_N / (2 * E_SUB * hp))];
+    }
+#pragma unroll
+    for (u32 st = 0; st < 7; st++) {
+        const u32 hp = 1u << st;
         __syncthreads();
         const u32 jj = bpos % hp;
         const u32 a = (bpos / hp) * 2 * hp + jj;
-        const u32 k = jj * E_SUB + c0 + c;
         C64 x = s[a * E_TILE + c];
         C64 y = s[(a + hp) * E_TILE + c];
-        butterfly(x, y, roots[k * (E_N / (2 * E_SUB * hp))], inverse);
+        butterfly(x, y, w[st], inverse);
         s[a * E_TILE + c] = x;
         s[(a + hp) * E_TILE + c] = y;
     }
