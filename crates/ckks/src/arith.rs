@@ -82,14 +82,9 @@ impl Modulus {
         let xs = (x >> (self.bits - 1)) as u64;
         let qhat = ((u128::from(xs) * u128::from(self.barrett_mu)) >> (self.bits + 1)) as u64;
         // the true remainder is < 3q < 2^64, so the low words suffice.
-        let mut r = (x as u64).wrapping_sub(qhat.wrapping_mul(q));
-        if r >= q {
-            r -= q;
-        }
-        if r >= q {
-            r -= q;
-        }
-        r
+        let r = (x as u64).wrapping_sub(qhat.wrapping_mul(q));
+        let r = r.min(r.wrapping_sub(q));
+        r.min(r.wrapping_sub(q))
     }
 
     /// `x mod q` for any 64-bit `x`.
@@ -117,33 +112,23 @@ impl Modulus {
     #[must_use]
     pub fn add(&self, a: u64, b: u64) -> u64 {
         let s = a + b;
-        if s >= self.value {
-            s - self.value
-        } else {
-            s
-        }
+        s.min(s.wrapping_sub(self.value))
     }
 
     /// `a - b mod q` for canonical `a, b`.
     #[inline]
     #[must_use]
     pub fn sub(&self, a: u64, b: u64) -> u64 {
-        if a >= b {
-            a - b
-        } else {
-            a + self.value - b
-        }
+        let d = a.wrapping_sub(b);
+        d.min(d.wrapping_add(self.value))
     }
 
     /// `-a mod q` for canonical `a`.
     #[inline]
     #[must_use]
     pub fn neg(&self, a: u64) -> u64 {
-        if a == 0 {
-            0
-        } else {
-            self.value - a
-        }
+        let r = self.value - a; // q for a = 0, folded to 0 without a branch
+        r.min(r.wrapping_sub(self.value))
     }
 
     /// The Shoup companion `floor(w * 2^64 / q)` of a canonical constant `w`.
@@ -167,11 +152,7 @@ impl Modulus {
     #[must_use]
     pub fn mul_shoup(&self, a: u64, w: u64, w_shoup: u64) -> u64 {
         let r = self.mul_shoup_lazy(a, w, w_shoup);
-        if r >= self.value {
-            r - self.value
-        } else {
-            r
-        }
+        r.min(r.wrapping_sub(self.value))
     }
 
     /// `base^exp mod q`.

@@ -15,9 +15,8 @@ use zeroize::Zeroize;
 use crate::context::Context;
 use crate::error::CkksError;
 use crate::kernels::{
-    add_assign_limb, apply_automorphism_limb, automorphism_index_map, moddown_limb, modup_limb,
-    mul_acc_limb, mul_acc_wide_limb, mul_assign_limb, mul_scalar_limb, negate_limb, rescale_limb,
-    sub_assign_limb, MixedRadix,
+    add_assign_limb, apply_automorphism_limb, automorphism_index_map, automorphism_value,
+    mul_acc_limb, mul_assign_limb, mul_scalar_limb, negate_limb, rescale_limb, sub_assign_limb,
 };
 use crate::keys::{KeySwitchKey, PublicKey, RelinearizationKey, RotationKey, SecretKey};
 use crate::params::{CkksConfig, Preset};
@@ -28,6 +27,8 @@ use fhelium_cuda::Memory;
 use crate::values::{
     prime_ids, Ciphertext, Domain, ModulusBasis, Plaintext, PlaintextRepresentation,
 };
+
+mod keyswitch;
 
 /// The CKKS engine with the CPU backend.
 #[derive(Debug)]
@@ -40,6 +41,8 @@ pub struct CpuEngine {
     rotation_keys: Mutex<HashMap<i64, Arc<RotationKey>>>,
     location: ResidencyLocation,
     memory: Memory,
+    /// Reused key-switch scratch blocks (see `engine/keyswitch.rs`).
+    scratch: keyswitch::Scratch,
 }
 
 fn valid_scale(op: &'static str, scale: f64) -> Result<f64, CkksError> {
@@ -93,6 +96,7 @@ impl CpuEngine {
             rotation_keys: Mutex::new(HashMap::new()),
             location,
             memory,
+            scratch: keyswitch::Scratch::default(),
         })
     }
 
@@ -1086,100 +1090,6 @@ impl CpuEngine {
 
     // ----------------------------------------------------------------- key switching
 
-    /// Hybrid key switching of the coefficient-domain polynomial `c` (rows = Q ids from
-    /// `level`) with `ksk` (spec §3.8): returns `(corr0, corr1)` on the same rows, coefficient
-    /// domain, canonical.
-    pub(crate) fn key_switch(
-        &self,
-        c: &[u64],
-        level: usize,
-        ksk: &KeySwitchKey,
-    ) -> (Vec<u64>, Vec<u64>) {
-        let ctx = &self.ctx;
-        let n = ctx.n;
-        let nq = ctx.nq;
-        let q_rows = nq - level;
-        let qp_ids = self.ids(level, ModulusBasis::QP);
-        let digits: Vec<(usize, Vec<usize>, MixedRadix)> = ctx
-            .digits
-            .iter()
-            .enumerate()
-            .filter_map(|(k, d)| {
-                let live: Vec<usize> = d.iter().copied().filter(|&i| i >= level).collect();
-                if live.is_empty() {
-                    None
-                } else if live.len() == d.len() {
-                    Some((k, live, ctx.digit_radix[k].clone()))
-                } else {
-                    let moduli: Vec<_> = live.iter().map(|&i| *ctx.modulus(i)).collect();
-                    Some((k, live, MixedRadix::new(&moduli)))
-                }
-            })
-            .collect();
-        let mut acc0 = vec![0u64; qp_ids.len() * n];
-        let mut acc1 = vec![0u64; qp_ids.len() * n];
-        acc0.par_chunks_mut(n)
-            .zip(acc1.par_chunks_mut(n))
-            .zip(qp_ids.par_iter())
-            .for_each(|((a0, a1), &id)| {
-                let t = &ctx.tables[id];
-                let m = t.modulus();
-                let mut tmp = vec![0u64; n];
-                // Lazy 128-bit accumulation when every sum of products fits: exact, and one
-                // reduction per coefficient instead of one per digit.
-                let q = u128::from(m.value());
-                let lazy = (q - 1) * (q - 1) <= u128::MAX / digits.len().max(1) as u128;
-                let (mut w0, mut w1) = if lazy {
-                    (vec![0u128; n], vec![0u128; n])
-                } else {
-                    (Vec::new(), Vec::new())
-                };
-                for (k, live, radix) in &digits {
-                    let rows: Vec<&[u64]> = live
-                        .iter()
-                        .map(|&i| &c[(i - level) * n..(i - level + 1) * n])
-                        .collect();
-                    modup_limb(radix, &rows, m, &mut tmp);
-                    t.forward(&mut tmp);
-                    if lazy {
-                        mul_acc_wide_limb(&mut w0, &tmp, ksk.row(*k, 0, id));
-                        mul_acc_wide_limb(&mut w1, &tmp, ksk.row(*k, 1, id));
-                    } else {
-                        mul_acc_limb(m, a0, &tmp, ksk.row(*k, 0, id));
-                        mul_acc_limb(m, a1, &tmp, ksk.row(*k, 1, id));
-                    }
-                }
-                if lazy {
-                    for (o, &x) in a0.iter_mut().zip(&w0) {
-                        *o = m.reduce_wide(x);
-                    }
-                    for (o, &x) in a1.iter_mut().zip(&w1) {
-                        *o = m.reduce_wide(x);
-                    }
-                }
-                t.inverse(a0);
-                t.inverse(a1);
-            });
-        let moddown = |acc: &mut Vec<u64>| {
-            let (q_part, p_part) = acc.split_at_mut(q_rows * n);
-            let p_rows: Vec<&[u64]> = p_part.chunks(n).collect();
-            q_part.par_chunks_mut(n).enumerate().for_each(|(j, row)| {
-                let id = level + j;
-                moddown_limb(
-                    ctx.modulus(id),
-                    &ctx.p_radix,
-                    &p_rows,
-                    ctx.p_inv_mod_q[id],
-                    row,
-                );
-            });
-            acc.truncate(q_rows * n);
-        };
-        moddown(&mut acc0);
-        moddown(&mut acc1);
-        (acc0, acc1)
-    }
-
     fn check_keyswitch_input(
         &self,
         op: &'static str,
@@ -1200,26 +1110,41 @@ impl CpuEngine {
         Ok(())
     }
 
+    /// `σ_g(ct)` key-switched back to the engine secret: `c0' = σ(c0) + corr0`, `c1' = corr1`
+    /// (the automorphism of `c0` is fused into the ModDown pass that writes the result).
     fn apply_galois(&self, ct: &Ciphertext, key: &RotationKey) -> Result<Ciphertext, CkksError> {
         let n = self.n_();
         let rows = ct.num_limbs();
         let map = automorphism_index_map(n, key.galois_element);
-        let mut rotated = vec![0u64; 2 * rows * n];
         let src = ct.words.as_slice();
-        rotated.par_chunks_mut(n).enumerate().for_each(|(i, dst)| {
-            let m = self.ctx.modulus(ct.prime_ids[i % rows]);
-            apply_automorphism_limb(m, &map, &src[i * n..(i + 1) * n], dst);
-        });
-        let (c0, c1) = rotated.split_at_mut(rows * n);
-        let (corr0, corr1) = self.key_switch(c1, ct.level, &key.ksk);
-        c0.par_chunks_mut(n)
-            .zip(corr0.par_chunks(n))
+        let mut out = Words::alloc(&self.memory, ct.location(), 2 * rows * n)?;
+        let mut c1 = self.scratch.take(rows * n);
+        c1[..rows * n]
+            .par_chunks_mut(n)
             .enumerate()
-            .for_each(|(j, (x, y))| {
-                add_assign_limb(self.ctx.modulus(ct.prime_ids[j]), x, y);
+            .for_each(|(j, dst)| {
+                let m = self.ctx.modulus(ct.prime_ids[j]);
+                apply_automorphism_limb(m, &map, &src[(rows + j) * n..(rows + j + 1) * n], dst);
             });
-        c1.copy_from_slice(&corr1);
-        self.make_ct(ct, &rotated, 2)
+        let acc = self.key_switch_accumulate(&c1[..rows * n], ct.level, &key.ksk);
+        self.scratch.put(c1);
+        out.as_mut_slice()
+            .par_chunks_mut(n)
+            .enumerate()
+            .for_each(|(x, dst)| {
+                let (comp, j) = (x / rows, x % rows);
+                if comp == 0 {
+                    let m = *self.ctx.modulus(ct.prime_ids[j]);
+                    let c0 = &src[j * n..(j + 1) * n];
+                    self.moddown_row(&acc, ct.level, 0, j, |i, v| {
+                        dst[i] = m.add(automorphism_value(&m, c0, map[i]), v);
+                    });
+                } else {
+                    self.moddown_row(&acc, ct.level, 1, j, |i, v| dst[i] = v);
+                }
+            });
+        self.release(acc);
+        Ok(self.wrap_ct(ct, out, 2))
     }
 
     /// Rotation with an explicit key: slot j of the result holds slot `j − step` of the input
@@ -1280,23 +1205,31 @@ impl CpuEngine {
         self.check_key(OP, &key.ksk)?;
         let n = self.n_();
         let rows = ct.num_limbs();
-        let mut words = ct.words.as_slice().to_vec();
-        self.par_rows(&mut words, &ct.prime_ids, |id, row| {
-            self.ctx.tables[id].inverse(row);
-        });
-        let (c01, d2) = words.split_at_mut(2 * rows * n);
-        let (corr0, corr1) = self.key_switch(d2, ct.level, &key.ksk);
-        let (c0, c1) = c01.split_at_mut(rows * n);
-        for (c, corr) in [(c0, &corr0), (c1, &corr1)] {
-            c.par_chunks_mut(n)
-                .zip(corr.par_chunks(n))
-                .enumerate()
-                .for_each(|(j, (x, y))| {
-                    add_assign_limb(self.ctx.modulus(ct.prime_ids[j]), x, y);
-                });
-        }
-        words.truncate(2 * rows * n);
-        let mut out = self.make_ct(ct, &words, 2)?;
+        let src = ct.words.as_slice();
+        let mut out = Words::alloc(&self.memory, ct.location(), 2 * rows * n)?;
+        let mut d2 = self.scratch.take(rows * n);
+        d2[..rows * n]
+            .par_chunks_mut(n)
+            .enumerate()
+            .for_each(|(j, dst)| {
+                let x = 2 * rows + j;
+                self.ctx.tables[ct.prime_ids[j]].inverse_from(&src[x * n..(x + 1) * n], dst);
+            });
+        let acc = self.key_switch_accumulate(&d2[..rows * n], ct.level, &key.ksk);
+        self.scratch.put(d2);
+        // c_i = INTT(d_i) + corr_i, the inverse NTT and the ModDown fused per output row
+        out.as_mut_slice()
+            .par_chunks_mut(n)
+            .enumerate()
+            .for_each(|(x, dst)| {
+                let (comp, j) = (x / rows, x % rows);
+                let t = &self.ctx.tables[ct.prime_ids[j]];
+                let m = *t.modulus();
+                t.inverse_from(&src[x * n..(x + 1) * n], dst);
+                self.moddown_row(&acc, ct.level, comp, j, |i, v| dst[i] = m.add(dst[i], v));
+            });
+        self.release(acc);
+        let mut out = self.wrap_ct(ct, out, 2);
         out.domain = Domain::Coefficient;
         Ok(out)
     }

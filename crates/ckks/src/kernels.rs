@@ -88,8 +88,15 @@ pub fn automorphism_index_map(n: usize, g: u64) -> Vec<AutomorphismEntry> {
         };
         n
     ];
+    let step = g % two_n;
+    let mut t = 0u64; // g·i mod 2N, stepped instead of multiplied and divided
     for i in 0..n {
-        let t = (g % two_n) * i as u64 % two_n;
+        if i > 0 {
+            t += step;
+            if t >= two_n {
+                t -= two_n;
+            }
+        }
         let (pos, negate) = if t < n as u64 {
             (t, false)
         } else {
@@ -110,10 +117,17 @@ pub fn apply_automorphism_limb(
     src: &[u64],
     dst: &mut [u64],
 ) {
-    for (d, e) in dst.iter_mut().zip(map) {
-        let v = src[e.index as usize];
-        *d = if e.negate { m.neg(v) } else { v };
+    for (d, &e) in dst.iter_mut().zip(map) {
+        *d = automorphism_value(m, src, e);
     }
+}
+
+/// One entry of [`apply_automorphism_limb`]: `±src[e.index] mod q` (branch-free select).
+#[inline]
+#[must_use]
+pub fn automorphism_value(m: &Modulus, src: &[u64], e: AutomorphismEntry) -> u64 {
+    let v = src[e.index as usize];
+    std::hint::select_unpredictable(e.negate, m.neg(v), v)
 }
 
 /// The NTT-domain form of σ_g (a pure gather, no sign): destination index j reads source index
@@ -243,7 +257,8 @@ pub fn modup_limb(radix: &MixedRadix, digit_rows: &[&[u64]], target: &Modulus, d
         let qj_mod = target.reduce(qj);
         for (d, &s) in dst.iter_mut().zip(digit_rows[0]) {
             let r = target.reduce(s);
-            *d = if s > half { target.sub(r, qj_mod) } else { r };
+            // a coin flip per coefficient: a branch here mispredicts half the time
+            *d = std::hint::select_unpredictable(s > half, target.sub(r, qj_mod), r);
         }
         return;
     }
@@ -292,6 +307,38 @@ pub fn moddown_limb(
         p_radix.digits(&res, &mut v);
         let xp = p_radix.eval(&v, m);
         *a = m.mul_shoup(m.sub(*a, xp), p_inv, p_inv_shoup);
+    }
+}
+
+/// [`moddown_limb`] reading the accumulator row `src` and handing each result coefficient to
+/// `f(index, value)`, so the caller can fuse it with what it writes next (same words).
+pub fn moddown_each<F>(
+    m: &Modulus,
+    p_radix: &MixedRadix,
+    p_rows: &[&[u64]],
+    p_inv: u64,
+    src: &[u64],
+    mut f: F,
+) where
+    F: FnMut(usize, u64),
+{
+    let p_inv_shoup = m.shoup(p_inv);
+    if p_radix.len() == 1 {
+        for (i, (&a, &xp)) in src.iter().zip(p_rows[0]).enumerate() {
+            f(i, m.mul_shoup(m.sub(a, m.reduce(xp)), p_inv, p_inv_shoup));
+        }
+        return;
+    }
+    let k = p_radix.len();
+    let mut res = vec![0u64; k];
+    let mut v = vec![0u64; k];
+    for (i, &a) in src.iter().enumerate() {
+        for (r, row) in res.iter_mut().zip(p_rows) {
+            *r = row[i];
+        }
+        p_radix.digits(&res, &mut v);
+        let xp = p_radix.eval(&v, m);
+        f(i, m.mul_shoup(m.sub(a, xp), p_inv, p_inv_shoup));
     }
 }
 

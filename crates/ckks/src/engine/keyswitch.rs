@@ -1,0 +1,249 @@
+//! Hybrid key switching on the CPU, scheduled for two cores (decision 0411).
+//!
+//! The arithmetic is the reference of `docs/crates/ckks.md` ("Key switch") word for word; only
+//! the schedule differs from a per-row loop:
+//!
+//! 1. **ModUp + forward NTT**, one task per (QP row, live digit) pair (72 at level 0 of the seed
+//!    preset), into one `[row, digit, N]` scratch block. A row whose prime belongs to the digit
+//!    is the digit's own residue row (the balanced lift is the identity there), so it goes
+//!    through `forward_from` without a ModUp.
+//! 2. **Inner product + inverse NTT**, one task per (component, QP row) pair: the digit sums
+//!    are accumulated in 128-bit registers over blocks of coefficients and reduced once per
+//!    coefficient (exact while `digits·(q−1)² < 2^128`, otherwise one reduction per digit, the
+//!    same residue), then transformed back in place.
+//! 3. **ModDown**, fused by the caller with whatever else touches the output row (the
+//!    automorphism of `c0` for rotations, the inverse NTT of `d0`/`d1` for relinearization),
+//!    written straight into the result's storage.
+//!
+//! Scratch blocks come from a small pool held by the engine, so the hot path neither allocates
+//! nor faults in fresh pages after the first call.
+
+use parking_lot::Mutex;
+use rayon::prelude::*;
+
+use super::CpuEngine;
+use crate::arith::Modulus;
+use crate::kernels::{modup_limb, mul_acc_limb, MixedRadix};
+use crate::keys::KeySwitchKey;
+use crate::values::ModulusBasis;
+
+/// Coefficients per block of the inner product: the 128-bit block sums (8 KiB) stay in L1
+/// while each digit streams 4 KiB runs of its NTT row and key row.
+const BLOCK: usize = 16384;
+
+/// Reusable host vectors for the key-switch scratch blocks (never secret: they hold
+/// ciphertext-derived words only). At most [`Scratch::KEEP`] vectors are kept.
+#[derive(Debug, Default)]
+pub(super) struct Scratch(Mutex<Vec<Vec<u64>>>);
+
+impl Scratch {
+    const KEEP: usize = 6;
+
+    /// A vector of at least `len` words (contents unspecified; callers overwrite what they
+    /// use): the smallest pooled one that is large enough, else the largest grown.
+    pub(super) fn take(&self, len: usize) -> Vec<u64> {
+        let mut pool = self.0.lock();
+        let fit = pool
+            .iter()
+            .enumerate()
+            .filter(|(_, v)| v.len() >= len)
+            .min_by_key(|(_, v)| v.len())
+            .map(|(i, _)| i);
+        let pick = fit.or_else(|| {
+            pool.iter()
+                .enumerate()
+                .max_by_key(|(_, v)| v.len())
+                .map(|(i, _)| i)
+        });
+        let mut v = pick.map(|i| pool.swap_remove(i)).unwrap_or_default();
+        drop(pool);
+        if v.len() < len {
+            v.resize(len, 0);
+        }
+        v
+    }
+
+    /// Returns a vector to the pool.
+    pub(super) fn put(&self, v: Vec<u64>) {
+        let mut pool = self.0.lock();
+        if pool.len() < Self::KEEP {
+            pool.push(v);
+        }
+    }
+}
+
+/// One live digit at a level: level-0 digit index, live prime ids, mixed-radix constants.
+struct Digit {
+    k: usize,
+    live: Vec<usize>,
+    radix: MixedRadix,
+}
+
+/// The accumulators of one key switch: `[component, QP row, N]`, coefficient domain,
+/// canonical, in a pooled vector (return it with [`CpuEngine::release`]).
+pub(super) struct Accumulators {
+    pub(super) words: Vec<u64>,
+    /// Number of QP rows per component.
+    pub(super) rows: usize,
+    /// Number of Q rows (the first rows of each component).
+    pub(super) q_rows: usize,
+}
+
+impl CpuEngine {
+    fn live_digits(&self, level: usize) -> Vec<Digit> {
+        let ctx = &self.ctx;
+        ctx.digits
+            .iter()
+            .enumerate()
+            .filter_map(|(k, d)| {
+                let live: Vec<usize> = d.iter().copied().filter(|&i| i >= level).collect();
+                if live.is_empty() {
+                    None
+                } else if live.len() == d.len() {
+                    Some(Digit {
+                        k,
+                        live,
+                        radix: ctx.digit_radix[k].clone(),
+                    })
+                } else {
+                    let moduli: Vec<_> = live.iter().map(|&i| *ctx.modulus(i)).collect();
+                    Some(Digit {
+                        k,
+                        live,
+                        radix: MixedRadix::new(&moduli),
+                    })
+                }
+            })
+            .collect()
+    }
+
+    /// Phases 1 and 2 of the key switch of the coefficient-domain polynomial `c` (rows = Q ids
+    /// from `level`) with `ksk`: the QP accumulators before ModDown.
+    pub(super) fn key_switch_accumulate(
+        &self,
+        c: &[u64],
+        level: usize,
+        ksk: &KeySwitchKey,
+    ) -> Accumulators {
+        let ctx = &self.ctx;
+        let n = ctx.n;
+        let q_rows = ctx.nq - level;
+        let qp_ids = self.ids(level, ModulusBasis::QP);
+        let rows = qp_ids.len();
+        let digits = self.live_digits(level);
+        let nd = digits.len();
+
+        // 1. ModUp + forward NTT per (row, digit)
+        let mut ext = self.scratch.take(rows * nd * n);
+        ext[..rows * nd * n]
+            .par_chunks_mut(n)
+            .enumerate()
+            .for_each(|(x, dst)| {
+                let (id, digit) = (qp_ids[x / nd], &digits[x % nd]);
+                let t = &ctx.tables[id];
+                let row = |i: usize| &c[(i - level) * n..(i - level + 1) * n];
+                if digit.live.contains(&id) {
+                    t.forward_from(row(id), dst);
+                } else {
+                    let src: Vec<&[u64]> = digit.live.iter().map(|&i| row(i)).collect();
+                    modup_limb(&digit.radix, &src, t.modulus(), dst);
+                    t.forward(dst);
+                }
+            });
+
+        // 2. inner product with the key + inverse NTT per (component, row)
+        let mut acc = self.scratch.take(2 * rows * n);
+        acc[..2 * rows * n]
+            .par_chunks_mut(n)
+            .enumerate()
+            .for_each(|(x, out)| {
+                let (comp, r) = (x / rows, x % rows);
+                let id = qp_ids[r];
+                let t = &ctx.tables[id];
+                let m = t.modulus();
+                let ext_r = &ext[r * nd * n..(r + 1) * nd * n];
+                let q = u128::from(m.value());
+                let lazy = (q - 1) * (q - 1) <= u128::MAX / nd.max(1) as u128;
+                if lazy {
+                    inner_product_wide(m, ext_r, &digits, ksk, comp, id, out);
+                } else {
+                    out.fill(0);
+                    for (d, digit) in digits.iter().enumerate() {
+                        let e = &ext_r[d * n..(d + 1) * n];
+                        mul_acc_limb(m, out, e, ksk.row(digit.k, comp, id));
+                    }
+                }
+                t.inverse(out);
+            });
+        self.scratch.put(ext);
+        Accumulators {
+            words: acc,
+            rows,
+            q_rows,
+        }
+    }
+
+    /// Phase 3 for one output row: ModDown of accumulator component `comp`, Q row `j`
+    /// (prime id `level + j`), handing each result coefficient to `f(index, value)`.
+    pub(super) fn moddown_row<F>(
+        &self,
+        acc: &Accumulators,
+        level: usize,
+        comp: usize,
+        j: usize,
+        f: F,
+    ) where
+        F: FnMut(usize, u64),
+    {
+        let n = self.ctx.n;
+        let base = comp * acc.rows * n;
+        let src = &acc.words[base + j * n..base + (j + 1) * n];
+        let p_rows: Vec<&[u64]> = acc.words[base + acc.q_rows * n..base + acc.rows * n]
+            .chunks(n)
+            .collect();
+        let id = level + j;
+        crate::kernels::moddown_each(
+            self.ctx.modulus(id),
+            &self.ctx.p_radix,
+            &p_rows,
+            self.ctx.p_inv_mod_q[id],
+            src,
+            f,
+        );
+    }
+
+    /// Returns the accumulators' vector to the scratch pool.
+    pub(super) fn release(&self, acc: Accumulators) {
+        self.scratch.put(acc.words);
+    }
+}
+
+/// `out[i] = Σ_d ext[d][i]·key_d[i] mod q` with 128-bit sums held in L1 over blocks of
+/// [`BLOCK`] coefficients (the caller has checked that the sums cannot overflow).
+fn inner_product_wide(
+    m: &Modulus,
+    ext_r: &[u64],
+    digits: &[Digit],
+    ksk: &KeySwitchKey,
+    comp: usize,
+    id: usize,
+    out: &mut [u64],
+) {
+    let n = out.len();
+    let keys: Vec<&[u64]> = digits.iter().map(|d| ksk.row(d.k, comp, id)).collect();
+    let mut s = vec![0u128; BLOCK.min(n)];
+    for (b, ob) in out.chunks_mut(BLOCK).enumerate() {
+        let lo = b * BLOCK;
+        let hi = lo + ob.len();
+        s.fill(0);
+        for (d, key) in keys.iter().enumerate() {
+            let e = &ext_r[d * n + lo..d * n + hi];
+            for ((s, &x), &y) in s.iter_mut().zip(e).zip(&key[lo..hi]) {
+                *s += u128::from(x) * u128::from(y);
+            }
+        }
+        for (o, &s) in ob.iter_mut().zip(&s) {
+            *o = m.reduce_wide(s);
+        }
+    }
+}
