@@ -253,6 +253,10 @@ fn cost_policy_moves_to_the_peer_when_cheaper_and_explains_why() {
         text.contains("(cheapest fallback tier with room); tiers by cost: sim:1 "),
         "{text}"
     );
+    // The decision's text IR carries the cost configuration and round-trips.
+    let ir = d.to_string();
+    assert!(ir.contains("config \"costs\""), "{ir}");
+    assert_eq!(parse_decision(&ir).unwrap(), d);
 
     // Without peer access the staged copy costs more than pinned host: the host wins.
     let staged = TransferCostModel::new()
