@@ -319,7 +319,7 @@ impl CudaEngine {
         // |a_k · Δ| <= (2/N)·Σ|m_s|·Δ: below 2^62 every rounded coefficient fits int64 with
         // room for the FFT's rounding; otherwise (or for NaN / infinities) encode on the host,
         // which reports CoefficientOutOfRange exactly as the CPU engine does.
-        let bound = message.iter().map(|x| x.abs()).sum::<f64>() * 2.0 / KERNEL_N as f64 * scale;
+        let bound = abs_sum(message) * 2.0 / KERNEL_N as f64 * scale;
         let fits = bound < 4.611_686_018_427_388e18; // 2^62 (false for NaN)
         if !fits {
             let m: Vec<Complex64> = message.iter().map(|&x| Complex64::new(x, 0.0)).collect();
@@ -648,6 +648,20 @@ impl CudaEngine {
     }
 }
 
+/// Σ|x| with eight independent partial sums (no loop-carried add chain; the sum only bounds
+/// the encoded coefficients, so its association does not matter). NaN or infinity propagate.
+fn abs_sum(xs: &[f64]) -> f64 {
+    let mut acc = [0.0f64; 8];
+    let mut chunks = xs.chunks_exact(8);
+    for c in &mut chunks {
+        for (a, x) in acc.iter_mut().zip(c) {
+            *a += x.abs();
+        }
+    }
+    let tail: f64 = chunks.remainder().iter().map(|x| x.abs()).sum();
+    acc.iter().sum::<f64>() + tail
+}
+
 fn dev_ptr32(b: &DeviceBuffer<u32>) -> u64 {
     b.as_device_ptr().as_raw()
 }
@@ -659,6 +673,16 @@ fn dev_ptr_f(b: &DeviceBuffer<f64>) -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn abs_sum_bounds_and_propagates_nan() {
+        let xs: Vec<f64> = (0..1003)
+            .map(|i| f64::from(i) * if i % 2 == 0 { 1.0 } else { -1.0 })
+            .collect();
+        assert_eq!(abs_sum(&xs), (0..1003).map(f64::from).sum::<f64>());
+        assert!(abs_sum(&[1.0, f64::NAN]).is_nan());
+        assert_eq!(abs_sum(&[]), 0.0);
+    }
 
     #[test]
     fn montgomery_constants_are_right() {
