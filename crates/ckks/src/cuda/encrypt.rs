@@ -273,6 +273,9 @@ impl CudaEngine {
     ) -> Result<()> {
         let mut slot = self.enc.slot(op)?;
         let words = fill(slot.host.as_mut_slice()).min(KERNEL_N);
+        if words == 0 {
+            return Ok(()); // an empty message: nothing to copy, the kernel reads no slot
+        }
         // SAFETY: `dst` is a fresh device allocation of at least `words` words; the source is
         // page-locked memory owned by the slot, which is not written again before `done`
         // (recorded right after the copy on the same stream) has completed.
