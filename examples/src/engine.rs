@@ -95,7 +95,7 @@ pub struct CudaBackend {
     // Field order = drop order: the stream goes before the engine releases its context.
     stream: fhelium_ckks::cuda::Stream,
     gpu: fhelium_ckks::cuda::CudaEngine,
-    cpu: CpuEngine,
+    cpu: std::sync::Arc<CpuEngine>,
     memory: Memory,
 }
 
@@ -224,25 +224,41 @@ fn open_cuda(n: u8, preset: Preset, seed: u8) -> Result<Setup, ExampleError> {
             memory.cuda_device_count()
         )));
     }
-    let cpu = CpuEngine::from_config_in(
+    let cpu = std::sync::Arc::new(CpuEngine::from_config_in(
         CkksConfig::from_preset(preset)?,
         Some([seed; 32]),
         memory.clone(),
-    )?;
-    let gpu =
-        fhelium_ckks::cuda::CudaEngine::with_seed(cpu.context(), u32::from(n), Some([seed; 32]))
-            .map_err(|e| unavailable(format!("the CUDA CKKS engine cannot start: {e}")))?;
-    let stream = gpu.stream()?;
+    )?);
     Ok(Setup {
-        engine: Engine::Cuda(Box::new(CudaBackend {
-            stream,
-            gpu,
-            cpu,
-            memory: memory.clone(),
-        })),
+        engine: cuda_engine(&cpu, &memory, n, seed)?,
         memory,
         device: loc,
     })
+}
+
+/// The CUDA engine of device `n` sharing `cpu` (keys, encoding, encryption) and `memory`.
+#[cfg(feature = "cuda")]
+pub(crate) fn cuda_engine(
+    cpu: &std::sync::Arc<CpuEngine>,
+    memory: &Memory,
+    n: u8,
+    seed: u8,
+) -> Result<Engine, ExampleError> {
+    let loc = ResidencyLocation::Cuda(n);
+    let gpu =
+        fhelium_ckks::cuda::CudaEngine::with_seed(cpu.context(), u32::from(n), Some([seed; 32]))
+            .map_err(|e| ExampleError::DeviceUnavailable {
+                device: loc.to_string(),
+                reason: format!("the CUDA CKKS engine cannot start: {e}"),
+            })?;
+    gpu.make_current()?;
+    let stream = gpu.stream()?;
+    Ok(Engine::Cuda(Box::new(CudaBackend {
+        stream,
+        gpu,
+        cpu: std::sync::Arc::clone(cpu),
+        memory: memory.clone(),
+    })))
 }
 
 /// A CUDA-engine operand: a no-copy view of a value already on the engine's device, or a copy
@@ -328,6 +344,7 @@ impl CudaBackend {
         ct: &Ciphertext,
         key: &RotationKey,
     ) -> Result<Ciphertext, ExampleError> {
+        self.gpu.make_current()?;
         let (c, k) = (self.ct(ct)?, self.key(key)?);
         self.out(&self.gpu.rotate_with_key(&c, &k, &self.stream)?)
     }
@@ -336,6 +353,7 @@ impl CudaBackend {
         &self,
         ct: &Ciphertext,
     ) -> Result<Ciphertext, ExampleError> {
+        self.gpu.make_current()?;
         let c = self.ct(ct)?;
         self.out(
             &self
@@ -348,6 +366,7 @@ impl CudaBackend {
         &self,
         ct: &Ciphertext,
     ) -> Result<Ciphertext, ExampleError> {
+        self.gpu.make_current()?;
         let c = self.ct(ct)?;
         self.out(
             &self
@@ -361,16 +380,19 @@ impl CudaBackend {
         ct: &Ciphertext,
         pt: &Plaintext,
     ) -> Result<Ciphertext, ExampleError> {
+        self.gpu.make_current()?;
         let (c, p) = (self.ct(ct)?, self.pt(pt)?);
         self.out(&self.gpu.multiply_plaintext(&c, &p, &self.stream)?)
     }
 
     fn multiply(&self, a: &Ciphertext, b: &Ciphertext) -> Result<Ciphertext, ExampleError> {
+        self.gpu.make_current()?;
         let (x, y) = (self.ct(a)?, self.ct(b)?);
         self.out(&self.gpu.multiply(&x, &y, &self.stream)?)
     }
 
     fn relinearize(&self, ct: &Ciphertext) -> Result<Ciphertext, ExampleError> {
+        self.gpu.make_current()?;
         let c = self.ct(ct)?;
         let key = self
             .gpu
@@ -379,6 +401,7 @@ impl CudaBackend {
     }
 
     fn rescale_to_next_level(&self, ct: &Ciphertext) -> Result<Ciphertext, ExampleError> {
+        self.gpu.make_current()?;
         let c = self.ct(ct)?;
         self.out(&self.gpu.rescale_to_next_level(&c, &self.stream)?)
     }

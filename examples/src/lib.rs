@@ -5,6 +5,7 @@
 //!
 //! - [`automatic`]: FHElium example 14, automatic residency ([`run_automatic`]);
 //! - [`explicit`]: FHElium example 13, an explicit plan with a device lease ([`run_explicit`]);
+//! - [`multi`]: a batch of the seed's stages split over several devices ([`run_multi`]);
 //! - [`engine`]: `--device cpu | sim:N | cuda:N` to an engine and a memory layer;
 //! - [`timeline`]: Chrome trace-event JSON and SVG memory charts of a run;
 //! - [`table`]: text tables and byte figures in FHElium's printed layout.
@@ -21,6 +22,7 @@ pub mod cli;
 pub mod engine;
 mod error;
 pub mod explicit;
+pub mod multi;
 pub mod table;
 pub mod timeline;
 
@@ -28,5 +30,6 @@ pub use automatic::{run_automatic, AutomaticOptions, AutomaticOutcome, MAX_ERROR
 pub use engine::{DeviceChoice, Engine, Setup};
 pub use error::ExampleError;
 pub use explicit::{run_explicit, ExplicitOutcome};
+pub use multi::{run_multi, DeviceList, MultiOptions, MultiOutcome};
 pub use table::{error_stats, format_budget, format_bytes, format_sci, ErrorStats, Table};
 pub use timeline::{Timeline, TimelineLayer};

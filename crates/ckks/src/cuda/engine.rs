@@ -507,11 +507,27 @@ impl CudaEngine {
         })
     }
 
-    /// A new non-blocking stream on the engine's device.
+    /// A new non-blocking stream on the engine's device (its context is made current on the
+    /// calling thread first, so the stream belongs to this engine's device whatever was current).
     pub fn stream(&self) -> Result<Stream> {
+        self.make_current()?;
         drv(
             "CudaEngine::stream",
             Stream::new(cust::stream::StreamFlags::NON_BLOCKING, None),
+        )
+    }
+
+    /// Makes this engine's device (its primary context) current on the calling thread.
+    ///
+    /// The engine's operations use the thread's current context (allocations, launches), which
+    /// the constructor sets on the constructing thread only. Call this first on any other
+    /// thread, and after anything else made another device current on this thread (another
+    /// engine, or `fhelium_cuda` calls on another `cuda:N`, which bind their device's context):
+    /// one engine per device, each driven from its own thread, is the multi-GPU pattern.
+    pub fn make_current(&self) -> Result<()> {
+        drv(
+            "CudaEngine::make_current",
+            cust::context::CurrentContext::set_current(&self._cu),
         )
     }
 
