@@ -15,8 +15,8 @@ use zeroize::Zeroize;
 use crate::context::Context;
 use crate::error::CkksError;
 use crate::kernels::{
-    add_assign_limb, apply_automorphism_limb, automorphism_index_map, automorphism_value,
-    mul_acc_limb, mul_assign_limb, mul_scalar_limb, negate_limb, rescale_limb, sub_assign_limb,
+    add_assign_limb, apply_automorphism_limb, automorphism_index_map, mul_acc_limb,
+    mul_assign_limb, mul_scalar_limb, negate_limb, rescale_limb, sub_assign_limb,
 };
 use crate::keys::{KeySwitchKey, PublicKey, RelinearizationKey, RotationKey, SecretKey};
 use crate::params::{CkksConfig, Preset};
@@ -28,6 +28,8 @@ use crate::values::{
     prime_ids, Ciphertext, Domain, ModulusBasis, Plaintext, PlaintextRepresentation,
 };
 
+mod domains;
+mod hoisted;
 mod keyswitch;
 
 /// The CKKS engine with the CPU backend.
@@ -1108,43 +1110,6 @@ impl CpuEngine {
         expect_domain(op, domain, ct.domain)?;
         expect_basis(op, ModulusBasis::Q, ct.basis)?;
         Ok(())
-    }
-
-    /// `σ_g(ct)` key-switched back to the engine secret: `c0' = σ(c0) + corr0`, `c1' = corr1`
-    /// (the automorphism of `c0` is fused into the ModDown pass that writes the result).
-    fn apply_galois(&self, ct: &Ciphertext, key: &RotationKey) -> Result<Ciphertext, CkksError> {
-        let n = self.n_();
-        let rows = ct.num_limbs();
-        let map = automorphism_index_map(n, key.galois_element);
-        let src = ct.words.as_slice();
-        let mut out = Words::alloc(&self.memory, ct.location(), 2 * rows * n)?;
-        let mut c1 = self.scratch.take(rows * n);
-        c1[..rows * n]
-            .par_chunks_mut(n)
-            .enumerate()
-            .for_each(|(j, dst)| {
-                let m = self.ctx.modulus(ct.prime_ids[j]);
-                apply_automorphism_limb(m, &map, &src[(rows + j) * n..(rows + j + 1) * n], dst);
-            });
-        let acc = self.key_switch_accumulate(&c1[..rows * n], ct.level, &key.ksk);
-        self.scratch.put(c1);
-        out.as_mut_slice()
-            .par_chunks_mut(n)
-            .enumerate()
-            .for_each(|(x, dst)| {
-                let (comp, j) = (x / rows, x % rows);
-                if comp == 0 {
-                    let m = *self.ctx.modulus(ct.prime_ids[j]);
-                    let c0 = &src[j * n..(j + 1) * n];
-                    self.moddown_row(&acc, ct.level, 0, j, |i, v| {
-                        dst[i] = m.add(automorphism_value(&m, c0, map[i]), v);
-                    });
-                } else {
-                    self.moddown_row(&acc, ct.level, 1, j, |i, v| dst[i] = v);
-                }
-            });
-        self.release(acc);
-        Ok(self.wrap_ct(ct, out, 2))
     }
 
     /// Rotation with an explicit key: slot j of the result holds slot `j − step` of the input

@@ -23,9 +23,14 @@ use rayon::prelude::*;
 
 use super::CpuEngine;
 use crate::arith::Modulus;
-use crate::kernels::{modup_limb, mul_acc_limb, MixedRadix};
-use crate::keys::KeySwitchKey;
-use crate::values::ModulusBasis;
+use crate::error::CkksError;
+use crate::kernels::{
+    automorphism_index_map, automorphism_ntt_index_map, automorphism_value, modup_limb,
+    mul_acc_limb, MixedRadix,
+};
+use crate::keys::{KeySwitchKey, RotationKey};
+use crate::storage::Words;
+use crate::values::{Ciphertext, ModulusBasis};
 
 /// Coefficients per block of the inner product: the 128-bit block sums (8 KiB) stay in L1
 /// while each digit streams 4 KiB runs of its NTT row and key row.
@@ -79,6 +84,14 @@ struct Digit {
     radix: MixedRadix,
 }
 
+/// The extended digits of one polynomial: `[QP row, digit, N]` NTT rows in a pooled vector.
+pub(super) struct Extended {
+    words: Vec<u64>,
+    qp_ids: Vec<usize>,
+    digits: Vec<Digit>,
+    q_rows: usize,
+}
+
 /// The accumulators of one key switch: `[component, QP row, N]`, coefficient domain,
 /// canonical, in a pooled vector (return it with [`CpuEngine::release`]).
 pub(super) struct Accumulators {
@@ -117,25 +130,17 @@ impl CpuEngine {
             .collect()
     }
 
-    /// Phases 1 and 2 of the key switch of the coefficient-domain polynomial `c` (rows = Q ids
-    /// from `level`) with `ksk`: the QP accumulators before ModDown.
-    pub(super) fn key_switch_accumulate(
-        &self,
-        c: &[u64],
-        level: usize,
-        ksk: &KeySwitchKey,
-    ) -> Accumulators {
+    /// Phase 1: ModUp + forward NTT of the coefficient-domain polynomial `c` (rows = Q ids from
+    /// `level`) on every QP row, one task per (row, digit).
+    pub(super) fn mod_up(&self, c: &[u64], level: usize) -> Extended {
         let ctx = &self.ctx;
         let n = ctx.n;
-        let q_rows = ctx.nq - level;
         let qp_ids = self.ids(level, ModulusBasis::QP);
-        let rows = qp_ids.len();
         let digits = self.live_digits(level);
         let nd = digits.len();
-
-        // 1. ModUp + forward NTT per (row, digit)
-        let mut ext = self.scratch.take(rows * nd * n);
-        ext[..rows * nd * n]
+        let len = qp_ids.len() * nd * n;
+        let mut words = self.scratch.take(len);
+        words[..len]
             .par_chunks_mut(n)
             .enumerate()
             .for_each(|(x, dst)| {
@@ -150,37 +155,156 @@ impl CpuEngine {
                     t.forward(dst);
                 }
             });
+        Extended {
+            words,
+            qp_ids,
+            digits,
+            q_rows: ctx.nq - level,
+        }
+    }
 
-        // 2. inner product with the key + inverse NTT per (component, row)
+    /// Phase 2: inner product of the extended digits with `ksk` and inverse NTT, one task per
+    /// (component, QP row). With `gather`, digit coefficient `i` is read at `gather[i]` (the
+    /// NTT-domain automorphism applied on the fly: hoisted rotations).
+    pub(super) fn accumulate(
+        &self,
+        x: &Extended,
+        ksk: &KeySwitchKey,
+        gather: Option<&[u32]>,
+    ) -> Accumulators {
+        let ctx = &self.ctx;
+        let n = ctx.n;
+        let rows = x.qp_ids.len();
+        let nd = x.digits.len();
         let mut acc = self.scratch.take(2 * rows * n);
         acc[..2 * rows * n]
             .par_chunks_mut(n)
             .enumerate()
-            .for_each(|(x, out)| {
-                let (comp, r) = (x / rows, x % rows);
-                let id = qp_ids[r];
+            .for_each(|(task, out)| {
+                let (comp, r) = (task / rows, task % rows);
+                let id = x.qp_ids[r];
                 let t = &ctx.tables[id];
                 let m = t.modulus();
-                let ext_r = &ext[r * nd * n..(r + 1) * nd * n];
+                let ext_r = &x.words[r * nd * n..(r + 1) * nd * n];
                 let q = u128::from(m.value());
-                let lazy = (q - 1) * (q - 1) <= u128::MAX / nd.max(1) as u128;
-                if lazy {
-                    inner_product_wide(m, ext_r, &digits, ksk, comp, id, out);
+                if (q - 1) * (q - 1) <= u128::MAX / nd.max(1) as u128 {
+                    inner_product_wide(m, ext_r, &x.digits, ksk, comp, id, gather, out);
                 } else {
+                    // one reduction per digit: the same residue as the lazy sum
                     out.fill(0);
-                    for (d, digit) in digits.iter().enumerate() {
-                        let e = &ext_r[d * n..(d + 1) * n];
-                        mul_acc_limb(m, out, e, ksk.row(digit.k, comp, id));
+                    let mut e = vec![0u64; if gather.is_some() { n } else { 0 }];
+                    for (d, digit) in x.digits.iter().enumerate() {
+                        let row = &ext_r[d * n..(d + 1) * n];
+                        let row = match gather {
+                            Some(map) => {
+                                for (o, &k) in e.iter_mut().zip(map) {
+                                    *o = row[k as usize];
+                                }
+                                &e[..]
+                            }
+                            None => row,
+                        };
+                        mul_acc_limb(m, out, row, ksk.row(digit.k, comp, id));
                     }
                 }
                 t.inverse(out);
             });
-        self.scratch.put(ext);
         Accumulators {
             words: acc,
             rows,
-            q_rows,
+            q_rows: x.q_rows,
         }
+    }
+
+    /// Phases 1 and 2 of the key switch of the coefficient-domain polynomial `c` (rows = Q ids
+    /// from `level`) with `ksk`: the QP accumulators before ModDown.
+    pub(super) fn key_switch_accumulate(
+        &self,
+        c: &[u64],
+        level: usize,
+        ksk: &KeySwitchKey,
+    ) -> Accumulators {
+        let x = self.mod_up(c, level);
+        let acc = self.accumulate(&x, ksk, None);
+        self.scratch.put(x.words);
+        acc
+    }
+
+    /// `σ_g(ct)` switched back to the engine secret with `key`, from the extended digits of the
+    /// *unrotated* `c1`: the automorphism is a gather in the inner product (NTT domain) and in
+    /// the ModDown pass (`c0`, coefficient domain). The balanced lift commutes with negation,
+    /// so the words equal those of ModUp applied to `σ_g(c1)` (spec §3.9 hoisting).
+    pub(super) fn galois_from_extended(
+        &self,
+        ct: &Ciphertext,
+        x: &Extended,
+        key: &RotationKey,
+    ) -> Result<Ciphertext, CkksError> {
+        let n = self.ctx.n;
+        let rows = ct.num_limbs();
+        let mut out = Words::alloc(&self.memory, ct.location(), 2 * rows * n)?;
+        let g = key.galois_element;
+        let ntt_map = automorphism_ntt_index_map(self.ctx.config.log_n, g);
+        let map = automorphism_index_map(n, g);
+        let acc = self.accumulate(x, &key.ksk, Some(&ntt_map));
+        let src = ct.words.as_slice();
+        out.as_mut_slice()
+            .par_chunks_mut(n)
+            .enumerate()
+            .for_each(|(task, dst)| {
+                let (comp, j) = (task / rows, task % rows);
+                if comp == 0 {
+                    let m = *self.ctx.modulus(ct.prime_ids[j]);
+                    let c0 = &src[j * n..(j + 1) * n];
+                    self.moddown_row(&acc, ct.level, 0, j, |i, v| {
+                        dst[i] = m.add(automorphism_value(&m, c0, map[i]), v);
+                    });
+                } else {
+                    self.moddown_row(&acc, ct.level, 1, j, |i, v| dst[i] = v);
+                }
+            });
+        self.release(acc);
+        Ok(self.wrap_ct(ct, out, 2))
+    }
+
+    /// `σ_g(ct)` key-switched back to the engine secret (`c0' = σ(c0) + corr0`, `c1' = corr1`)
+    /// for a validated ciphertext and key.
+    pub(super) fn apply_galois(
+        &self,
+        ct: &Ciphertext,
+        key: &RotationKey,
+    ) -> Result<Ciphertext, CkksError> {
+        let x = self.mod_up_c1(ct);
+        let out = self.galois_from_extended(ct, &x, key);
+        self.scratch.put(x.words);
+        out
+    }
+
+    /// [`CpuEngine::mod_up`] of component 1 of a 2-component ciphertext.
+    fn mod_up_c1(&self, ct: &Ciphertext) -> Extended {
+        let (n, rows) = (self.ctx.n, ct.num_limbs());
+        self.mod_up(&ct.words.as_slice()[rows * n..2 * rows * n], ct.level)
+    }
+
+    /// Rotations (or conjugations) of one validated ciphertext by several keys, sharing one
+    /// ModUp + NTT of `c1`; `None` stands for the identity (a copy of `ct`).
+    pub(super) fn galois_many(
+        &self,
+        ct: &Ciphertext,
+        keys: &[Option<&RotationKey>],
+    ) -> Result<Vec<Ciphertext>, CkksError> {
+        let x = keys.iter().any(Option::is_some).then(|| self.mod_up_c1(ct));
+        let out = keys
+            .iter()
+            .map(|key| match (key, &x) {
+                (Some(key), Some(x)) => self.galois_from_extended(ct, x, key),
+                _ => self.make_ct(ct, ct.words.as_slice(), 2),
+            })
+            .collect();
+        if let Some(x) = x {
+            self.scratch.put(x.words);
+        }
+        out
     }
 
     /// Phase 3 for one output row: ModDown of accumulator component `comp`, Q row `j`
@@ -218,8 +342,10 @@ impl CpuEngine {
     }
 }
 
-/// `out[i] = Σ_d ext[d][i]·key_d[i] mod q` with 128-bit sums held in L1 over blocks of
-/// [`BLOCK`] coefficients (the caller has checked that the sums cannot overflow).
+/// `out[i] = Σ_d ext[d][g(i)]·key_d[i] mod q` (`g` = `gather` or the identity) with 128-bit
+/// sums over blocks of [`BLOCK`] coefficients (the caller has checked that the sums cannot
+/// overflow).
+#[allow(clippy::too_many_arguments)]
 fn inner_product_wide(
     m: &Modulus,
     ext_r: &[u64],
@@ -227,6 +353,7 @@ fn inner_product_wide(
     ksk: &KeySwitchKey,
     comp: usize,
     id: usize,
+    gather: Option<&[u32]>,
     out: &mut [u64],
 ) {
     let n = out.len();
@@ -237,9 +364,18 @@ fn inner_product_wide(
         let hi = lo + ob.len();
         s.fill(0);
         for (d, key) in keys.iter().enumerate() {
-            let e = &ext_r[d * n + lo..d * n + hi];
-            for ((s, &x), &y) in s.iter_mut().zip(e).zip(&key[lo..hi]) {
-                *s += u128::from(x) * u128::from(y);
+            let e = &ext_r[d * n..(d + 1) * n];
+            match gather {
+                None => {
+                    for ((s, &x), &y) in s.iter_mut().zip(&e[lo..hi]).zip(&key[lo..hi]) {
+                        *s += u128::from(x) * u128::from(y);
+                    }
+                }
+                Some(map) => {
+                    for ((s, &k), &y) in s.iter_mut().zip(&map[lo..hi]).zip(&key[lo..hi]) {
+                        *s += u128::from(e[k as usize]) * u128::from(y);
+                    }
+                }
             }
         }
         for (o, &s) in ob.iter_mut().zip(&s) {
