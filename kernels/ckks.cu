@@ -506,3 +506,367 @@ extern "C" __global__ void add_signed(const u64* __restrict__ a, const i64* __re
     r = v < 0 ? negmod(r, p.q) : r;
     out[e] = addmod(a[e], r, p.q);
 }
+
+// ------------------------------------------------------------------------------------------
+// One-launch NTT with Hopper thread-block clusters (sm_90). One cluster of CL blocks per limb
+// NTT: block k of the cluster first holds columns [16k, 16k + 16) of the 128 x 128 view (all
+// 128 high-index values of each), then rows [16k, 16k + 16); the transpose between the two
+// phases reads the other blocks' shared memory (DSMEM). Each phase runs the 7 stages of its
+// 16 lines of 128 words as radix-4 rounds (two stages per round between barriers, 4 words per
+// thread held in registers) plus one radix-2 round; the first round of the first phase reads
+// global memory and the last round of the second phase writes it, so no round trip through
+// shared memory is spent on either. Twiddle index of a line stage with half-span h at line
+// position a, line base B (B = 1 for a column, 128 + row for a row): B * (64 / h) + a / (2h),
+// the same formula for forward (psi^br) and inverse (psi^-br) tables (spec 4.1 loops).
+#define CL 8                        // blocks per cluster: one cluster per limb NTT (portable)
+#define CL_LINES (SUB / CL)         // 16 lines (columns, then rows) per block
+#define CL_WORDS (CL_LINES * SUB)   // 2048 words per block and phase
+#define CL_THREADS (CL_WORDS / 4)   // 512: one radix-4 quad per thread per round
+
+#ifndef FHE_EMU
+// Cluster primitives in inline PTX (ISA 7.8, sm_90): rank in the cluster, the split cluster
+// barrier (release on arrive, acquire on wait) and mapa, which turns the generic address of
+// one of this block's __shared__ words into the generic address of the same word in block
+// `rank`'s shared memory (distributed shared memory).
+__device__ __forceinline__ uint32_t cl_rank() {
+    uint32_t r;
+    asm volatile("mov.u32 %0, %%cluster_ctarank;" : "=r"(r));
+    return r;
+}
+__device__ __forceinline__ void cl_arrive() {
+    asm volatile("barrier.cluster.arrive.release.aligned;" ::: "memory");
+}
+__device__ __forceinline__ void cl_wait() {
+    asm volatile("barrier.cluster.wait.acquire.aligned;" ::: "memory");
+}
+__device__ __forceinline__ void cl_sync() {
+    cl_arrive();
+    cl_wait();
+}
+__device__ __forceinline__ const u64* cl_map(const u64* p, uint32_t rank) {
+    const u64* r;
+    asm volatile("mapa.u64 %0, %1, %2;" : "=l"(r) : "l"(p), "r"(rank));
+    return r;
+}
+#define CL_KERNEL extern "C" __global__ void __cluster_dims__(CL, 1, 1) __launch_bounds__(CL_THREADS)
+#define CL_SHARED(name) __shared__ u64 name[2 * CL_WORDS]
+#endif
+
+#ifndef FHE_EMU
+// Four consecutive words at a 32-byte aligned address (two 16-byte loads), two at a 16-byte
+// aligned one (one 16-byte store).
+__device__ __forceinline__ void ld4(const u64* __restrict__ p, u64 (&x)[4]) {
+    const ulonglong2 a = reinterpret_cast<const ulonglong2*>(p)[0];
+    const ulonglong2 b = reinterpret_cast<const ulonglong2*>(p)[1];
+    x[0] = a.x;
+    x[1] = a.y;
+    x[2] = b.x;
+    x[3] = b.y;
+}
+__device__ __forceinline__ void st2(u64* p, u64 x0, u64 x1) {
+    reinterpret_cast<ulonglong2*>(p)[0] = make_ulonglong2(x0, x1);
+}
+#endif
+
+// Cooley-Tukey butterfly, Harvey lazy: x, y in [0, 4q) -> [0, 4q).
+__device__ __forceinline__ void ct_bfly(u64& x, u64& y, WP w, u64 q) {
+    const u64 two_q = 2 * q;
+    u64 a = x >= two_q ? x - two_q : x;
+    u64 t = shoup_lazy(y, w.w, w.wp, q);
+    x = a + t;
+    y = a - t + two_q;
+}
+
+// Gentleman-Sande butterfly: x, y in [0, 2q) -> [0, 2q).
+__device__ __forceinline__ void gs_bfly(u64& x, u64& y, WP w, u64 q) {
+    const u64 two_q = 2 * q;
+    u64 u = x + y;
+    u = u >= two_q ? u - two_q : u;
+    y = shoup_lazy(x + two_q - y, w.w, w.wp, q);
+    x = u;
+}
+
+// Forward radix-4 round (line half-spans h, h/2) on the quad j0, j0 + h/2, j0 + h, j0 + 3h/2.
+__device__ __forceinline__ void fwd_quad(u64 (&x)[4], const WP* tw, uint32_t B, uint32_t h,
+                                         uint32_t j0, u64 q) {
+    const WP w1 = tw[B * (64 / h) + j0 / (2 * h)];
+    const uint32_t i2 = B * (128 / h) + j0 / h;
+    const WP w2a = tw[i2], w2b = tw[i2 + 1];
+    ct_bfly(x[0], x[2], w1, q);
+    ct_bfly(x[1], x[3], w1, q);
+    ct_bfly(x[0], x[1], w2a, q);
+    ct_bfly(x[2], x[3], w2b, q);
+}
+
+// Inverse radix-4 round (half-spans h, 2h) on the quad j0, j0 + h, j0 + 2h, j0 + 3h.
+__device__ __forceinline__ void inv_quad(u64 (&x)[4], const WP* tw, uint32_t B, uint32_t h,
+                                         uint32_t j0, u64 q) {
+    const uint32_t i1 = B * (64 / h) + j0 / (2 * h);
+    const WP w1a = tw[i1], w1b = tw[i1 + 1];
+    const WP w2 = tw[B * (32 / h) + j0 / (4 * h)];
+    gs_bfly(x[0], x[1], w1a, q);
+    gs_bfly(x[2], x[3], w1b, q);
+    gs_bfly(x[0], x[2], w2, q);
+    gs_bfly(x[1], x[3], w2, q);
+}
+
+// Quad start of quad q (0..31) of a line: forward rounds (h, h/2), inverse rounds (h, 2h).
+__device__ __forceinline__ uint32_t fwd_j0(uint32_t q, uint32_t h) {
+    return (q / (h / 2)) * (2 * h) + q % (h / 2);
+}
+__device__ __forceinline__ uint32_t inv_j0(uint32_t q, uint32_t h) {
+    return (q / h) * (4 * h) + q % h;
+}
+
+// Middle forward radix-4 rounds on a shared tile: element a of line l at s[a * ls + l * ps]
+// (column tile: ls = 16, ps = 1; row tile: ls = 1, ps = 128). Thread -> (line, quad) as given.
+__device__ __forceinline__ void fwd_tile_round(u64* s, uint32_t ls, uint32_t ps, uint32_t line,
+                                               uint32_t qd, uint32_t B, uint32_t h,
+                                               const WP* tw, u64 q) {
+    const uint32_t j0 = fwd_j0(qd, h);
+    u64* base = s + line * ps;
+    u64 x[4];
+#pragma unroll
+    for (int e = 0; e < 4; e++) x[e] = base[(j0 + e * (h / 2)) * ls];
+    fwd_quad(x, tw, B, h, j0, q);
+#pragma unroll
+    for (int e = 0; e < 4; e++) base[(j0 + e * (h / 2)) * ls] = x[e];
+}
+
+__device__ __forceinline__ void inv_tile_round(u64* s, uint32_t ls, uint32_t ps, uint32_t line,
+                                               uint32_t qd, uint32_t B, uint32_t h,
+                                               const WP* tw, u64 q) {
+    const uint32_t j0 = inv_j0(qd, h);
+    u64* base = s + line * ps;
+    u64 x[4];
+#pragma unroll
+    for (int e = 0; e < 4; e++) x[e] = base[(j0 + e * h) * ls];
+    inv_quad(x, tw, B, h, j0, q);
+#pragma unroll
+    for (int e = 0; e < 4; e++) base[(j0 + e * h) * ls] = x[e];
+}
+
+// Forward NTT of one limb by a cluster; `load(pos)` gives the (canonical or < 4q) input word at
+// coefficient index pos, `store2(pos, x0, x1)` takes the canonical outputs at NTT indices pos
+// and pos + 1 (pos even).
+template <class Load, class Store2>
+__device__ __forceinline__ void cl_fwd_ntt(u64* s, const WP* tw, u64 q, Load load, Store2 store2) {
+    const uint32_t tid = threadIdx.x;
+    const uint32_t k = cl_rank();
+    u64* A = s;              // column phase: A[a * 16 + c], column k * 16 + c
+    u64* Bt = s + CL_WORDS;  // row phase: Bt[r * 128 + b], row k * 16 + r
+    {
+        // Column phase, round 1 straight from global memory: thread -> (column c, quad qd).
+        const uint32_t c = tid % CL_LINES, qd = tid / CL_LINES;
+        const uint32_t col = k * CL_LINES + c;
+        u64 x[4];
+#pragma unroll
+        for (int e = 0; e < 4; e++) x[e] = load((qd + e * 32) * SUB + col);
+        fwd_quad(x, tw, 1, 64, qd, q);
+#pragma unroll
+        for (int e = 0; e < 4; e++) A[(qd + e * 32) * CL_LINES + c] = x[e];
+        __syncthreads();
+        fwd_tile_round(A, CL_LINES, 1, c, qd, 1, 16, tw, q);
+        __syncthreads();
+        fwd_tile_round(A, CL_LINES, 1, c, qd, 1, 4, tw, q);
+        __syncthreads();
+        // Radix-2 half-span 1: pairs (2p, 2p + 1), p = qd and qd + 32.
+#pragma unroll
+        for (int e = 0; e < 2; e++) {
+            const uint32_t p = qd + e * 32;
+            u64 x0 = A[(2 * p) * CL_LINES + c], x1 = A[(2 * p + 1) * CL_LINES + c];
+            ct_bfly(x0, x1, tw[64 + p], q);
+            A[(2 * p) * CL_LINES + c] = x0;
+            A[(2 * p + 1) * CL_LINES + c] = x1;
+        }
+    }
+    cl_sync();  // every column tile of the cluster is complete and visible
+    {
+        // Row phase, round 1 reading the cluster's column tiles: thread -> (row r, quad qd).
+        const uint32_t r = tid / 32, qd = tid % 32;
+        const uint32_t row = k * CL_LINES + r;
+        const uint32_t Bl = SUB + row;
+        u64 x[4];
+#pragma unroll
+        for (int e = 0; e < 4; e++) {
+            const uint32_t b = qd + e * 32;
+            x[e] = *cl_map(A + row * CL_LINES + b % CL_LINES, b / CL_LINES);
+        }
+        cl_arrive();  // this block is done reading the others' tiles
+        fwd_quad(x, tw, Bl, 64, qd, q);
+#pragma unroll
+        for (int e = 0; e < 4; e++) Bt[r * SUB + qd + e * 32] = x[e];
+        __syncthreads();
+        fwd_tile_round(Bt, 1, SUB, r, qd, Bl, 16, tw, q);
+        __syncthreads();
+        fwd_tile_round(Bt, 1, SUB, r, qd, Bl, 4, tw, q);
+        __syncthreads();
+#pragma unroll
+        for (int e = 0; e < 2; e++) {
+            const uint32_t p = qd + e * 32;
+            u64 x0 = Bt[r * SUB + 2 * p], x1 = Bt[r * SUB + 2 * p + 1];
+            ct_bfly(x0, x1, tw[Bl * 64 + p], q);
+            x0 = csub(x0, 2 * q);
+            x1 = csub(x1, 2 * q);
+            store2(row * SUB + 2 * p, csub(x0, q), csub(x1, q));
+        }
+        cl_wait();  // no block leaves while another may still read its tile
+    }
+}
+
+// Inverse NTT of one limb by a cluster; `load4(pos, x)` gives the input words (< 2q) at NTT
+// indices pos .. pos + 3 (pos a multiple of 4), `store(pos, x)` takes the output (lazy < 2q,
+// before any post-scaling) at coefficient index pos.
+template <class Load4, class Store>
+__device__ __forceinline__ void cl_inv_ntt(u64* s, const WP* tw, u64 q, Load4 load4, Store store) {
+    const uint32_t tid = threadIdx.x;
+    const uint32_t k = cl_rank();
+    u64* Bt = s;             // row phase: Bt[r * 128 + b], row k * 16 + r
+    u64* A = s + CL_WORDS;   // column phase: A[a * 16 + c], column k * 16 + c
+    {
+        const uint32_t r = tid / 32, qd = tid % 32;
+        const uint32_t row = k * CL_LINES + r;
+        const uint32_t Bl = SUB + row;
+        u64 x[4];
+        load4(row * SUB + 4 * qd, x);
+        inv_quad(x, tw, Bl, 1, 4 * qd, q);
+#pragma unroll
+        for (int e = 0; e < 4; e++) Bt[r * SUB + 4 * qd + e] = x[e];
+        __syncthreads();
+        inv_tile_round(Bt, 1, SUB, r, qd, Bl, 4, tw, q);
+        __syncthreads();
+        inv_tile_round(Bt, 1, SUB, r, qd, Bl, 16, tw, q);
+        __syncthreads();
+        // Radix-2 half-span 64: pairs (p, p + 64), p = qd and qd + 32.
+#pragma unroll
+        for (int e = 0; e < 2; e++) {
+            const uint32_t p = qd + e * 32;
+            u64 x0 = Bt[r * SUB + p], x1 = Bt[r * SUB + p + 64];
+            gs_bfly(x0, x1, tw[Bl], q);
+            Bt[r * SUB + p] = x0;
+            Bt[r * SUB + p + 64] = x1;
+        }
+    }
+    cl_sync();
+    {
+        const uint32_t c = tid % CL_LINES, qd = tid / CL_LINES;
+        const uint32_t col = k * CL_LINES + c;
+        u64 x[4];
+        // Rows 4qd .. 4qd + 3 all live in block (4 qd) / 16.
+        const uint32_t src = (4 * qd) / CL_LINES;
+#pragma unroll
+        for (int e = 0; e < 4; e++) {
+            const uint32_t a = 4 * qd + e;
+            x[e] = *cl_map(Bt + (a % CL_LINES) * SUB + col, src);
+        }
+        cl_arrive();
+        inv_quad(x, tw, 1, 1, 4 * qd, q);
+#pragma unroll
+        for (int e = 0; e < 4; e++) A[(4 * qd + e) * CL_LINES + c] = x[e];
+        __syncthreads();
+        inv_tile_round(A, CL_LINES, 1, c, qd, 1, 4, tw, q);
+        __syncthreads();
+        inv_tile_round(A, CL_LINES, 1, c, qd, 1, 16, tw, q);
+        __syncthreads();
+#pragma unroll
+        for (int e = 0; e < 2; e++) {
+            const uint32_t p = qd + e * 32;
+            u64 x0 = A[p * CL_LINES + c], x1 = A[(p + 64) * CL_LINES + c];
+            gs_bfly(x0, x1, tw[1], q);
+            store(p * SUB + col, x0);
+            store((p + 64) * SUB + col, x1);
+        }
+        cl_wait();
+    }
+}
+
+// Forward NTT, one launch: the arguments and input modes of ntt_fwd_cols (plain, signed lift,
+// automorphism gather, balanced ModUp lift), output canonical. Grid: (CL, limbs, components),
+// CL_THREADS threads, clusters of CL along x.
+CL_KERNEL ntt_fwd_cl(const u64* __restrict__ in, u64* __restrict__ out,
+                     const Prime* __restrict__ primes, const WP* __restrict__ twf,
+                     const WP* __restrict__ pre, uint32_t prime_off, u64 in_ys, u64 in_zs,
+                     u64 out_ys, u64 out_zs, uint32_t mode, uint32_t ginv, uint32_t src_off,
+                     uint32_t src_by_z) {
+    CL_SHARED(s);
+    const uint32_t y = blockIdx.y, z = blockIdx.z;
+    const uint32_t pid = prime_off + y;
+    const Prime p = primes[pid];
+    const WP pw = pre[pid];
+    const u64* src = in + z * in_zs + y * in_ys;
+    u64* dst = out + z * out_zs + y * out_ys;
+    const u64 src_q = primes[src_off + (src_by_z ? z : y)].q;
+    const u64 src_q_mod = reduce64(src_q, p);
+    auto load = [&](uint32_t pos) -> u64 {
+        u64 x;
+        if (mode == 1) {
+            i64 v = (i64)src[pos];
+            u64 mag = v < 0 ? (u64)(-v) : (u64)v;
+            u64 r = reduce64(mag, p);
+            x = v < 0 ? negmod(r, p.q) : r;
+        } else if (ginv != 0) {
+            x = aut_gather(src, pos, ginv, src_q);
+        } else {
+            x = src[pos];
+        }
+        u64 r = shoup(x, pw.w, pw.wp, p.q);
+        if (src_by_z && x > src_q / 2) r = submod(r, src_q_mod, p.q);
+        return r;
+    };
+    auto store2 = [&](uint32_t pos, u64 x0, u64 x1) { st2(dst + pos, x0, x1); };
+    cl_fwd_ntt(s, twf + (u64)pid * NN, p.q, load, store2);
+}
+
+// Inverse NTT, one launch, then x * post[pid] (canonical). Grid: (CL, limbs, components).
+CL_KERNEL ntt_inv_cl(const u64* __restrict__ in, u64* __restrict__ out,
+                     const Prime* __restrict__ primes, const WP* __restrict__ twi,
+                     const WP* __restrict__ post, uint32_t prime_off, u64 in_ys, u64 in_zs,
+                     u64 out_ys, u64 out_zs) {
+    CL_SHARED(s);
+    const uint32_t y = blockIdx.y, z = blockIdx.z;
+    const uint32_t pid = prime_off + y;
+    const u64 q = primes[pid].q;
+    const WP pw = post[pid];
+    const u64* src = in + z * in_zs + y * in_ys;
+    u64* dst = out + z * out_zs + y * out_ys;
+    auto load4 = [&](uint32_t pos, u64 (&x)[4]) { ld4(src + pos, x); };
+    auto store = [&](uint32_t pos, u64 x) { dst[pos] = shoup(x, pw.w, pw.wp, q); };
+    cl_inv_ntt(s, twi + (u64)pid * NN, q, load4, store);
+}
+
+// Key switching after ntt_fwd_cl's ModUp: acc[c][y] = INTT(sum_d ext[d][y] * key[d][c][pid])
+// * ks_post, one cluster per (target row y, component c). ext: [digits][rows][N] canonical NTT
+// form; key row of digit d (prime id prime_off + d), component c, prime pid at
+// key + (prime_off + d) * key_ds + c * key_cs + pid * N. acc: [2][rows][N] canonical standard
+// form (ks_moddown's input). Grid: (CL, rows, 2).
+CL_KERNEL ks_inner_cl(const u64* __restrict__ ext, const u64* __restrict__ key,
+                      u64* __restrict__ acc, const Prime* __restrict__ primes,
+                      const WP* __restrict__ twi, const WP* __restrict__ post,
+                      uint32_t prime_off, uint32_t digits, uint32_t rows, u64 key_ds,
+                      u64 key_cs) {
+    CL_SHARED(s);
+    const uint32_t y = blockIdx.y, c = blockIdx.z;
+    const uint32_t pid = prime_off + y;
+    const Prime p = primes[pid];
+    const WP pw = post[pid];
+    const u64* e0 = ext + (u64)y * NN;
+    const u64* k0 = key + (u64)prime_off * key_ds + c * key_cs + (u64)pid * NN;
+    const u64 ext_ds = (u64)rows * NN;
+    u64* dst = acc + ((u64)c * rows + y) * NN;
+    // Four words per digit per thread, two digits per iteration: 16 loads in flight.
+    auto load4 = [&](uint32_t pos, u64 (&x)[4]) {
+        u64 a[4] = {0, 0, 0, 0};
+#pragma unroll 2
+        for (uint32_t d = 0; d < digits; d++) {
+            u64 e[4], k[4];
+            ld4(e0 + d * ext_ds + pos, e);
+            ld4(k0 + d * key_ds + pos, k);
+#pragma unroll
+            for (int i = 0; i < 4; i++) a[i] = addmod(a[i], mont(e[i], k[i], p), p.q);
+        }
+#pragma unroll
+        for (int i = 0; i < 4; i++) x[i] = a[i];
+    };
+    auto store = [&](uint32_t pos, u64 x) { dst[pos] = shoup(x, pw.w, pw.wp, p.q); };
+    cl_inv_ntt(s, twi + (u64)pid * NN, p.q, load4, store);
+}

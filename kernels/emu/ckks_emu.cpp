@@ -10,6 +10,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <functional>
+#include <optional>
 #include <random>
 #include <thread>
 #include <vector>
@@ -19,7 +20,13 @@ struct dim3 {
 };
 static thread_local dim3 threadIdx, blockIdx;
 static dim3 blockDim, gridDim;
-static std::barrier<>* g_bar = nullptr;
+static thread_local std::barrier<>* g_bar = nullptr;
+// Thread-block clusters (ntt_fwd_cl, ntt_inv_cl, ks_inner_cl): the blocks of one cluster run
+// at the same time, each with its own __syncthreads barrier, plus one barrier for the whole
+// cluster; each block's shared array is one row of a static [CL][words] array, so
+// map_shared_rank is pointer arithmetic between rows.
+static thread_local std::barrier<>* g_cbar = nullptr;
+static thread_local std::optional<std::barrier<>::arrival_token> g_ctok;
 
 #define __global__
 #define __device__
@@ -40,7 +47,35 @@ static inline unsigned __brev(unsigned x) {
 }
 static inline void __syncthreads() { g_bar->arrive_and_wait(); }
 
+#define FHE_EMU 1
+#define CL_BLOCKS 8  // must equal CL in ckks.cu (checked below)
+static unsigned cl_rank() { return blockIdx.x % CL_BLOCKS; }
+static void cl_sync() { g_cbar->arrive_and_wait(); }
+static void cl_arrive() { g_ctok.emplace(g_cbar->arrive()); }
+static void cl_wait() {
+    g_cbar->wait(std::move(*g_ctok));
+    g_ctok.reset();
+}
+static size_t g_cl_words = 0;
+template <class T>
+static const T* cl_map(const T* p, unsigned rank) {
+    return p + ((long)rank - (long)cl_rank()) * (long)g_cl_words;
+}
+static void ld4(const unsigned long long* p, unsigned long long (&x)[4]) {
+    for (int i = 0; i < 4; i++) x[i] = p[i];
+}
+static void st2(unsigned long long* p, unsigned long long x0, unsigned long long x1) {
+    p[0] = x0;
+    p[1] = x1;
+}
+#define CL_KERNEL extern "C" void
+#define CL_SHARED(name)                                  \
+    static u64 name##_all[CL][2 * CL_WORDS];             \
+    u64* name = name##_all[cl_rank()];                   \
+    g_cl_words = 2 * CL_WORDS
+
 #include "../ckks.cu"
+static_assert(CL == CL_BLOCKS, "emulator cluster size");
 
 // Launch: `threads` OS threads walk every block in order; a barrier ends each block so the
 // static shared tile is never reused early.
@@ -52,6 +87,7 @@ static void launch(dim3 grid, unsigned threads, const std::function<void()>& ker
     std::vector<std::thread> ts;
     for (unsigned t = 0; t < threads; t++) {
         ts.emplace_back([&, t] {
+            g_bar = &bar;
             threadIdx = dim3{t, 0, 0};
             for (unsigned z = 0; z < grid.z; z++)
                 for (unsigned y = 0; y < grid.y; y++)
@@ -63,6 +99,36 @@ static void launch(dim3 grid, unsigned threads, const std::function<void()>& ker
         });
     }
     for (auto& t : ts) t.join();
+}
+// Cluster launch: grid.x == CL; the CL blocks of each (y, z) cluster run together, one OS thread
+// per CUDA thread; clusters one after another.
+static void launch_cluster(dim3 grid, unsigned threads, const std::function<void()>& kernel) {
+    if (grid.x != CL) {
+        std::printf("launch_cluster: grid.x %u != CL\n", grid.x);
+        std::exit(2);
+    }
+    gridDim = grid;
+    blockDim = dim3{threads, 1, 1};
+    std::vector<std::barrier<>*> bars;
+    for (unsigned b = 0; b < CL; b++) bars.push_back(new std::barrier<>((std::ptrdiff_t)threads));
+    std::barrier<> cbar((std::ptrdiff_t)(threads * CL));
+    std::vector<std::thread> ts;
+    for (unsigned b = 0; b < CL; b++)
+        for (unsigned t = 0; t < threads; t++) {
+            ts.emplace_back([&, b, t] {
+                g_bar = bars[b];
+                g_cbar = &cbar;
+                threadIdx = dim3{t, 0, 0};
+                for (unsigned z = 0; z < grid.z; z++)
+                    for (unsigned y = 0; y < grid.y; y++) {
+                        blockIdx = dim3{b, y, z};
+                        kernel();
+                        cbar.arrive_and_wait();
+                    }
+            });
+        }
+    for (auto& t : ts) t.join();
+    for (auto* p : bars) delete p;
 }
 // Elementwise kernels have no barrier: run their threads in one OS thread.
 static void launch_ew(dim3 grid, unsigned threads, const std::function<void()>& kernel) {
@@ -252,6 +318,26 @@ int main() {
         std::vector<u64> back(a.size(), ~0ull);
         inv_ntt_emu(T, P(out), M(back), T.n_inv, off, L, C);
         expect_eq("inverse NTT round trip", back, a);
+        // One-launch cluster kernels, same data.
+        std::vector<u64> out_cl(a.size(), ~0ull), back_cl(a.size(), ~0ull);
+        u64 n = NN, cs = (u64)L * NN;
+        launch_cluster(dim3{CL, L, C}, CL_THREADS, [&] {
+            ntt_fwd_cl(P(a), M(out_cl), PR(T), WPP(T.twf), WPP(T.reduce), off, n, cs, n, cs, 0, 0,
+                       off, 0);
+        });
+        expect_eq("forward NTT 2 x 3 limbs (cluster, one launch)", out_cl, want);
+        launch_cluster(dim3{CL, L, C}, CL_THREADS, [&] {
+            ntt_inv_cl(P(out_cl), M(back_cl), PR(T), WPP(T.twi), WPP(T.n_inv), off, n, cs, n, cs);
+        });
+        expect_eq("inverse NTT round trip (cluster, one launch)", back_cl, a);
+        // Non-canonical inputs below 2^64 on the forward path (the pre-step reduces any word).
+        std::vector<u64> big(a.size()), out_big(a.size(), ~0ull);
+        for (size_t i = 0; i < a.size(); i++) big[i] = a[i] + QS[off + (i / NN) % L] * (rng() % 7);
+        launch_cluster(dim3{CL, L, C}, CL_THREADS, [&] {
+            ntt_fwd_cl(P(big), M(out_big), PR(T), WPP(T.twf), WPP(T.reduce), off, n, cs, n, cs, 0,
+                       0, off, 0);
+        });
+        expect_eq("forward NTT of unreduced words (cluster)", out_big, want);
     }
     // 2. key switch of a rotation at prime offset 6 (L = 2 Q rows + P), g = 3.
     for (int mode = 0; mode < 2; mode++) {
@@ -342,6 +428,26 @@ int main() {
         expect_eq(mode == 0 ? "rotate key switch (g = 3, L = 2)"
                             : "relinearize-shaped key switch (L = 2)",
                   out, want);
+        // Cluster pipeline (as CudaEngine::key_switch with clusters): ModUp + whole forward
+        // NTT per (target row, digit), inner product + whole inverse NTT per (row, component),
+        // ModDown.
+        std::vector<u64> ext2((size_t)L * rows * NN, ~0ull), acc2((size_t)2 * rows * NN, ~0ull),
+            out2((size_t)2 * L * NN, ~0ull);
+        launch_cluster(dim3{CL, rows, L}, CL_THREADS, [&] {
+            ntt_fwd_cl(src, M(ext2), PR(T), WPP(T.twf), WPP(T.reduce), off, 0, n, n, rows * n, 0,
+                       gi, off, 1);
+        });
+        launch_cluster(dim3{CL, rows, 2}, CL_THREADS, [&] {
+            ks_inner_cl(P(ext2), P(key), M(acc2), PR(T), WPP(T.twi), WPP(T.ks_post), off, L, rows,
+                        2 * 9 * n, 9 * n);
+        });
+        launch_ew(dim3{NN / 256, L, 2}, 256, [&] {
+            ks_moddown(P(acc2), P(ct), mode == 1 ? P(add1) : nullptr, M(out2), PR(T),
+                       WPP(T.p_inv), off, L, gi);
+        });
+        expect_eq(mode == 0 ? "rotate key switch (g = 3, L = 2, cluster kernels)"
+                            : "relinearize-shaped key switch (L = 2, cluster kernels)",
+                  out2, want);
     }
     // 3. rescale from prime id 5 (rows 5, 6, 7), nearest.
     {
@@ -417,6 +523,12 @@ int main() {
         launch(dim3{16, L, 1}, NTT_THREADS,
                [&] { ntt_fwd_rows(M(out), M(out), PR(T), WPP(T.twf), off, n, L * n, n, L * n); });
         expect_eq("signed lift + forward NTT (mode 1)", out, want);
+        std::vector<u64> out_cl((size_t)L * NN, ~0ull);
+        launch_cluster(dim3{CL, L, 1}, CL_THREADS, [&] {
+            ntt_fwd_cl(P(v), M(out_cl), PR(T), WPP(T.twf), WPP(T.reduce), off, 0, 0, n, L * n, 1,
+                       0, off, 0);
+        });
+        expect_eq("signed lift + forward NTT (mode 1, cluster)", out_cl, want);
         auto a = random_rows(2, L, off);
         std::vector<u64> sum(a.size(), ~0ull), ws(a.size());
         for (unsigned c = 0; c < 2; c++)

@@ -16,6 +16,8 @@ use fhelium_ckks::{CpuEngine, ModulusBasis, Preset};
 
 /// (median, p10, p90) in microseconds.
 type Stats = (f64, f64, f64);
+/// Event statistics of one op with its submission / throughput diagnostics.
+type Timing = (Stats, Option<Diag>);
 
 const WARMUP: usize = 20;
 const SAMPLES: usize = 200;
@@ -190,7 +192,7 @@ fn oplat_table_on_the_gpu() {
     let msg: Vec<f64> = (0..slots)
         .map(|j| 0.01 * (0.017 * j as f64).sin())
         .collect();
-    let mut rows: Vec<(&str, Option<(Stats, Option<Diag>)>)> = Vec::new();
+    let mut rows: Vec<(&str, Option<Timing>)> = Vec::new();
     // Host encode + host sampling + one upload + 7 launches: events around the whole call
     // (the stream is idle at the start event, so the interval is the call's wall time).
     rows.push((
@@ -265,6 +267,35 @@ fn oplat_table_on_the_gpu() {
             gpu.relinearize_with_key(&prods[i % SETS], &rlks[(i / SETS + i) % SETS], &s)
         })),
     ));
+    // The same NTT and key-switch ops on the two-pass kernels (the fallback of the one-launch
+    // cluster kernels), for comparison in the same run.
+    let clusters = gpu.cluster_kernels();
+    gpu.set_cluster_kernels(false);
+    rows.push((
+        "coefficient_to_ntt/2pass",
+        Some(time_op(&s, |i| {
+            gpu.coefficient_domain_to_ntt_domain(&cts[i % SETS], &s)
+        })),
+    ));
+    rows.push((
+        "ntt_to_coefficient/2pass",
+        Some(time_op(&s, |i| {
+            gpu.ntt_domain_to_coefficient_domain(&ntts[i % SETS], &s)
+        })),
+    ));
+    rows.push((
+        "rotate_with_key/2pass",
+        Some(time_op(&s, |i| {
+            gpu.rotate_with_key(&cts[i % SETS], &keys[(i / SETS + i) % SETS], &s)
+        })),
+    ));
+    rows.push((
+        "relinearize/2pass",
+        Some(time_op(&s, |i| {
+            gpu.relinearize_with_key(&prods[i % SETS], &rlks[(i / SETS + i) % SETS], &s)
+        })),
+    ));
+    gpu.set_cluster_kernels(true);
 
     let mut table = String::from(
         "preset=slots8192-scale40-levels7-int64 device=cuda:0 (fhelium-rs CudaEngine, CUDA events, 200 after 20 warm-ups, 4 keys x 4 ciphertexts)\n",
@@ -276,7 +307,7 @@ fn oplat_table_on_the_gpu() {
     for (name, r) in &rows {
         let peer = FHELIUM_US
             .iter()
-            .find(|(n, _)| n == name)
+            .find(|(n, _)| name.split('/').next() == Some(*n))
             .map_or(f64::NAN, |p| p.1);
         match r {
             Some(((med, p10, p90), diag)) => {
@@ -292,6 +323,14 @@ fn oplat_table_on_the_gpu() {
             )),
         }
     }
+    table.push_str(&format!(
+        "(rows without /2pass: {} kernels)\n",
+        if clusters {
+            "one-launch cluster"
+        } else {
+            "two-pass (the driver refused the cluster kernels)"
+        }
+    ));
     eprintln!("{table}");
     if let Ok(out) = std::env::var("OUT") {
         let _ = std::fs::write(std::path::Path::new(&out).join("oplat_gpu.txt"), &table);

@@ -34,6 +34,22 @@ fn fixture() -> Option<Fixture> {
     }
 }
 
+/// Runs `body` once on the one-launch cluster kernels and once on the two-pass kernels (the
+/// NTT and key-switch paths), with a label for each; checks that the driver accepted the
+/// cluster launches (a refused one would turn them off and test the two-pass path twice).
+fn on_both_kernel_paths(fx: &Fixture, mut body: impl FnMut(&str)) {
+    for clusters in [true, false] {
+        fx.gpu.set_cluster_kernels(clusters);
+        body(if clusters { "clusters" } else { "two-pass" });
+        assert_eq!(
+            fx.gpu.cluster_kernels(),
+            clusters,
+            "the driver refused a cluster kernel launch"
+        );
+    }
+    fx.gpu.set_cluster_kernels(true);
+}
+
 /// Deterministic, non-trivial message for seed `k`.
 fn message(cpu: &CpuEngine, k: u64) -> Vec<f64> {
     (0..cpu.num_slots())
@@ -101,23 +117,25 @@ fn ntt_both_directions_match_cpu_at_several_levels() {
             .cpu
             .coefficient_domain_to_ntt_domain(&ct)
             .expect("cpu ntt");
-        let d = fx.up(&ct);
-        fx.check(
-            &format!("coefficient_domain_to_ntt_domain L{level}"),
-            &want,
-            || fx.gpu.coefficient_domain_to_ntt_domain(&d, &fx.stream),
-        );
         let back = fx
             .cpu
             .ntt_domain_to_coefficient_domain(&want)
             .expect("cpu intt");
         assert_eq!(back.words(), ct.words(), "CPU round trip");
+        let d = fx.up(&ct);
         let dn = fx.up(&want);
-        fx.check(
-            &format!("ntt_domain_to_coefficient_domain L{level}"),
-            &back,
-            || fx.gpu.ntt_domain_to_coefficient_domain(&dn, &fx.stream),
-        );
+        on_both_kernel_paths(&fx, |path| {
+            fx.check(
+                &format!("coefficient_domain_to_ntt_domain L{level} ({path})"),
+                &want,
+                || fx.gpu.coefficient_domain_to_ntt_domain(&d, &fx.stream),
+            );
+            fx.check(
+                &format!("ntt_domain_to_coefficient_domain L{level} ({path})"),
+                &back,
+                || fx.gpu.ntt_domain_to_coefficient_domain(&dn, &fx.stream),
+            );
+        });
     }
 }
 
@@ -207,8 +225,10 @@ fn multiply_and_relinearize_match_cpu() {
         });
         let want = fx.cpu.relinearize_with_key(&prod, &rlk).expect("cpu relin");
         let dp = fx.up(&prod);
-        fx.check(&format!("relinearize L{level}"), &want, || {
-            fx.gpu.relinearize_with_key(&dp, &drlk, &fx.stream)
+        on_both_kernel_paths(&fx, |path| {
+            fx.check(&format!("relinearize L{level} ({path})"), &want, || {
+                fx.gpu.relinearize_with_key(&dp, &drlk, &fx.stream)
+            });
         });
     }
 }
@@ -229,11 +249,13 @@ fn rotate_with_key_matches_cpu_for_several_steps_and_levels() {
             let ct = fresh(&fx.cpu, 6, level);
             let want = fx.cpu.rotate_with_key(&ct, &key).expect("cpu rotate");
             let d = fx.up(&ct);
-            fx.check(
-                &format!("rotate_with_key step {step} L{level}"),
-                &want,
-                || fx.gpu.rotate_with_key(&d, &dkey, &fx.stream),
-            );
+            on_both_kernel_paths(&fx, |path| {
+                fx.check(
+                    &format!("rotate_with_key step {step} L{level} ({path})"),
+                    &want,
+                    || fx.gpu.rotate_with_key(&d, &dkey, &fx.stream),
+                );
+            });
         }
     }
 }

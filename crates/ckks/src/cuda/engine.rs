@@ -90,8 +90,8 @@ fn drv<T>(op: &'static str, r: cust::error::CudaResult<T>) -> Result<T> {
     r.map_err(|source| CudaBackendError::Driver { op, source })
 }
 
-/// Every kernel of `kernels/ckks.cu` the engine launches.
-const KERNELS: [&str; 16] = [
+/// Every kernel of `kernels/ckks.cu` the engine launches, in the order of [`K`].
+const KERNELS: [&str; 19] = [
     "ntt_fwd_cols",
     "ntt_fwd_rows",
     "ntt_inv_rows",
@@ -108,7 +108,65 @@ const KERNELS: [&str; 16] = [
     "rescale",
     "drop_rows",
     "add_signed",
+    "ntt_fwd_cl",
+    "ntt_inv_cl",
+    "ks_inner_cl",
 ];
+
+/// A kernel of [`KERNELS`] by position: launches index the engine's handle table directly
+/// (no name search per launch).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[allow(dead_code)] // every variant names a kernel of the module; not all are launched by name
+enum K {
+    NttFwdCols = 0,
+    NttFwdRows,
+    NttInvRows,
+    NttInvCols,
+    KsInner,
+    KsModdown,
+    EwAdd,
+    EwSub,
+    EwNeg,
+    EwMul,
+    EwMulConst,
+    EwTensor,
+    AutCoeff,
+    Rescale,
+    DropRows,
+    AddSigned,
+    NttFwdCl,
+    NttInvCl,
+    KsInnerCl,
+}
+
+/// What [`CudaEngine::launch`] accepts as a kernel: a [`K`] (direct index) or a kernel name
+/// (looked up in [`KERNELS`]).
+trait KernelRef: Copy {
+    /// Position in [`KERNELS`], `None` for an unknown name.
+    fn slot(self) -> Option<usize>;
+}
+
+impl KernelRef for K {
+    fn slot(self) -> Option<usize> {
+        Some(self as usize)
+    }
+}
+
+impl KernelRef for &str {
+    fn slot(self) -> Option<usize> {
+        KERNELS.iter().position(|n| *n == self)
+    }
+}
+
+/// Most parameters any kernel of `kernels/ckks.cu` takes (the argument pointer array lives on
+/// the stack, no allocation per launch).
+const MAX_ARGS: usize = 16;
+
+/// Blocks per thread-block cluster of the one-launch NTT kernels (`CL` in the .cu file): one
+/// cluster per limb NTT.
+const CL_BLOCKS: u32 = 8;
+/// Threads per block of the cluster kernels (`CL_THREADS`).
+const CL_THREADS: u32 = 512;
 
 /// A kernel handle of the engine's module, looked up once.
 #[derive(Clone, Copy)]
@@ -126,6 +184,108 @@ unsafe impl Sync for Kernel {}
 enum Arg {
     U64(u64),
     U32(u32),
+}
+
+/// Arguments of a forward NTT over `limbs x comps` rows (`ntt_fwd_cols` and `ntt_fwd_cl` take
+/// the same parameter list; `ntt_fwd_rows` takes the output part).
+#[derive(Clone, Copy)]
+struct FwdNtt {
+    src: u64,
+    dst: u64,
+    prime_off: u32,
+    in_ys: u64,
+    in_zs: u64,
+    out_ys: u64,
+    out_zs: u64,
+    /// 0: plain rows, 1: signed int64 input.
+    mode: u32,
+    /// Automorphism inverse (0 = none).
+    ginv: u32,
+    src_off: u32,
+    /// Balanced ModUp lift of digit z (1) or none (0).
+    src_by_z: u32,
+}
+
+impl FwdNtt {
+    /// Plain dense rows: row stride N, component stride `limbs * N`, same layout out.
+    fn dense(src: u64, dst: u64, prime_off: usize, limbs: usize) -> Self {
+        let n = KERNEL_N as u64;
+        let cs = limbs as u64 * n;
+        Self {
+            src,
+            dst,
+            prime_off: prime_off as u32,
+            in_ys: n,
+            in_zs: cs,
+            out_ys: n,
+            out_zs: cs,
+            mode: 0,
+            ginv: 0,
+            src_off: prime_off as u32,
+            src_by_z: 0,
+        }
+    }
+
+    fn args(&self, primes: u64, twf: u64, pre: u64) -> [Arg; 14] {
+        [
+            Arg::U64(self.src),
+            Arg::U64(self.dst),
+            Arg::U64(primes),
+            Arg::U64(twf),
+            Arg::U64(pre),
+            Arg::U32(self.prime_off),
+            Arg::U64(self.in_ys),
+            Arg::U64(self.in_zs),
+            Arg::U64(self.out_ys),
+            Arg::U64(self.out_zs),
+            Arg::U32(self.mode),
+            Arg::U32(self.ginv),
+            Arg::U32(self.src_off),
+            Arg::U32(self.src_by_z),
+        ]
+    }
+}
+
+/// Arguments of an inverse NTT (`ntt_inv_cl` and `ntt_inv_cols` take the same list;
+/// `ntt_inv_rows` the same without `post`), `post` the per-prime constant applied last.
+#[derive(Clone, Copy)]
+struct InvNtt {
+    src: u64,
+    dst: u64,
+    post: u64,
+    prime_off: u32,
+    ys: u64,
+    zs: u64,
+}
+
+impl InvNtt {
+    fn args(
+        &self,
+        src: u64,
+        dst: u64,
+        primes: u64,
+        twi: u64,
+        post: Option<u64>,
+    ) -> ([Arg; 10], usize) {
+        let mut a = [Arg::U32(0); 10];
+        let mut i = 0;
+        let mut push = |x: Arg| {
+            a[i] = x;
+            i += 1;
+        };
+        push(Arg::U64(src));
+        push(Arg::U64(dst));
+        push(Arg::U64(primes));
+        push(Arg::U64(twi));
+        if let Some(p) = post {
+            push(Arg::U64(p));
+        }
+        push(Arg::U32(self.prime_off));
+        for v in [self.ys, self.zs, self.ys, self.zs] {
+            push(Arg::U64(v));
+        }
+        (a, i)
+    }
 }
 
 /// The device words of a [`GpuCiphertext`], [`GpuPlaintext`] or [`GpuSwitchKey`]: an
@@ -380,7 +540,10 @@ impl GpuSwitchKey {
 /// The CKKS engine on one CUDA device: the PTX module and every constant table, uploaded once.
 pub struct CudaEngine {
     device: u32,
-    kernels: Vec<(&'static str, Kernel)>,
+    kernels: [Kernel; KERNELS.len()],
+    // Whether the NTT and key switch use the one-launch cluster kernels (default) or the
+    // two-pass kernels; cleared for good if the driver ever refuses a cluster launch.
+    clusters: std::sync::atomic::AtomicBool,
     // Owns the code behind `kernels`: kept loaded for the engine's lifetime.
     _module: Module,
     context_id: u64,
@@ -473,14 +636,16 @@ impl CudaEngine {
             }
         }
         let module = drv(OP, Module::from_ptx(CKKS_PTX, &[]))?;
-        let kernels = KERNELS
-            .iter()
-            .map(|&name| Ok((name, Kernel(drv(OP, module.get_function(name))?.to_raw()))))
-            .collect::<Result<Vec<_>>>()?;
+        let mut kernels = [Kernel(std::ptr::null_mut()); KERNELS.len()];
+        for (slot, name) in kernels.iter_mut().zip(KERNELS) {
+            *slot = Kernel(drv(OP, module.get_function(name))?.to_raw());
+        }
+        let clusters = std::env::var("FHELIUM_CKKS_CLUSTERS").map_or(true, |v| v != "0");
         let up = |v: &[u64]| drv(OP, DeviceBuffer::from_slice(v));
         Ok(Self {
             device,
             kernels,
+            clusters: std::sync::atomic::AtomicBool::new(clusters),
             _module: module,
             context_id: context.id,
             nq: context.nq,
@@ -537,32 +702,56 @@ impl CudaEngine {
         self.context_id
     }
 
+    /// Whether NTTs and key switches run the one-launch thread-block-cluster kernels
+    /// (`ntt_fwd_cl`, `ntt_inv_cl`, `ks_inner_cl`; the default) or the two-pass kernels. The
+    /// results are the same words either way. `FHELIUM_CKKS_CLUSTERS=0` in the environment
+    /// starts an engine on the two-pass kernels; a driver that refuses a cluster launch turns
+    /// them off for good (the operation then runs the two-pass kernels).
+    #[must_use]
+    pub fn cluster_kernels(&self) -> bool {
+        self.clusters.load(std::sync::atomic::Ordering::Relaxed)
+    }
+
+    /// Chooses the cluster kernels (`true`) or the two-pass kernels (`false`) for the
+    /// operations enqueued after this call (tests and benchmarks compare the two).
+    pub fn set_cluster_kernels(&self, on: bool) {
+        self.clusters
+            .store(on, std::sync::atomic::Ordering::Relaxed);
+    }
+
     fn launch(
         &self,
         op: &'static str,
-        kernel: &str,
+        kernel: impl KernelRef,
         grid: (u32, u32, u32),
         block: u32,
         stream: &Stream,
         args: &[Arg],
     ) -> Result<()> {
-        let Some(&(_, Kernel(func))) = self.kernels.iter().find(|(n, _)| *n == kernel) else {
+        let Some(slot) = kernel.slot() else {
             return Err(CudaBackendError::Unsupported {
                 op,
-                reason: format!("kernel {kernel} is not in the engine's table"),
+                reason: "kernel is not in the engine's table".into(),
             });
         };
-        let mut ptrs: Vec<*mut c_void> = args
-            .iter()
-            .map(|a| match a {
+        let Kernel(func) = self.kernels[slot];
+        if args.len() > MAX_ARGS {
+            return Err(CudaBackendError::Unsupported {
+                op,
+                reason: format!("{} takes at most {MAX_ARGS} arguments", KERNELS[slot]),
+            });
+        }
+        let mut ptrs = [std::ptr::null_mut::<c_void>(); MAX_ARGS];
+        for (p, a) in ptrs.iter_mut().zip(args) {
+            *p = match a {
                 Arg::U64(v) => std::ptr::from_ref(v).cast_mut().cast::<c_void>(),
                 Arg::U32(v) => std::ptr::from_ref(v).cast_mut().cast::<c_void>(),
-            })
-            .collect();
+            };
+        }
         // SAFETY: every pointer argument is a live device allocation sized for the kernel's
         // grid (checked by the callers from the value shapes), the scalar arguments match the
-        // kernel's parameter types one for one, and `args` outlives the call (the driver copies
-        // the parameter values at launch).
+        // kernel's parameter types one for one (the first `args.len()` entries of `ptrs`), and
+        // `args` outlives the call (the driver copies the parameter values at launch).
         let rc = unsafe {
             cust::sys::cuLaunchKernel(
                 func,
@@ -583,9 +772,40 @@ impl CudaEngine {
         } else {
             Err(CudaBackendError::Launch {
                 op,
-                kernel: kernel.to_string(),
+                kernel: KERNELS[slot].to_string(),
                 code: format!("{rc:?}"),
             })
+        }
+    }
+
+    /// Launches a cluster kernel when the cluster kernels are on; `Ok(false)` when they are off
+    /// or the driver refused the launch (which turns them off: nothing was enqueued, so the
+    /// caller runs the two-pass kernels instead).
+    fn launch_cluster(
+        &self,
+        op: &'static str,
+        kernel: K,
+        grid: (u32, u32),
+        stream: &Stream,
+        args: &[Arg],
+    ) -> Result<bool> {
+        if !self.cluster_kernels() {
+            return Ok(false);
+        }
+        match self.launch(
+            op,
+            kernel,
+            (CL_BLOCKS, grid.0, grid.1),
+            CL_THREADS,
+            stream,
+            args,
+        ) {
+            Ok(()) => Ok(true),
+            Err(CudaBackendError::Launch { .. }) => {
+                self.set_cluster_kernels(false);
+                Ok(false)
+            }
+            Err(e) => Err(e),
         }
     }
 
@@ -1032,7 +1252,68 @@ impl CudaEngine {
         ((KERNEL_N as u32) / EW_THREADS, limbs as u32, comps as u32)
     }
 
-    /// Forward NTT of `comps x limbs` rows from `src` (row stride N, component stride
+    /// Forward NTT of `rows x comps` rows (grid y = row, z = component) as `f` describes:
+    /// one cluster launch, or the column pass then the row pass in place on `f.dst`.
+    fn ntt_fwd(
+        &self,
+        op: &'static str,
+        f: &FwdNtt,
+        rows: usize,
+        comps: usize,
+        stream: &Stream,
+    ) -> Result<()> {
+        let (primes, twf) = (dev_ptr(&self.primes), dev_ptr(&self.twf));
+        let args = f.args(primes, twf, dev_ptr(&self.reduce));
+        let yz = (rows as u32, comps as u32);
+        if self.launch_cluster(op, K::NttFwdCl, yz, stream, &args)? {
+            return Ok(());
+        }
+        let grid = (NTT_BLOCKS_PER_LIMB, yz.0, yz.1);
+        self.launch(op, K::NttFwdCols, grid, NTT_THREADS, stream, &args)?;
+        self.launch(
+            op,
+            K::NttFwdRows,
+            grid,
+            NTT_THREADS,
+            stream,
+            &[
+                Arg::U64(f.dst),
+                Arg::U64(f.dst),
+                Arg::U64(primes),
+                Arg::U64(twf),
+                Arg::U32(f.prime_off),
+                Arg::U64(f.out_ys),
+                Arg::U64(f.out_zs),
+                Arg::U64(f.out_ys),
+                Arg::U64(f.out_zs),
+            ],
+        )
+    }
+
+    /// Inverse NTT then `x * post[pid]`: one cluster launch, or the row pass (`src` to `dst`)
+    /// then the column pass in place on `dst`.
+    fn ntt_inv(
+        &self,
+        op: &'static str,
+        v: &InvNtt,
+        rows: usize,
+        comps: usize,
+        stream: &Stream,
+    ) -> Result<()> {
+        let (primes, twi) = (dev_ptr(&self.primes), dev_ptr(&self.twi));
+        let yz = (rows as u32, comps as u32);
+        let (args, len) = v.args(v.src, v.dst, primes, twi, Some(v.post));
+        if self.launch_cluster(op, K::NttInvCl, yz, stream, &args[..len])? {
+            return Ok(());
+        }
+        let grid = (NTT_BLOCKS_PER_LIMB, yz.0, yz.1);
+        let (rargs, rlen) = v.args(v.src, v.dst, primes, twi, None);
+        self.launch(op, K::NttInvRows, grid, NTT_THREADS, stream, &rargs[..rlen])?;
+        let (cargs, clen) = v.args(v.dst, v.dst, primes, twi, Some(v.post));
+        self.launch(op, K::NttInvCols, grid, NTT_THREADS, stream, &cargs[..clen])
+    }
+
+    /// Forward NTT of `comps x limbs` dense rows from `src` (row stride N, component stride
     /// `limbs * N`) to `dst`, prime ids starting at `prime_off`.
     #[allow(clippy::too_many_arguments)]
     fn ntt_forward_raw(
@@ -1045,53 +1326,16 @@ impl CudaEngine {
         comps: usize,
         stream: &Stream,
     ) -> Result<()> {
-        let n = KERNEL_N as u64;
-        let cs = limbs as u64 * n;
-        let grid = (NTT_BLOCKS_PER_LIMB, limbs as u32, comps as u32);
-        self.launch(
+        self.ntt_fwd(
             op,
-            "ntt_fwd_cols",
-            grid,
-            NTT_THREADS,
+            &FwdNtt::dense(src, dst, prime_off, limbs),
+            limbs,
+            comps,
             stream,
-            &[
-                Arg::U64(src),
-                Arg::U64(dst),
-                Arg::U64(dev_ptr(&self.primes)),
-                Arg::U64(dev_ptr(&self.twf)),
-                Arg::U64(dev_ptr(&self.reduce)),
-                Arg::U32(prime_off as u32),
-                Arg::U64(n),
-                Arg::U64(cs),
-                Arg::U64(n),
-                Arg::U64(cs),
-                Arg::U32(0),
-                Arg::U32(0),
-                Arg::U32(prime_off as u32),
-                Arg::U32(0),
-            ],
-        )?;
-        self.launch(
-            op,
-            "ntt_fwd_rows",
-            grid,
-            NTT_THREADS,
-            stream,
-            &[
-                Arg::U64(dst),
-                Arg::U64(dst),
-                Arg::U64(dev_ptr(&self.primes)),
-                Arg::U64(dev_ptr(&self.twf)),
-                Arg::U32(prime_off as u32),
-                Arg::U64(n),
-                Arg::U64(cs),
-                Arg::U64(n),
-                Arg::U64(cs),
-            ],
         )
     }
 
-    /// Inverse NTT (row pass then column pass with the `post` per-prime constant).
+    /// Inverse NTT of dense rows with the `post` per-prime constant.
     #[allow(clippy::too_many_arguments)]
     fn ntt_inverse_raw(
         &self,
@@ -1105,45 +1349,15 @@ impl CudaEngine {
         stream: &Stream,
     ) -> Result<()> {
         let n = KERNEL_N as u64;
-        let cs = limbs as u64 * n;
-        let grid = (NTT_BLOCKS_PER_LIMB, limbs as u32, comps as u32);
-        self.launch(
-            op,
-            "ntt_inv_rows",
-            grid,
-            NTT_THREADS,
-            stream,
-            &[
-                Arg::U64(src),
-                Arg::U64(dst),
-                Arg::U64(dev_ptr(&self.primes)),
-                Arg::U64(dev_ptr(&self.twi)),
-                Arg::U32(prime_off as u32),
-                Arg::U64(n),
-                Arg::U64(cs),
-                Arg::U64(n),
-                Arg::U64(cs),
-            ],
-        )?;
-        self.launch(
-            op,
-            "ntt_inv_cols",
-            grid,
-            NTT_THREADS,
-            stream,
-            &[
-                Arg::U64(dst),
-                Arg::U64(dst),
-                Arg::U64(dev_ptr(&self.primes)),
-                Arg::U64(dev_ptr(&self.twi)),
-                Arg::U64(post),
-                Arg::U32(prime_off as u32),
-                Arg::U64(n),
-                Arg::U64(cs),
-                Arg::U64(n),
-                Arg::U64(cs),
-            ],
-        )
+        let v = InvNtt {
+            src,
+            dst,
+            post,
+            prime_off: prime_off as u32,
+            ys: n,
+            zs: limbs as u64 * n,
+        };
+        self.ntt_inv(op, &v, limbs, comps, stream)
     }
 
     // -----------------------------------------------------------------------------------
@@ -1201,7 +1415,7 @@ impl CudaEngine {
     fn binary(
         &self,
         op: &'static str,
-        kernel: &str,
+        kernel: K,
         a: &GpuCiphertext,
         b: &GpuCiphertext,
         stream: &Stream,
@@ -1240,7 +1454,7 @@ impl CudaEngine {
         b: &GpuCiphertext,
         stream: &Stream,
     ) -> Result<GpuCiphertext> {
-        self.binary("add", "ew_add", a, b, stream)
+        self.binary("add", K::EwAdd, a, b, stream)
     }
 
     /// `a - b`.
@@ -1250,7 +1464,7 @@ impl CudaEngine {
         b: &GpuCiphertext,
         stream: &Stream,
     ) -> Result<GpuCiphertext> {
-        self.binary("subtract", "ew_sub", a, b, stream)
+        self.binary("subtract", K::EwSub, a, b, stream)
     }
 
     /// `-a`.
@@ -1260,7 +1474,7 @@ impl CudaEngine {
         let out = self.alloc(OP, a.buf.len(), stream)?;
         self.launch(
             OP,
-            "ew_neg",
+            K::EwNeg,
             Self::ew_grid(a.num_limbs(), a.components),
             EW_THREADS,
             stream,
@@ -1314,7 +1528,7 @@ impl CudaEngine {
         let out = self.alloc(OP, ct.buf.len(), stream)?;
         self.launch(
             OP,
-            "ew_add",
+            K::EwAdd,
             Self::ew_grid(limbs, 1),
             EW_THREADS,
             stream,
@@ -1329,7 +1543,7 @@ impl CudaEngine {
         let comp = (limbs * KERNEL_N * 8) as u64;
         self.launch(
             OP,
-            "drop_rows",
+            K::DropRows,
             Self::ew_grid(limbs, ct.components - 1),
             EW_THREADS,
             stream,
@@ -1384,7 +1598,7 @@ impl CudaEngine {
         let out = self.alloc(OP, ct.buf.len(), stream)?;
         self.launch(
             OP,
-            "ew_mul",
+            K::EwMul,
             Self::ew_grid(ct.num_limbs(), ct.components),
             EW_THREADS,
             stream,
@@ -1419,7 +1633,7 @@ impl CudaEngine {
         let out = self.alloc(OP, 3 * limbs * KERNEL_N, stream)?;
         self.launch(
             OP,
-            "ew_tensor",
+            K::EwTensor,
             Self::ew_grid(limbs, 1),
             EW_THREADS,
             stream,
@@ -1468,7 +1682,7 @@ impl CudaEngine {
         let q_inv_row = dev_ptr(&self.q_inv) + (drop * self.moduli.len() * 2 * 8) as u64;
         self.launch(
             OP,
-            "rescale",
+            K::Rescale,
             Self::ew_grid(limbs - 1, ct.components),
             EW_THREADS,
             stream,
@@ -1501,7 +1715,7 @@ impl CudaEngine {
         let out = self.alloc(OP, ct.components * (limbs - 1) * KERNEL_N, stream)?;
         self.launch(
             OP,
-            "drop_rows",
+            K::DropRows,
             Self::ew_grid(limbs - 1, ct.components),
             EW_THREADS,
             stream,
@@ -1537,7 +1751,7 @@ impl CudaEngine {
         let out = self.alloc(OP, ct.buf.len(), stream)?;
         self.launch(
             OP,
-            "aut_coeff",
+            K::AutCoeff,
             Self::ew_grid(ct.num_limbs(), ct.components),
             EW_THREADS,
             stream,
@@ -1555,6 +1769,11 @@ impl CudaEngine {
     /// Hybrid key switch of the coefficient-domain row set at `src` (L rows from prime id
     /// `prime_off`), optionally read through `σ_g` (`ginv != 0`), then ModDown and add:
     /// `out_0 = σ_g(add0) + corr_0` (or `add0 + corr_0`), `out_1 = add1 + corr_1` (or `corr_1`).
+    ///
+    /// Cluster kernels: three launches (ModUp + whole forward NTT per target row and digit;
+    /// key inner product + whole inverse NTT per target row and component; ModDown + adds).
+    /// Two-pass kernels: four (ModUp + column pass; row pass + inner product + inverse row
+    /// pass; inverse column pass; ModDown + adds). One scratch allocation either way.
     #[allow(clippy::too_many_arguments)]
     fn key_switch(
         &self,
@@ -1570,96 +1789,116 @@ impl CudaEngine {
     ) -> Result<DeviceBuffer<u64>> {
         let n = KERNEL_N as u64;
         let rows = limbs + 1; // active Q rows + P
-        let ext = self.alloc(op, limbs * rows * KERNEL_N, stream)?;
-        let acc = self.alloc(op, 2 * rows * KERNEL_N, stream)?;
+        let ext_words = limbs * rows * KERNEL_N;
+        let scratch = self.alloc(op, ext_words + 2 * rows * KERNEL_N, stream)?;
         let out = self.alloc(op, 2 * limbs * KERNEL_N, stream)?;
-        // ModUp (with σ_g) + forward column pass: grid (blocks, target row, digit).
-        self.launch(
-            op,
-            "ntt_fwd_cols",
-            (NTT_BLOCKS_PER_LIMB, rows as u32, limbs as u32),
-            NTT_THREADS,
-            stream,
-            &[
-                Arg::U64(src),
-                Arg::U64(dev_ptr(&ext)),
-                Arg::U64(dev_ptr(&self.primes)),
-                Arg::U64(dev_ptr(&self.twf)),
-                Arg::U64(dev_ptr(&self.reduce)),
-                Arg::U32(prime_off as u32),
-                Arg::U64(0),
-                Arg::U64(n),
-                Arg::U64(n),
-                Arg::U64(rows as u64 * n),
-                Arg::U32(0),
-                Arg::U32(ginv),
-                Arg::U32(prime_off as u32),
-                Arg::U32(1),
-            ],
-        )?;
-        // Forward row pass + key inner product + inverse row pass.
+        let ext = dev_ptr(&scratch);
+        let acc = ext + (ext_words * 8) as u64;
+        let (primes, twf, twi) = (
+            dev_ptr(&self.primes),
+            dev_ptr(&self.twf),
+            dev_ptr(&self.twi),
+        );
         let key_rows = key.rows as u64;
-        self.launch(
-            op,
-            "ks_inner",
-            (NTT_BLOCKS_PER_LIMB, rows as u32, 1),
-            NTT_THREADS,
-            stream,
-            &[
-                Arg::U64(dev_ptr(&ext)),
+        // ModUp of digit z (balanced lift, through σ_g) to target row y: grid (row, digit).
+        let modup = FwdNtt {
+            src,
+            dst: ext,
+            prime_off: prime_off as u32,
+            in_ys: 0,
+            in_zs: n,
+            out_ys: n,
+            out_zs: rows as u64 * n,
+            mode: 0,
+            ginv,
+            src_off: prime_off as u32,
+            src_by_z: 1,
+        }
+        .args(primes, twf, dev_ptr(&self.reduce));
+        // ks_inner_cl takes (twi, ks_post) where ks_inner takes (twf, twi).
+        let inner = |w0: u64, w1: u64| {
+            [
+                Arg::U64(ext),
                 Arg::U64(key.buf.ptr()),
-                Arg::U64(dev_ptr(&acc)),
-                Arg::U64(dev_ptr(&self.primes)),
-                Arg::U64(dev_ptr(&self.twf)),
-                Arg::U64(dev_ptr(&self.twi)),
+                Arg::U64(acc),
+                Arg::U64(primes),
+                Arg::U64(w0),
+                Arg::U64(w1),
                 Arg::U32(prime_off as u32),
                 Arg::U32(limbs as u32),
                 Arg::U32(rows as u32),
                 Arg::U64(2 * key_rows * n),
                 Arg::U64(key_rows * n),
-            ],
-        )?;
-        // Inverse column pass of both accumulators (N^-1 and the Montgomery factor folded in).
-        self.launch(
-            op,
-            "ntt_inv_cols",
-            (NTT_BLOCKS_PER_LIMB, rows as u32, 2),
-            NTT_THREADS,
-            stream,
-            &[
-                Arg::U64(dev_ptr(&acc)),
-                Arg::U64(dev_ptr(&acc)),
-                Arg::U64(dev_ptr(&self.primes)),
-                Arg::U64(dev_ptr(&self.twi)),
-                Arg::U64(dev_ptr(&self.ks_post)),
-                Arg::U32(prime_off as u32),
-                Arg::U64(n),
-                Arg::U64(rows as u64 * n),
-                Arg::U64(n),
-                Arg::U64(rows as u64 * n),
-            ],
-        )?;
+            ]
+        };
+        let clustered =
+            self.launch_cluster(op, K::NttFwdCl, (rows as u32, limbs as u32), stream, &modup)?
+                && self.launch_cluster(
+                    op,
+                    K::KsInnerCl,
+                    (rows as u32, 2),
+                    stream,
+                    &inner(twi, dev_ptr(&self.ks_post)),
+                )?;
+        if !clustered {
+            // Two-pass kernels (also after a refused cluster launch: nothing of a refused
+            // launch was enqueued, and the passes below rewrite `ext` from `src`).
+            self.launch(
+                op,
+                K::NttFwdCols,
+                (NTT_BLOCKS_PER_LIMB, rows as u32, limbs as u32),
+                NTT_THREADS,
+                stream,
+                &modup,
+            )?;
+            // Forward row pass + key inner product + inverse row pass.
+            self.launch(
+                op,
+                K::KsInner,
+                (NTT_BLOCKS_PER_LIMB, rows as u32, 1),
+                NTT_THREADS,
+                stream,
+                &inner(twf, twi),
+            )?;
+            // Inverse column pass of both accumulators (N^-1 and the Montgomery factor).
+            let (args, len) = InvNtt {
+                src: acc,
+                dst: acc,
+                post: dev_ptr(&self.ks_post),
+                prime_off: prime_off as u32,
+                ys: n,
+                zs: rows as u64 * n,
+            }
+            .args(acc, acc, primes, twi, Some(dev_ptr(&self.ks_post)));
+            self.launch(
+                op,
+                K::NttInvCols,
+                (NTT_BLOCKS_PER_LIMB, rows as u32, 2),
+                NTT_THREADS,
+                stream,
+                &args[..len],
+            )?;
+        }
         // ModDown by P + the final additions.
         self.launch(
             op,
-            "ks_moddown",
+            K::KsModdown,
             Self::ew_grid(limbs, 2),
             EW_THREADS,
             stream,
             &[
-                Arg::U64(dev_ptr(&acc)),
+                Arg::U64(acc),
                 Arg::U64(add0),
                 Arg::U64(add1),
                 Arg::U64(dev_ptr(&out)),
-                Arg::U64(dev_ptr(&self.primes)),
+                Arg::U64(primes),
                 Arg::U64(dev_ptr(&self.p_inv)),
                 Arg::U32(prime_off as u32),
                 Arg::U32(limbs as u32),
                 Arg::U32(ginv),
             ],
         )?;
-        drv(op, ext.drop_async(stream))?;
-        drv(op, acc.drop_async(stream))?;
+        drv(op, scratch.drop_async(stream))?;
         Ok(out)
     }
 
@@ -2115,5 +2354,61 @@ impl CudaEngine {
         stream: &Stream,
     ) -> Result<Vec<f64>> {
         self.decrypt_message_on_device(ct, sk, stream)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{KernelRef, K, KERNELS};
+
+    /// `K`'s variants name the kernels of `KERNELS` at the same positions, and every name is
+    /// an `extern "C"` kernel of the embedded PTX.
+    #[test]
+    fn kernel_slots_match_the_names_and_the_ptx() {
+        let all = [
+            K::NttFwdCols,
+            K::NttFwdRows,
+            K::NttInvRows,
+            K::NttInvCols,
+            K::KsInner,
+            K::KsModdown,
+            K::EwAdd,
+            K::EwSub,
+            K::EwNeg,
+            K::EwMul,
+            K::EwMulConst,
+            K::EwTensor,
+            K::AutCoeff,
+            K::Rescale,
+            K::DropRows,
+            K::AddSigned,
+            K::NttFwdCl,
+            K::NttInvCl,
+            K::KsInnerCl,
+        ];
+        assert_eq!(all.len(), KERNELS.len());
+        for (i, k) in all.iter().enumerate() {
+            let snake: String = format!("{k:?}")
+                .chars()
+                .enumerate()
+                .flat_map(|(j, c)| {
+                    let lower = c.to_ascii_lowercase();
+                    if c.is_ascii_uppercase() && j > 0 {
+                        vec!['_', lower]
+                    } else {
+                        vec![lower]
+                    }
+                })
+                .collect();
+            assert_eq!(snake, KERNELS[i], "variant {k:?} at slot {i}");
+            assert_eq!(k.slot(), Some(i));
+            assert_eq!(KERNELS[i].slot(), Some(i));
+            assert!(
+                super::CKKS_PTX.contains(&format!(".entry {}(", KERNELS[i])),
+                "{} is not in the PTX",
+                KERNELS[i]
+            );
+        }
+        assert_eq!("no_such_kernel".slot(), None);
     }
 }

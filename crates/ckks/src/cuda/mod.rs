@@ -10,10 +10,13 @@
 //! * one `CudaEngine` per device: module, twiddles and every per-prime constant uploaded once;
 //! * every operation takes the stream it runs on, allocates its result and scratch from the
 //!   device's stream-ordered pool and never synchronises the host;
-//! * NTT = two launches over all limbs and components (a column pass and a row pass of seven
-//!   fused radix-2 stages each, in shared memory); key switching = four launches (ModUp fused
-//!   with the first NTT pass, the second NTT pass fused with the key inner product and the
-//!   first inverse pass, the second inverse pass, ModDown fused with the final additions).
+//! * NTT = one launch over all limbs and components: a thread-block cluster of 8 blocks per
+//!   limb, columns then rows of the 128 x 128 view, the transpose through distributed shared
+//!   memory, two stages per barrier; key switching = three launches (ModUp fused with a whole
+//!   forward NTT per target row and digit, the key inner product fused with a whole inverse NTT
+//!   per target row and component, ModDown fused with the final additions). The two-pass
+//!   kernels of the first version (a column and a row pass per NTT, four launches per key
+//!   switch) remain as the fallback ([`CudaEngine::set_cluster_kernels`]).
 //!
 //! This is the one module of the crate allowed `unsafe`, each block with a `// SAFETY:` note.
 #![allow(unsafe_code)]
