@@ -121,6 +121,18 @@ fn main() {
             }),
         );
     }
+    if what == "hoisted" {
+        let keys: Vec<_> = (1..=4)
+            .map(|r| e.create_rotation_key(r, e.secret_key()).expect("key"))
+            .collect();
+        let refs: Vec<_> = keys.iter().collect();
+        stats(
+            "rotate_many_with_keys (4 keys)",
+            time(reps, || {
+                std::hint::black_box(e.rotate_many_with_keys(&ct, &refs).expect("op"));
+            }),
+        );
+    }
     if all || what == "relin" {
         let prod = e.multiply(&ntt, &ntt).expect("mul");
         let rlk = e.relinearization_key().expect("rlk");

@@ -363,16 +363,40 @@ fn inner_product_wide(
         let lo = b * BLOCK;
         let hi = lo + ob.len();
         s.fill(0);
-        for (d, key) in keys.iter().enumerate() {
-            let e = &ext_r[d * n..(d + 1) * n];
+        // digits two at a time: one read-modify-write of the block sums per pair
+        let mut d = 0;
+        while d + 1 < keys.len() {
+            let (e0, e1) = (&ext_r[d * n..(d + 1) * n], &ext_r[(d + 1) * n..(d + 2) * n]);
+            let (k0, k1) = (&keys[d][lo..hi], &keys[d + 1][lo..hi]);
             match gather {
                 None => {
-                    for ((s, &x), &y) in s.iter_mut().zip(&e[lo..hi]).zip(&key[lo..hi]) {
+                    let it = s.iter_mut().zip(&e0[lo..hi]).zip(&e1[lo..hi]);
+                    for (((s, &x0), &x1), (&y0, &y1)) in it.zip(k0.iter().zip(k1)) {
+                        *s += u128::from(x0) * u128::from(y0) + u128::from(x1) * u128::from(y1);
+                    }
+                }
+                Some(map) => {
+                    let it = s.iter_mut().zip(&map[lo..hi]);
+                    for ((s, &k), (&y0, &y1)) in it.zip(k0.iter().zip(k1)) {
+                        let k = k as usize;
+                        *s +=
+                            u128::from(e0[k]) * u128::from(y0) + u128::from(e1[k]) * u128::from(y1);
+                    }
+                }
+            }
+            d += 2;
+        }
+        if d < keys.len() {
+            let e = &ext_r[d * n..(d + 1) * n];
+            let key = &keys[d][lo..hi];
+            match gather {
+                None => {
+                    for ((s, &x), &y) in s.iter_mut().zip(&e[lo..hi]).zip(key) {
                         *s += u128::from(x) * u128::from(y);
                     }
                 }
                 Some(map) => {
-                    for ((s, &k), &y) in s.iter_mut().zip(&map[lo..hi]).zip(&key[lo..hi]) {
+                    for ((s, &k), &y) in s.iter_mut().zip(&map[lo..hi]).zip(key) {
                         *s += u128::from(e[k as usize]) * u128::from(y);
                     }
                 }
