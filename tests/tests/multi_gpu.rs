@@ -5,7 +5,7 @@
 
 use fhelium_ckks::CkksConfig;
 use fhelium_cuda::PeerMode;
-use fhelium_examples::multi::{run_multi, DeviceList, MultiOptions};
+use fhelium_examples::multi::{run_multi, DeviceList, MultiOptions, MultiOutcome};
 use fhelium_examples::{Timeline, MAX_ERROR};
 use fhelium_residency::{ResidencyAction, ResidencyLocation as L};
 
@@ -27,8 +27,14 @@ fn run_and_check(peer: PeerMode, batch: usize) {
         ..MultiOptions::default()
     };
     let o = run_multi(&options, &Timeline::disabled()).unwrap();
-    let (n, nq, np) = sizes(&options);
-    let devices = [L::Sim(0), L::Sim(1)];
+    check_outcome(&options, &o, &[L::Sim(0), L::Sim(1)]);
+}
+
+/// Every check of the run, for `devices` (D of them) and `options.batch` items.
+fn check_outcome(options: &MultiOptions, o: &MultiOutcome, devices: &[L]) {
+    let (batch, peer) = (options.batch, options.peer);
+    let dn = devices.len();
+    let (n, nq, np) = sizes(options);
     assert_eq!(o.devices, devices);
     assert_eq!(o.peer, peer);
 
@@ -45,25 +51,28 @@ fn run_and_check(peer: PeerMode, batch: usize) {
     assert_eq!(o.charges.workspace, workspace);
     assert_eq!(o.charges.device_budget, budget);
 
-    // Items: item i on device i % 2, round i / 2.
-    let per_device = [batch.div_ceil(2), batch / 2];
-    assert_eq!(o.rounds.len(), batch.div_ceil(2));
+    // Items: item i on device i % D, round i / D.
+    let per_device: Vec<usize> = (0..dn).map(|d| (batch + dn - 1 - d) / dn).collect();
+    assert_eq!(o.rounds.len(), batch.div_ceil(dn));
     for (r, round) in o.rounds.iter().enumerate() {
-        let want: Vec<(L, usize)> = (0..2)
-            .map(|d| (devices[d], 2 * r + d))
+        let want: Vec<(L, usize)> = (0..dn)
+            .map(|d| (devices[d], dn * r + d))
             .filter(|(_, i)| *i < batch)
             .collect();
         assert_eq!(round.items, want, "round {r}");
         let ev = round.decision.evictions();
         if r == 0 {
             assert!(ev.is_empty(), "round 0 has room: {ev:?}");
-            // Inputs for both devices, key and weight for sim:1 (already on sim:0).
-            assert_eq!(round.decision.plan().enter().len(), want.len() + 2);
+            // Inputs for every device, key and weight for all but the first (already there).
+            assert_eq!(
+                round.decision.plan().enter().len(),
+                want.len() + 2 * (dn - 1)
+            );
         } else {
             // Exactly one reclaim per active device: its previous input, moved off the device.
             assert_eq!(ev.len(), want.len(), "round {r}: {ev:?}");
             for (d, i) in &want {
-                let prev = &o.inputs[i - 2];
+                let prev = &o.inputs[i - dn];
                 let e = ev
                     .iter()
                     .find(|e| e.released_location == *d)
@@ -75,7 +84,7 @@ fn run_and_check(peer: PeerMode, batch: usize) {
             assert_eq!(round.decision.plan().enter().len(), want.len());
         }
         // The decision never predicts more than the budget at a device.
-        for d in &devices {
+        for d in devices {
             let peak = round.decision.explanation().predicted_peak(*d).unwrap_or(0);
             assert!(peak <= budget, "round {r} {d}: {peak} > {budget}");
         }
@@ -92,7 +101,8 @@ fn run_and_check(peer: PeerMode, batch: usize) {
         assert_eq!(a.values, 3, "{}", a.device);
         // The peak is the full budget: key + weight + one input + the workspace reservation.
         assert_eq!(a.peak_charged, budget, "{}", a.device);
-        // Copies in: every input; key and weight only into sim:1, from sim:0 (peer copies).
+        // Copies in: every input; key and weight into every device but the first, from the
+        // first (peer copies).
         let peer = if di == 0 { (0, 0) } else { (2, key + weight) };
         assert_eq!(a.peer_in, peer, "{}", a.device);
         assert_eq!(
@@ -146,4 +156,33 @@ fn multi_device_run_on_the_direct_path() {
 #[test]
 fn multi_device_run_on_the_staged_path_with_an_odd_batch() {
     run_and_check(PeerMode::Staged, 5);
+}
+
+/// The same flow on every visible CUDA device (feature `cuda`): one GPU runs the whole batch on
+/// `cuda:0` under its budget (evictions, no peer copies); two or more also copy the key and
+/// weight device to device. Skips without a device unless `FHELIUM_REQUIRE_GPU=1`.
+#[cfg(feature = "cuda")]
+#[test]
+fn multi_device_run_on_every_cuda_device() {
+    let required = std::env::var("FHELIUM_REQUIRE_GPU").is_ok_and(|v| v == "1");
+    let count = match fhelium_cuda::Memory::with_cuda() {
+        Ok(m) => m.cuda_device_count(),
+        Err(e) => {
+            assert!(!required, "FHELIUM_REQUIRE_GPU=1 but no CUDA device: {e}");
+            eprintln!("skipped: no CUDA device available ({e})");
+            return;
+        }
+    };
+    let devices: Vec<L> = (0..count).map(L::Cuda).collect();
+    for peer in [PeerMode::Auto, PeerMode::Staged] {
+        let options = MultiOptions {
+            devices: DeviceList::AllCuda,
+            batch: 3 * devices.len(),
+            peer,
+            ..MultiOptions::default()
+        };
+        let o = run_multi(&options, &Timeline::disabled()).unwrap();
+        eprint!("{}", o.render());
+        check_outcome(&options, &o, &devices);
+    }
 }
