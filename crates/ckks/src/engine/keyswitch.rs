@@ -1,4 +1,4 @@
-//! Hybrid key switching on the CPU, scheduled for two cores (decision 0411).
+//! Hybrid key switching on the CPU, scheduled for two cores (decision 0410).
 //!
 //! The arithmetic is the reference of `docs/crates/ckks.md` ("Key switch") word for word; only
 //! the schedule differs from a per-row loop:
@@ -7,13 +7,15 @@
 //!    preset), into one `[row, digit, N]` scratch block. A row whose prime belongs to the digit
 //!    is the digit's own residue row (the balanced lift is the identity there), so it goes
 //!    through `forward_from` without a ModUp.
-//! 2. **Inner product + inverse NTT**, one task per (component, QP row) pair: the digit sums
-//!    are accumulated in 128-bit registers over blocks of coefficients and reduced once per
-//!    coefficient (exact while `digits·(q−1)² < 2^128`, otherwise one reduction per digit, the
-//!    same residue), then transformed back in place.
-//! 3. **ModDown**, fused by the caller with whatever else touches the output row (the
-//!    automorphism of `c0` for rotations, the inverse NTT of `d0`/`d1` for relinearization),
-//!    written straight into the result's storage.
+//! 2. **Inner product + inverse NTT**, one task per (component, QP row) pair: the digit products
+//!    are summed in 128 bits over blocks of coefficients and reduced once per coefficient
+//!    (exact while `digits·(q−1)² < 2^128`, otherwise one reduction per digit, the same
+//!    residue), then transformed back in place. For a rotation the digits are read through the
+//!    NTT-domain automorphism map (hoisting, spec §3.9): `c1` is extended unrotated, which gives
+//!    the same words because the balanced lift commutes with negation.
+//! 3. **ModDown**, fused with whatever else touches the output row (the automorphism of `c0`
+//!    for rotations, the inverse NTT of `d0`/`d1` for relinearization), written straight into
+//!    the result's storage.
 //!
 //! Scratch blocks come from a small pool held by the engine, so the hot path neither allocates
 //! nor faults in fresh pages after the first call.
@@ -32,8 +34,9 @@ use crate::keys::{KeySwitchKey, RotationKey};
 use crate::storage::Words;
 use crate::values::{Ciphertext, ModulusBasis};
 
-/// Coefficients per block of the inner product: the 128-bit block sums (8 KiB) stay in L1
-/// while each digit streams 4 KiB runs of its NTT row and key row.
+/// Coefficients per block of the inner product: a whole row at N = 16384 (the 256 KiB of
+/// 128-bit sums stay in L2 while each digit pair streams its NTT rows and key rows; 64- and
+/// 512-coefficient blocks and a per-coefficient loop over the digits measured slower).
 const BLOCK: usize = 16384;
 
 /// Reusable host vectors for the key-switch scratch blocks (never secret: they hold
