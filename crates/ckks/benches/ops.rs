@@ -88,6 +88,19 @@ fn ops(c: &mut Criterion) {
             e.rotate_with_key(black_box(&ct), &keys[i]).expect("op")
         });
     });
+    let key_refs: Vec<_> = keys.iter().collect();
+    g.bench_function("rotate_many_with_keys_4", |b| {
+        b.iter(|| {
+            e.rotate_many_with_keys(black_box(&ct), &key_refs)
+                .expect("op")
+        });
+    });
+    g.bench_function("plaintext_coefficient_domain_to_ntt_domain", |b| {
+        b.iter(|| {
+            e.plaintext_coefficient_domain_to_ntt_domain(black_box(&wa))
+                .expect("op")
+        });
+    });
     g.bench_function("rescale_to_next_level", |b| {
         b.iter(|| e.rescale_to_next_level(black_box(&ct)).expect("op"));
     });
