@@ -121,7 +121,7 @@ impl Engine {
     /// Opens the engine for `device` at `preset` with a deterministic seed.
     ///
     /// `cuda:N` opens the memory layer on CUDA, a CPU engine allocating from it and the CUDA
-    /// engine on device N ([`Engine::Cuda`]). It fails with [`ExampleError::DeviceUnavailable`]
+    /// engine on device N (`Engine::Cuda`, feature `cuda`). It fails with [`ExampleError::DeviceUnavailable`]
     /// without the `cuda` feature (the build has no CUDA backend), without a driver or that
     /// device, or when the CUDA engine does not support the preset.
     ///

@@ -135,7 +135,11 @@ fn main() {
                 let words = bytes / 8;
                 let reps = reps_for(bytes);
                 let data = random_words(words, (size_mib as u64) << 8 | u64::from(i * 16 + j));
-                let src = mem.alloc_from(&from, &data, None).unwrap().0;
+                let (src, up) = mem.alloc_from(&from, &data, None).unwrap();
+                // The upload runs on another stream than the copies: complete it first.
+                if let Some(up) = up {
+                    up.synchronize().unwrap();
+                }
                 let mut dst = mem.alloc(&to, words, Some(&s)).unwrap();
                 let mut staged_dst = mem.alloc(&to, words, Some(&s)).unwrap();
                 // Bare buffers in the devices' primary contexts.
