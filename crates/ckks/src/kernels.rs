@@ -137,11 +137,11 @@ pub fn automorphism_value(m: &Modulus, src: &[u64], e: AutomorphismEntry) -> u64
 pub fn automorphism_ntt_index_map(log_n: u32, g: u64) -> Vec<u32> {
     use crate::arith::bit_reverse;
     let n = 1usize << log_n;
-    let two_n = 2 * n as u64;
+    let mask = 2 * n as u64 - 1; // mod 2N as a mask: no divisions on the rotation's serial path
     (0..n)
         .map(|j| {
             let e = 2 * bit_reverse(j, log_n) as u64 + 1;
-            let t = (g % two_n) * e % two_n;
+            let t = ((g & mask) * e) & mask;
             bit_reverse(((t - 1) / 2) as usize, log_n) as u32
         })
         .collect()
