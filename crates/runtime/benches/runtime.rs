@@ -98,6 +98,55 @@ fn snapshot_10k(c: &mut Criterion) {
     });
 }
 
+/// `ResidencyController::decide` over 10,000 values (a one-handle request that needs no
+/// reclaim): the controller's snapshot (with its policy facts) plus the planner. One value's
+/// hold toggles between decisions (outside the timing), as a running application changes
+/// state between requests.
+fn decide_10k(c: &mut Criterion) {
+    let mem = Memory::with_sim_devices(1);
+    let dev = ResidencyLocation::Sim(0);
+    let m = ResidencyManager::builder(mem.clone())
+        .budget(dev, 1 << 40)
+        .build()
+        .unwrap();
+    let mut hs = Vec::new();
+    for i in 0..10_000 {
+        let h = m
+            .adopt(value(&mem, PAGEABLE_HOST, 1), None, ReplicaMode::Replicable)
+            .unwrap();
+        if i % 10 == 0 {
+            m.ensure(&h, dev, None).unwrap();
+        }
+        hs.push(h);
+    }
+    let ctl = ResidencyController::new(&m);
+    let request = ResidencyRequest::new(
+        "one",
+        [ResidencyRequirement::new(hs[1].raw().clone(), dev)],
+        [],
+    )
+    .unwrap();
+    let mut held = None;
+    c.bench_function("controller_decide_10000_values_one_changed", |b| {
+        b.iter_custom(|iters| {
+            let mut total = std::time::Duration::ZERO;
+            for _ in 0..iters {
+                held = match held.take() {
+                    Some(g) => {
+                        drop(g);
+                        None
+                    }
+                    None => Some(m.hold(&[hs[5].raw()], PAGEABLE_HOST).unwrap()),
+                };
+                let t = std::time::Instant::now();
+                black_box(ctl.decide(&request).unwrap());
+                total += t.elapsed();
+            }
+            total
+        });
+    });
+}
+
 struct Seed {
     m: ResidencyManager,
     c: ResidencyController,
@@ -178,5 +227,11 @@ fn seed_request(c: &mut Criterion) {
     });
 }
 
-criterion_group!(benches, lease_round_trip, snapshot_10k, seed_request);
+criterion_group!(
+    benches,
+    lease_round_trip,
+    snapshot_10k,
+    decide_10k,
+    seed_request
+);
 criterion_main!(benches);

@@ -70,7 +70,7 @@ impl<P: ResidencyPolicy> ResidencyController<P> {
             policy,
             search_state_limit: DEFAULT_SEARCH_STATE_LIMIT,
             state: Mutex::new(ControllerState {
-                facts: PolicyFacts::default(),
+                facts: PolicyFacts::new(),
                 epoch: 0,
             }),
         }
@@ -138,7 +138,7 @@ impl<P: ResidencyPolicy> ResidencyController<P> {
                 });
             }
         }
-        cs.facts.metadata.insert(handle.clone(), meta);
+        cs.facts.set_metadata(handle.clone(), meta);
         Ok(())
     }
 
@@ -158,8 +158,8 @@ impl<P: ResidencyPolicy> ResidencyController<P> {
             requirements = request.requirements().len()
         )
         .entered();
-        let cs = self.state.lock();
-        let snapshot = self.manager.snapshot_with(&cs.facts)?;
+        let mut cs = self.state.lock();
+        let snapshot = self.manager.snapshot_with(&mut cs.facts)?;
         let version = snapshot.state_version();
         let decision = decide_with_limit(
             &snapshot,
@@ -231,7 +231,7 @@ impl<P: ResidencyPolicy> ResidencyController<P> {
         cs.epoch += 1;
         let epoch = cs.epoch;
         for h in handles {
-            cs.facts.recency.record(h.clone(), epoch);
+            cs.facts.record_access(h, epoch);
         }
     }
 

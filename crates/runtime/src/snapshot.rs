@@ -15,13 +15,64 @@ fn count(n: usize) -> u32 {
 }
 
 /// Controller-side facts recorded in the value entries of a snapshot.
-#[derive(Debug, Default, Clone)]
+///
+/// Changes go through [`PolicyFacts::set_metadata`] and [`PolicyFacts::record_access`], which
+/// log the handle; a capture with these facts consumes the log to know which values' facts
+/// changed since its previous capture with the same facts ([`SnapshotCache`]).
+#[derive(Debug)]
 pub(crate) struct PolicyFacts {
     pub metadata: std::collections::HashMap<
         fhelium_residency::ResidencyHandle,
         fhelium_residency::ResidencyPolicyMetadata,
     >,
     pub recency: fhelium_residency::ResidencyRecency,
+    /// Unique per facts table (per controller).
+    id: u64,
+    /// Handles whose facts changed since the last capture that consumed the log.
+    changed: Vec<fhelium_residency::ResidencyHandle>,
+    /// The log outgrew [`CHANGE_LOG_CAP`] and was cut: the next capture compares everything.
+    overflowed: bool,
+}
+
+/// Longest facts change log kept between captures (a controller that records accesses without
+/// deciding would otherwise grow it without bound).
+const CHANGE_LOG_CAP: usize = 4096;
+
+impl PolicyFacts {
+    pub fn new() -> Self {
+        static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
+        Self {
+            metadata: std::collections::HashMap::new(),
+            recency: fhelium_residency::ResidencyRecency::new(),
+            id: NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed),
+            changed: Vec::new(),
+            overflowed: false,
+        }
+    }
+
+    fn log(&mut self, handle: &fhelium_residency::ResidencyHandle) {
+        if self.changed.len() >= CHANGE_LOG_CAP {
+            self.changed.clear();
+            self.overflowed = true;
+        }
+        if !self.overflowed {
+            self.changed.push(handle.clone());
+        }
+    }
+
+    pub fn set_metadata(
+        &mut self,
+        handle: fhelium_residency::ResidencyHandle,
+        metadata: ResidencyPolicyMetadata,
+    ) {
+        self.log(&handle);
+        self.metadata.insert(handle, metadata);
+    }
+
+    pub fn record_access(&mut self, handle: &fhelium_residency::ResidencyHandle, epoch: u64) {
+        self.log(handle);
+        self.recency.record(handle.clone(), epoch);
+    }
 }
 
 /// The last snapshot the manager built of each flavour (plain, and carrying the controller's
@@ -37,8 +88,10 @@ pub(crate) struct PolicyFacts {
 ///   capture ([`State::touch`], [`ValueRecord::changed_at`]) and reuses the others without
 ///   reading them;
 /// - a capture with policy facts (the controller's, which change without a version bump)
-///   compares every record and its facts with the cached snapshot and rebuilds the ones that
-///   differ.
+///   whose cached snapshot was taken with the same facts table rebuilds the records stamped
+///   changed and the values whose facts changed since ([`PolicyFacts`] logs them); with another
+///   facts table (another controller) it compares every record and its facts with the cached
+///   snapshot and rebuilds the ones that differ.
 ///
 /// Debug builds (all tests) check every reuse against the record, so a mutation path that
 /// forgot its stamp fails there.
@@ -48,10 +101,11 @@ pub(crate) struct SnapshotCache {
     with_facts: Option<Cached>,
 }
 
-/// A cached snapshot and [`State::edits`] when it was captured.
+/// A cached snapshot, [`State::edits`] when it was captured, and the facts table it carries.
 struct Cached {
     snapshot: ResidencySnapshot,
     edits: u64,
+    facts_id: Option<u64>,
 }
 
 /// The materialization snapshots of `rec`, in installation order (no allocation).
@@ -168,22 +222,41 @@ fn current_values(
     let locs: Vec<fhelium_residency::ResidencyLocation> =
         st.locations.iter().map(|l| l.location).collect();
     let cached = previous.map_or(&[][..], |p| p.snapshot.values());
+    let facts_of = |rec: &ValueRecord| match policy {
+        Some(p) => (p.metadata.get(&rec.handle), p.recency.get(&rec.handle)),
+        None => (None, None),
+    };
     let mut values = Vec::with_capacity(st.values.len());
-    // Plain flavour with a cached capture: only records stamped since then are read.
-    if let (None, Some(prev)) = (policy, previous) {
+    // A cached capture with the same facts table (or none, plain): only records stamped since
+    // then, and values whose facts changed since then, are read.
+    let same_facts = previous
+        .filter(|p| p.facts_id == policy.map(|f| f.id) && !policy.is_some_and(|f| f.overflowed));
+    if let Some(prev) = same_facts {
+        let mut facts_changed = vec![false; st.values.len()];
+        for h in policy.map_or(&[][..], |p| p.changed.as_slice()) {
+            if let Some(&vi) = st.index.get(&h.handle_id()) {
+                if let Some(c) = facts_changed.get_mut(vi) {
+                    *c = true;
+                }
+            }
+        }
         let mut counts = counts_of(&prev.snapshot, locs.len());
         for (i, rec) in st.values.iter().enumerate() {
             match cached.get(i) {
-                Some(c) if rec.changed_at <= prev.edits => {
-                    debug_assert!(
-                        still_valid(c, rec, None, None),
-                        "value {} changed without a stamp",
-                        rec.handle
-                    );
+                Some(c) if rec.changed_at <= prev.edits && !facts_changed[i] => {
+                    if cfg!(debug_assertions) {
+                        let (metadata, last_access) = facts_of(rec);
+                        debug_assert!(
+                            still_valid(c, rec, metadata, last_access),
+                            "value {} changed without a stamp",
+                            rec.handle
+                        );
+                    }
                     values.push(c.clone());
                 }
                 old => {
-                    let v = build_value(rec, None, None)?;
+                    let (metadata, last_access) = facts_of(rec);
+                    let v = build_value(rec, metadata, last_access)?;
                     if let Some(c) = old {
                         count_mats(&mut counts, &locs, c.materializations(), false);
                     }
@@ -196,10 +269,7 @@ fn current_values(
     }
     let mut counts = vec![[0u32; 4]; locs.len()];
     for (i, rec) in st.values.iter().enumerate() {
-        let (metadata, last_access) = match policy {
-            Some(p) => (p.metadata.get(&rec.handle), p.recency.get(&rec.handle)),
-            None => (None, None),
-        };
+        let (metadata, last_access) = facts_of(rec);
         let v = match cached.get(i) {
             Some(c) if still_valid(c, rec, metadata, last_access) => c.clone(),
             _ => build_value(rec, metadata, last_access)?,
@@ -217,8 +287,9 @@ pub(crate) fn capture(
     manager_id: u64,
     memory: &fhelium_cuda::Memory,
     available_devices: Vec<fhelium_residency::ResidencyLocation>,
-    policy: Option<&PolicyFacts>,
+    mut facts: Option<&mut PolicyFacts>,
 ) -> Result<ResidencySnapshot> {
+    let policy = facts.as_deref();
     let previous = if policy.is_some() {
         st.snapshot_cache.with_facts.take()
     } else {
@@ -306,9 +377,15 @@ pub(crate) fn capture(
         _ => Cached {
             snapshot: snapshot.clone(),
             edits: st.edits,
+            facts_id: policy.map(|f| f.id),
         },
     };
-    if policy.is_some() {
+    // The cached snapshot now reflects every logged facts change.
+    if let Some(f) = facts.as_deref_mut() {
+        f.changed.clear();
+        f.overflowed = false;
+    }
+    if facts.is_some() {
         st.snapshot_cache.with_facts = Some(keep);
     } else {
         st.snapshot_cache.plain = Some(keep);
@@ -339,7 +416,7 @@ impl crate::ResidencyManager {
     }
 
     /// A snapshot carrying the controller's policy facts.
-    pub(crate) fn snapshot_with(&self, facts: &PolicyFacts) -> Result<ResidencySnapshot> {
+    pub(crate) fn snapshot_with(&self, facts: &mut PolicyFacts) -> Result<ResidencySnapshot> {
         let mut st = self.inner.open("snapshot")?;
         capture(
             &mut st,

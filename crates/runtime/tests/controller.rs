@@ -621,3 +621,46 @@ fn seed_flow_reproduces_example_14() {
     }
     m.close(true, false).unwrap();
 }
+
+/// Decisions see the controller's current facts although snapshots are shared and rebuilt
+/// incrementally: two controllers with different metadata on one manager, decisions between
+/// metadata changes, and a facts change log that overflowed (issue 4's snapshot cache).
+#[test]
+fn decisions_follow_each_controllers_current_facts() {
+    let mem = memory();
+    let m = manager(&mem, &[(N, 2 * NB)]);
+    let h: Vec<_> = (0..3).map(|i| repl(&m, i)).collect();
+    m.ensure(&h[0], N, None).unwrap();
+    m.ensure(&h[1], N, None).unwrap();
+    let (a, b) = (ResidencyController::new(&m), ResidencyController::new(&m));
+    let r = req("h2", &[(&h[2], N)], &[]);
+    let victim = |c: &ResidencyController| match &c.decide(&r).unwrap().plan().reclaim()[0] {
+        ResidencyAction::DropResident { handle, .. } => handle.clone(),
+        other => panic!("{other:?}"),
+    };
+    // Equal facts: registration order picks h0 for both.
+    assert_eq!(victim(&a), *h[0]);
+    assert_eq!(victim(&b), *h[0]);
+    // `a` retains h0, `b` retains h1; alternate decisions see their own controller's facts.
+    a.set_policy_metadata(&h[0], 5, None).unwrap();
+    b.set_policy_metadata(&h[1], 5, None).unwrap();
+    for _ in 0..2 {
+        assert_eq!(victim(&a), *h[1]);
+        assert_eq!(victim(&b), *h[0]);
+    }
+    // Stable keys travel in the snapshot too (the decision records the snapshot's metadata).
+    a.set_policy_metadata(&h[0], 0, Some("k0")).unwrap();
+    assert_eq!(victim(&a), *h[0]);
+    // Many accesses without a decision overflow the change log; the next decision compares
+    // every value and still sees the newest facts.
+    for _ in 0..5000 {
+        b.record_access([&*h[0]]);
+    }
+    b.set_policy_metadata(&h[1], 0, None).unwrap();
+    assert_eq!(victim(&b), *h[1], "h0 was accessed last");
+    // A state change between decisions (a hold on h1) is seen as well.
+    let hold = m.hold(&[&h[1]], N).unwrap();
+    assert_eq!(victim(&b), *h[0], "h1 is protected");
+    drop(hold);
+    assert_eq!(victim(&b), *h[1]);
+}
