@@ -365,7 +365,9 @@ fn inner_product_wide(
     for (b, ob) in out.chunks_mut(BLOCK).enumerate() {
         let lo = b * BLOCK;
         let hi = lo + ob.len();
-        s.fill(0);
+        if b > 0 {
+            s.fill(0); // the first block starts from the zeroed allocation
+        }
         // digits two at a time: one read-modify-write of the block sums per pair
         let mut d = 0;
         while d + 1 < keys.len() {
