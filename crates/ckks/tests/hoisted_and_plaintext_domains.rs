@@ -133,3 +133,32 @@ fn plaintext_domain_transitions_reject_wrong_states() {
     ));
     assert_eq!(mul.words(), &before[..]);
 }
+
+#[test]
+fn concurrent_key_switches_share_the_scratch_pool_safely() {
+    let e = engine();
+    let ct = e.encrypt_message(&message(e.num_slots())).expect("enc");
+    let key = e.create_rotation_key(5, e.secret_key()).expect("key");
+    let want = e.rotate_with_key(&ct, &key).expect("rot").words().to_vec();
+    let ntt = e.coefficient_domain_to_ntt_domain(&ct).expect("ntt");
+    let prod = e.multiply(&ntt, &ntt).expect("mul");
+    let relin = e.relinearize(&prod).expect("relin").words().to_vec();
+    std::thread::scope(|s| {
+        let workers: Vec<_> = (0..3)
+            .map(|i| {
+                let (e, ct, key, prod) = (&e, &ct, &key, &prod);
+                s.spawn(move || {
+                    if i == 1 {
+                        e.relinearize(prod).expect("relin").words().to_vec()
+                    } else {
+                        e.rotate_with_key(ct, key).expect("rot").words().to_vec()
+                    }
+                })
+            })
+            .collect();
+        for (i, w) in workers.into_iter().enumerate() {
+            let got = w.join().expect("thread");
+            assert_eq!(&got, if i == 1 { &relin } else { &want }, "worker {i}");
+        }
+    });
+}
