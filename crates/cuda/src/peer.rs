@@ -36,7 +36,7 @@ use std::collections::BTreeMap;
 use std::fmt;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use fhelium_residency::ResidencyLocation;
+use fhelium_residency::{ResidencyLocation, TransferCostModel};
 use parking_lot::Mutex;
 use serde::{Deserialize, Serialize};
 
@@ -281,6 +281,26 @@ impl Memory {
             .filter(|l| l.from != l.to)
             .copied()
             .collect()
+    }
+
+    /// `model` with every pair of this memory's devices that has no direct path marked as
+    /// having no peer access ([`TransferCostModel::without_peer_access`]), so that a cost-aware
+    /// policy (`fhelium_residency::CostAwareTieredLRU`) prices copies between them as the
+    /// staged path they really take. Pairs with a direct path in both directions stay peers.
+    #[must_use]
+    pub fn cost_model_with_peer_links(&self, model: TransferCostModel) -> TransferCostModel {
+        let mut model = model;
+        for l in self.peer_links() {
+            let back = self.inner.peer.link(l.to, l.from).map(|b| b.path);
+            if l.path != PeerPath::Direct || back != Some(PeerPath::Direct) {
+                // Two different device locations: `without_peer_access` cannot refuse them.
+                model = match model.clone().without_peer_access(l.from, l.to) {
+                    Ok(m) => m,
+                    Err(_) => model,
+                };
+            }
+        }
+        model
     }
 
     /// Device-to-device copy counters since the memory opened.

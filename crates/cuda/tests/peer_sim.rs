@@ -409,3 +409,26 @@ fn values_materialize_on_another_device_on_both_paths() {
         );
     }
 }
+
+#[test]
+fn cost_models_learn_which_pairs_lack_peer_access() {
+    use fhelium_residency::TransferCostModel;
+    let auto = sim(3, PeerMode::Auto).cost_model_with_peer_links(TransferCostModel::new());
+    assert!(auto.peers(L::Sim(0), L::Sim(1)) && auto.peers(L::Sim(2), L::Sim(0)));
+    assert_eq!(
+        auto,
+        TransferCostModel::new(),
+        "every pair direct: nothing marked"
+    );
+    let staged = sim(3, PeerMode::Staged).cost_model_with_peer_links(TransferCostModel::new());
+    for (a, b) in [(0, 1), (0, 2), (1, 2)] {
+        assert!(!staged.peers(L::Sim(a), L::Sim(b)), "sim:{a} sim:{b}");
+        assert!(!staged.peers(L::Sim(b), L::Sim(a)), "sim:{b} sim:{a}");
+    }
+    // A staged pair costs more than a direct one for the same bytes.
+    let bytes = 64 << 20;
+    assert!(
+        staged.estimate(L::Sim(0), L::Sim(1), bytes).nanoseconds
+            > auto.estimate(L::Sim(0), L::Sim(1), bytes).nanoseconds
+    );
+}
