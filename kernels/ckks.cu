@@ -48,7 +48,11 @@ __device__ __forceinline__ u64 shoup_lazy(u64 x, u64 w, u64 wp, u64 q) {
     return x * w - hi * q;  // in [0, 2q)
 }
 
-__device__ __forceinline__ u64 csub(u64 x, u64 q) { return x >= q ? x - q : x; }
+// x - q when x >= q, else x (x < 2^63 + q, q <= 2^63): the borrow shows as the sign bit.
+__device__ __forceinline__ u64 csub(u64 x, u64 q) {
+    const u64 d = x - q;
+    return (long long)d < 0 ? x : d;
+}
 
 __device__ __forceinline__ u64 shoup(u64 x, u64 w, u64 wp, u64 q) {
     return csub(shoup_lazy(x, w, wp, q), q);
@@ -571,7 +575,7 @@ __device__ __forceinline__ void st2(u64* p, u64 x0, u64 x1) {
 // Cooley-Tukey butterfly, Harvey lazy: x, y in [0, 4q) -> [0, 4q).
 __device__ __forceinline__ void ct_bfly(u64& x, u64& y, WP w, u64 q) {
     const u64 two_q = 2 * q;
-    u64 a = x >= two_q ? x - two_q : x;
+    u64 a = csub(x, two_q);
     u64 t = shoup_lazy(y, w.w, w.wp, q);
     x = a + t;
     y = a - t + two_q;
@@ -580,18 +584,27 @@ __device__ __forceinline__ void ct_bfly(u64& x, u64& y, WP w, u64 q) {
 // Gentleman-Sande butterfly: x, y in [0, 2q) -> [0, 2q).
 __device__ __forceinline__ void gs_bfly(u64& x, u64& y, WP w, u64 q) {
     const u64 two_q = 2 * q;
-    u64 u = x + y;
-    u = u >= two_q ? u - two_q : u;
+    const u64 u = csub(x + y, two_q);
     y = shoup_lazy(x + two_q - y, w.w, w.wp, q);
     x = u;
+}
+
+// A twiddle pair in one 16-byte load (the tables are 16-byte aligned pairs).
+__device__ __forceinline__ WP ldwp(const WP* p) {
+#ifdef FHE_EMU
+    return *p;
+#else
+    const ulonglong2 v = __ldg(reinterpret_cast<const ulonglong2*>(p));
+    return WP{v.x, v.y};
+#endif
 }
 
 // Forward radix-4 round (line half-spans h, h/2) on the quad j0, j0 + h/2, j0 + h, j0 + 3h/2.
 __device__ __forceinline__ void fwd_quad(u64 (&x)[4], const WP* tw, uint32_t B, uint32_t h,
                                          uint32_t j0, u64 q) {
-    const WP w1 = tw[B * (64 / h) + j0 / (2 * h)];
+    const WP w1 = ldwp(tw + B * (64 / h) + j0 / (2 * h));
     const uint32_t i2 = B * (128 / h) + j0 / h;
-    const WP w2a = tw[i2], w2b = tw[i2 + 1];
+    const WP w2a = ldwp(tw + i2), w2b = ldwp(tw + i2 + 1);
     ct_bfly(x[0], x[2], w1, q);
     ct_bfly(x[1], x[3], w1, q);
     ct_bfly(x[0], x[1], w2a, q);
@@ -602,8 +615,8 @@ __device__ __forceinline__ void fwd_quad(u64 (&x)[4], const WP* tw, uint32_t B, 
 __device__ __forceinline__ void inv_quad(u64 (&x)[4], const WP* tw, uint32_t B, uint32_t h,
                                          uint32_t j0, u64 q) {
     const uint32_t i1 = B * (64 / h) + j0 / (2 * h);
-    const WP w1a = tw[i1], w1b = tw[i1 + 1];
-    const WP w2 = tw[B * (32 / h) + j0 / (4 * h)];
+    const WP w1a = ldwp(tw + i1), w1b = ldwp(tw + i1 + 1);
+    const WP w2 = ldwp(tw + B * (32 / h) + j0 / (4 * h));
     gs_bfly(x[0], x[1], w1a, q);
     gs_bfly(x[2], x[3], w1b, q);
     gs_bfly(x[0], x[2], w2, q);
@@ -675,7 +688,7 @@ __device__ __forceinline__ void cl_fwd_ntt(u64* s, const WP* tw, u64 q, Load loa
         for (int e = 0; e < 2; e++) {
             const uint32_t p = qd + e * 32;
             u64 x0 = A[(2 * p) * CL_LINES + c], x1 = A[(2 * p + 1) * CL_LINES + c];
-            ct_bfly(x0, x1, tw[64 + p], q);
+            ct_bfly(x0, x1, ldwp(tw + 64 + p), q);
             A[(2 * p) * CL_LINES + c] = x0;
             A[(2 * p + 1) * CL_LINES + c] = x1;
         }
@@ -705,7 +718,7 @@ __device__ __forceinline__ void cl_fwd_ntt(u64* s, const WP* tw, u64 q, Load loa
         for (int e = 0; e < 2; e++) {
             const uint32_t p = qd + e * 32;
             u64 x0 = Bt[r * SUB + 2 * p], x1 = Bt[r * SUB + 2 * p + 1];
-            ct_bfly(x0, x1, tw[Bl * 64 + p], q);
+            ct_bfly(x0, x1, ldwp(tw + Bl * 64 + p), q);
             x0 = csub(x0, 2 * q);
             x1 = csub(x1, 2 * q);
             store2(row * SUB + 2 * p, csub(x0, q), csub(x1, q));
@@ -742,7 +755,7 @@ __device__ __forceinline__ void cl_inv_ntt(u64* s, const WP* tw, u64 q, Load4 lo
         for (int e = 0; e < 2; e++) {
             const uint32_t p = qd + e * 32;
             u64 x0 = Bt[r * SUB + p], x1 = Bt[r * SUB + p + 64];
-            gs_bfly(x0, x1, tw[Bl], q);
+            gs_bfly(x0, x1, ldwp(tw + Bl), q);
             Bt[r * SUB + p] = x0;
             Bt[r * SUB + p + 64] = x1;
         }
@@ -772,7 +785,7 @@ __device__ __forceinline__ void cl_inv_ntt(u64* s, const WP* tw, u64 q, Load4 lo
         for (int e = 0; e < 2; e++) {
             const uint32_t p = qd + e * 32;
             u64 x0 = A[p * CL_LINES + c], x1 = A[(p + 64) * CL_LINES + c];
-            gs_bfly(x0, x1, tw[1], q);
+            gs_bfly(x0, x1, ldwp(tw + 1), q);
             store(p * SUB + col, x0);
             store((p + 64) * SUB + col, x1);
         }
