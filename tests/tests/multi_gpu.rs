@@ -125,17 +125,38 @@ fn check_outcome(options: &MultiOptions, o: &MultiOutcome, devices: &[L]) {
         PeerMode::Auto => (s.direct_copies, s.direct_bytes),
         PeerMode::Staged => (s.staged_copies, s.staged_bytes),
     };
-    assert_eq!((copies, bytes), (2, key + weight), "{s:?}");
-    assert_eq!(s.direct_copies + s.staged_copies, 2);
-    let path = if peer == PeerMode::Auto {
-        "direct"
-    } else {
-        "staged"
-    };
+    // Key and weight reach every device but the first from the first: 2 copies per device.
+    // On CUDA in auto mode a pair may lack peer access and take the staged path instead.
+    let others = dn as u64 - 1;
+    let all_sim = devices.iter().all(|d| matches!(d, L::Sim(_)));
+    if all_sim || peer == PeerMode::Staged {
+        assert_eq!(
+            (copies, bytes),
+            (2 * others, others * (key + weight)),
+            "{s:?}"
+        );
+    }
+    assert_eq!(s.direct_copies + s.staged_copies, 2 * others, "{s:?}");
     assert_eq!(
-        o.links,
-        vec![(L::Sim(0), L::Sim(1), path), (L::Sim(1), L::Sim(0), path)]
+        s.direct_bytes + s.staged_bytes,
+        others * (key + weight),
+        "{s:?}"
     );
+    assert_eq!(o.links.len(), dn * (dn - 1));
+    if all_sim {
+        let path = if peer == PeerMode::Auto {
+            "direct"
+        } else {
+            "staged"
+        };
+        let want: Vec<(L, L, &str)> = devices
+            .iter()
+            .flat_map(|a| devices.iter().map(move |b| (*a, *b)))
+            .filter(|(a, b)| a != b)
+            .map(|(a, b)| (a, b, path))
+            .collect();
+        assert_eq!(o.links, want);
+    }
 
     // Every item verified against its cleartext.
     assert_eq!(o.errors.len(), batch);
@@ -156,6 +177,18 @@ fn multi_device_run_on_the_direct_path() {
 #[test]
 fn multi_device_run_on_the_staged_path_with_an_odd_batch() {
     run_and_check(PeerMode::Staged, 5);
+}
+
+#[test]
+fn three_devices_in_any_order() {
+    let devices = [L::Sim(2), L::Sim(0), L::Sim(1)];
+    let options = MultiOptions {
+        devices: DeviceList::Locations(devices.to_vec()),
+        batch: 7,
+        ..MultiOptions::default()
+    };
+    let o = run_multi(&options, &Timeline::disabled()).unwrap();
+    check_outcome(&options, &o, &devices);
 }
 
 /// The same flow on every visible CUDA device (feature `cuda`): one GPU runs the whole batch on
