@@ -72,6 +72,22 @@ __device__ __forceinline__ u64 mont(u64 a, u64 b, const Prime& p) {
     return csub(r, p.q);
 }
 
+// (hi, lo) += a * b (128-bit multiply-accumulate).
+__device__ __forceinline__ void mac128(u64& lo, u64& hi, u64 a, u64 b) {
+    const u64 plo = a * b;
+    const u64 phi = __umul64hi(a, b);
+    lo += plo;
+    hi += phi + (lo < plo ? 1ull : 0ull);
+}
+
+// (hi * 2^64 + lo) * 2^-64 mod q for a 128-bit value below q * 2^64; canonical (mont's
+// reduction on its own).
+__device__ __forceinline__ u64 mont_reduce(u64 lo, u64 hi, const Prime& p) {
+    const u64 m = lo * p.qinv_neg;
+    const u64 t = __umul64hi(m, p.q);
+    return csub(hi + t + (lo != 0 ? 1ull : 0ull), p.q);
+}
+
 __device__ __forceinline__ u64 addmod(u64 a, u64 b, u64 q) { return csub(a + b, q); }
 __device__ __forceinline__ u64 submod(u64 a, u64 b, u64 q) { return a >= b ? a - b : a + q - b; }
 __device__ __forceinline__ u64 negmod(u64 a, u64 q) { return a == 0 ? 0 : q - a; }
@@ -866,16 +882,25 @@ CL_KERNEL ks_inner_cl(const u64* __restrict__ ext, const u64* __restrict__ key,
     const u64* k0 = key + (u64)prime_off * key_ds + c * key_cs + (u64)pid * NN;
     const u64 ext_ds = (u64)rows * NN;
     u64* dst = acc + ((u64)c * rows + y) * NN;
-    // Four words per digit per thread, two digits per iteration: 16 loads in flight.
+    // Four words per digit per thread (eight 16-byte loads in flight per iteration). The
+    // products (each < q^2, canonical operands) are summed exactly in 128 bits and reduced once
+    // per 8 digits: 8 q^2 < q * 2^64 for q < 2^61, which mont_reduce needs. The sum of the
+    // reductions is sum_d ext * key * 2^-64 mod q, as a Montgomery product per digit would give.
     auto load4 = [&](uint32_t pos, u64 (&x)[4]) {
         u64 a[4] = {0, 0, 0, 0};
-#pragma unroll 2
-        for (uint32_t d = 0; d < digits; d++) {
-            u64 e[4], k[4];
-            ld4(e0 + d * ext_ds + pos, e);
-            ld4(k0 + d * key_ds + pos, k);
+        for (uint32_t d0 = 0; d0 < digits; d0 += 8) {
+            const uint32_t d1 = digits - d0 < 8 ? digits : d0 + 8;
+            u64 lo[4] = {0, 0, 0, 0}, hi[4] = {0, 0, 0, 0};
+#pragma unroll 1
+            for (uint32_t d = d0; d < d1; d++) {
+                u64 e[4], k[4];
+                ld4(e0 + d * ext_ds + pos, e);
+                ld4(k0 + d * key_ds + pos, k);
 #pragma unroll
-            for (int i = 0; i < 4; i++) a[i] = addmod(a[i], mont(e[i], k[i], p), p.q);
+                for (int i = 0; i < 4; i++) mac128(lo[i], hi[i], e[i], k[i]);
+            }
+#pragma unroll
+            for (int i = 0; i < 4; i++) a[i] = addmod(a[i], mont_reduce(lo[i], hi[i], p), p.q);
         }
 #pragma unroll
         for (int i = 0; i < 4; i++) x[i] = a[i];
