@@ -168,6 +168,20 @@ impl Engine {
         }
     }
 
+    /// Makes the engine's device current on the calling thread (the CUDA engine's primary
+    /// context; nothing for the CPU engine). Its operations do this themselves; call it before
+    /// dropping a CUDA engine on a thread where another device may be current.
+    ///
+    /// # Errors
+    /// The CUDA engine's driver error.
+    pub fn bind_device(&self) -> Result<(), ExampleError> {
+        match self {
+            Self::Cpu(_) => Ok(()),
+            #[cfg(feature = "cuda")]
+            Self::Cuda(b) => Ok(b.gpu.make_current()?),
+        }
+    }
+
     /// Short description for output headers.
     #[must_use]
     pub fn describe(&self) -> &'static str {

@@ -261,6 +261,16 @@ struct Engines {
     engines: Vec<Engine>,
 }
 
+impl Drop for Engines {
+    fn drop(&mut self) {
+        // Each CUDA engine frees its tables and unloads its module in its own context.
+        for e in self.engines.drain(..).rev() {
+            let _ = e.bind_device();
+            drop(e);
+        }
+    }
+}
+
 impl Engines {
     fn engine(&self, i: usize) -> &Engine {
         &self.engines[i.min(self.engines.len() - 1)]
