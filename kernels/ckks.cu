@@ -209,7 +209,9 @@ __device__ __forceinline__ void inv_col_stages(u64* s, const WP* itw, u64 q) {
 // ------------------------------------------------------------------------------------------
 // Forward NTT, column pass (stages 0..6). Grid: (SUB / TILE_COLS, limbs, components).
 // Row (y, z) of the input is in + z * in_zs + y * in_ys; output out + z * out_zs + y * out_ys.
-// Each loaded word x becomes x * pre[pid] mod q (Shoup; pre = (1, floor(2^64/q)) reduces).
+// Each loaded word x becomes x * pre[pid] mod q (Shoup; pre = (1, floor(2^64/q)) reduces);
+// pre == nullptr: the input words are canonical residues of the row's own prime, taken as
+// they are (plain rows only: mode 0, ginv 0, src_by_z 0).
 // mode 0: plain rows. mode 1: input words are signed int64 (lifted to [0, q)).
 // ginv != 0: the input row is first permuted by the coefficient automorphism sigma_g
 // (ginv = g^-1 mod 2N); its sign is applied modulo the source prime src_pid(y, z) =
@@ -226,7 +228,8 @@ ntt_fwd_cols(const u64* __restrict__ in, u64* __restrict__ out, const Prime* __r
     const uint32_t y = blockIdx.y, z = blockIdx.z;
     const uint32_t pid = prime_off + y;
     const Prime p = primes[pid];
-    const WP pw = pre[pid];
+    const bool raw = pre == nullptr;  // canonical input: no pre-step
+    const WP pw = raw ? WP{1, 0} : pre[pid];
     const u64* src = in + z * in_zs + y * in_ys;
     u64* dst = out + z * out_zs + y * out_ys;
     const uint32_t b0 = blockIdx.x * TILE_COLS;
@@ -246,7 +249,7 @@ ntt_fwd_cols(const u64* __restrict__ in, u64* __restrict__ out, const Prime* __r
         } else {
             x = src[pos];
         }
-        u64 r = shoup(x, pw.w, pw.wp, p.q);
+        u64 r = raw ? x : shoup(x, pw.w, pw.wp, p.q);
         // Balanced ModUp: a digit residue above (q_j - 1) / 2 stands for x - q_j.
         if (src_by_z && x > src_q / 2) r = submod(r, src_q_mod, p.q);
         s[idx] = r;
@@ -821,12 +824,14 @@ CL_KERNEL ntt_fwd_cl(const u64* __restrict__ in, u64* __restrict__ out,
     const uint32_t y = blockIdx.y, z = blockIdx.z;
     const uint32_t pid = prime_off + y;
     const Prime p = primes[pid];
-    const WP pw = pre[pid];
+    const bool raw = pre == nullptr;  // canonical plain input: no pre-step
+    const WP pw = raw ? WP{1, 0} : pre[pid];
     const u64* src = in + z * in_zs + y * in_ys;
     u64* dst = out + z * out_zs + y * out_ys;
     const u64 src_q = primes[src_off + (src_by_z ? z : y)].q;
     const u64 src_q_mod = reduce64(src_q, p);
     auto load = [&](uint32_t pos) -> u64 {
+        if (raw) return src[pos];
         u64 x;
         if (mode == 1) {
             i64 v = (i64)src[pos];

@@ -338,6 +338,20 @@ int main() {
                        0, off, 0);
         });
         expect_eq("forward NTT of unreduced words (cluster)", out_big, want);
+        // Canonical input without the pre-step (pre == nullptr), both kernel paths.
+        std::vector<u64> out_raw(a.size(), ~0ull), out_raw2(a.size(), ~0ull);
+        launch_cluster(dim3{CL, L, C}, CL_THREADS, [&] {
+            ntt_fwd_cl(P(a), M(out_raw), PR(T), WPP(T.twf), nullptr, off, n, cs, n, cs, 0, 0, off,
+                       0);
+        });
+        expect_eq("forward NTT, canonical input, no pre-step (cluster)", out_raw, want);
+        launch(dim3{16, L, C}, NTT_THREADS, [&] {
+            ntt_fwd_cols(P(a), M(out_raw2), PR(T), WPP(T.twf), nullptr, off, n, cs, n, cs, 0, 0,
+                         off, 0);
+        });
+        launch(dim3{16, L, C}, NTT_THREADS,
+               [&] { ntt_fwd_rows(M(out_raw2), M(out_raw2), PR(T), WPP(T.twf), off, n, cs, n, cs); });
+        expect_eq("forward NTT, canonical input, no pre-step (two-pass)", out_raw2, want);
     }
     // 2. key switch of a rotation at prime offset 6 (L = 2 Q rows + P), g = 3.
     for (int mode = 0; mode < 2; mode++) {

@@ -204,6 +204,9 @@ struct FwdNtt {
     src_off: u32,
     /// Balanced ModUp lift of digit z (1) or none (0).
     src_by_z: u32,
+    /// The input rows are canonical residues of their own primes (an engine value): the
+    /// kernels skip the reducing pre-step (`pre` passed as null).
+    canonical: bool,
 }
 
 impl FwdNtt {
@@ -223,6 +226,7 @@ impl FwdNtt {
             ginv: 0,
             src_off: prime_off as u32,
             src_by_z: 0,
+            canonical: false,
         }
     }
 
@@ -232,7 +236,7 @@ impl FwdNtt {
             Arg::U64(self.dst),
             Arg::U64(primes),
             Arg::U64(twf),
-            Arg::U64(pre),
+            Arg::U64(if self.canonical { 0 } else { pre }),
             Arg::U32(self.prime_off),
             Arg::U64(self.in_ys),
             Arg::U64(self.in_zs),
@@ -1363,7 +1367,8 @@ impl CudaEngine {
     // -----------------------------------------------------------------------------------
     // Operations
 
-    /// Coefficient domain -> NTT domain (all components and limbs; two launches).
+    /// Coefficient domain -> NTT domain (all components and limbs; one launch, two on the
+    /// two-pass kernels).
     pub fn coefficient_domain_to_ntt_domain(
         &self,
         ct: &GpuCiphertext,
@@ -1373,21 +1378,18 @@ impl CudaEngine {
         self.check_context(OP, ct.context)?;
         Self::need_domain(OP, ct.domain, Domain::Coefficient)?;
         let out = self.alloc(OP, ct.buf.len(), stream)?;
-        self.ntt_forward_raw(
-            OP,
-            ct.ptr(),
-            dev_ptr(&out),
-            ct.prime_ids[0],
-            ct.num_limbs(),
-            ct.components,
-            stream,
-        )?;
+        let f = FwdNtt {
+            // Engine values hold canonical residues: no reducing pre-step.
+            canonical: true,
+            ..FwdNtt::dense(ct.ptr(), dev_ptr(&out), ct.prime_ids[0], ct.num_limbs())
+        };
+        self.ntt_fwd(OP, &f, ct.num_limbs(), ct.components, stream)?;
         let mut r = self.like(ct, out);
         r.domain = Domain::Ntt;
         Ok(r)
     }
 
-    /// NTT domain -> coefficient domain (two launches).
+    /// NTT domain -> coefficient domain (one launch, two on the two-pass kernels).
     pub fn ntt_domain_to_coefficient_domain(
         &self,
         ct: &GpuCiphertext,
@@ -1813,6 +1815,7 @@ impl CudaEngine {
             ginv,
             src_off: prime_off as u32,
             src_by_z: 1,
+            canonical: false,
         }
         .args(primes, twf, dev_ptr(&self.reduce));
         // ks_inner_cl takes (twi, ks_post) where ks_inner takes (twf, twi).
