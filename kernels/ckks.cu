@@ -589,6 +589,11 @@ __device__ __forceinline__ void ld4(const u64* __restrict__ p, u64 (&x)[4]) {
 __device__ __forceinline__ void st2(u64* p, u64 x0, u64 x1) {
     reinterpret_cast<ulonglong2*>(p)[0] = make_ulonglong2(x0, x1);
 }
+__device__ __forceinline__ void ld2sh(const u64* p, u64& x0, u64& x1) {
+    const ulonglong2 v = reinterpret_cast<const ulonglong2*>(p)[0];
+    x0 = v.x;
+    x1 = v.y;
+}
 #endif
 
 // Cooley-Tukey butterfly, Harvey lazy: x, y in [0, 4q) -> [0, 4q).
@@ -650,32 +655,43 @@ __device__ __forceinline__ uint32_t inv_j0(uint32_t q, uint32_t h) {
     return (q / h) * (4 * h) + q % h;
 }
 
-// Middle forward radix-4 rounds on a shared tile: element a of line l at s[a * ls + l * ps]
-// (column tile: ls = 16, ps = 1; row tile: ls = 1, ps = 128). Thread -> (line, quad) as given.
-__device__ __forceinline__ void fwd_tile_round(u64* s, uint32_t ls, uint32_t ps, uint32_t line,
-                                               uint32_t qd, uint32_t B, uint32_t h,
-                                               const WP* tw, u64 q) {
-    const uint32_t j0 = fwd_j0(qd, h);
-    u64* base = s + line * ps;
-    u64 x[4];
-#pragma unroll
-    for (int e = 0; e < 4; e++) x[e] = base[(j0 + e * (h / 2)) * ls];
-    fwd_quad(x, tw, B, h, j0, q);
-#pragma unroll
-    for (int e = 0; e < 4; e++) base[(j0 + e * (h / 2)) * ls] = x[e];
+// Shared-memory position of word j of line `line` in a tile. Column tile: j * 16 + line (the 16
+// lines of a warp's half hit 16 different bank pairs). Row tile: line * 128 + rsw(j), where rsw
+// XORs the low 4 bits of j with G[(j >> 4) & 3], G = {0, 6, 10, 12}: every access pattern of
+// the row rounds (quads of stride 32, 8, 4 and 16 words, radix-2 pairs, the four consecutive
+// words of the inverse's first round) then hits distinct bank pairs within each half-warp
+// (16-byte groups for the paired accesses); G is even, so pairs (2i, 2i + 1) stay adjacent.
+__device__ __forceinline__ uint32_t rsw(uint32_t j) {
+    return j ^ ((0xCA60u >> (((j >> 4) & 3u) * 4u)) & 0xFu);
+}
+template <bool ROW>
+__device__ __forceinline__ uint32_t tix(uint32_t line, uint32_t j) {
+    return ROW ? line * SUB + rsw(j) : j * CL_LINES + line;
 }
 
-__device__ __forceinline__ void inv_tile_round(u64* s, uint32_t ls, uint32_t ps, uint32_t line,
-                                               uint32_t qd, uint32_t B, uint32_t h,
-                                               const WP* tw, u64 q) {
-    const uint32_t j0 = inv_j0(qd, h);
-    u64* base = s + line * ps;
+// Middle forward radix-4 rounds on a shared tile (ROW: row tile, else column tile).
+template <bool ROW>
+__device__ __forceinline__ void fwd_tile_round(u64* s, uint32_t line, uint32_t qd, uint32_t B,
+                                               uint32_t h, const WP* tw, u64 q) {
+    const uint32_t j0 = fwd_j0(qd, h);
     u64 x[4];
 #pragma unroll
-    for (int e = 0; e < 4; e++) x[e] = base[(j0 + e * h) * ls];
+    for (int e = 0; e < 4; e++) x[e] = s[tix<ROW>(line, j0 + e * (h / 2))];
+    fwd_quad(x, tw, B, h, j0, q);
+#pragma unroll
+    for (int e = 0; e < 4; e++) s[tix<ROW>(line, j0 + e * (h / 2))] = x[e];
+}
+
+template <bool ROW>
+__device__ __forceinline__ void inv_tile_round(u64* s, uint32_t line, uint32_t qd, uint32_t B,
+                                               uint32_t h, const WP* tw, u64 q) {
+    const uint32_t j0 = inv_j0(qd, h);
+    u64 x[4];
+#pragma unroll
+    for (int e = 0; e < 4; e++) x[e] = s[tix<ROW>(line, j0 + e * h)];
     inv_quad(x, tw, B, h, j0, q);
 #pragma unroll
-    for (int e = 0; e < 4; e++) base[(j0 + e * h) * ls] = x[e];
+    for (int e = 0; e < 4; e++) s[tix<ROW>(line, j0 + e * h)] = x[e];
 }
 
 // Forward NTT of one limb by a cluster; `load(pos)` gives the (canonical or < 4q) input word at
@@ -686,7 +702,7 @@ __device__ __forceinline__ void cl_fwd_ntt(u64* s, const WP* tw, u64 q, Load loa
     const uint32_t tid = threadIdx.x;
     const uint32_t k = cl_rank();
     u64* A = s;              // column phase: A[a * 16 + c], column k * 16 + c
-    u64* Bt = s + CL_WORDS;  // row phase: Bt[r * 128 + b], row k * 16 + r
+    u64* Bt = s + CL_WORDS;  // row phase: Bt[tix<true>(r, b)], row k * 16 + r
     {
         // Column phase, round 1 straight from global memory: thread -> (column c, quad qd).
         const uint32_t c = tid % CL_LINES, qd = tid / CL_LINES;
@@ -698,9 +714,9 @@ __device__ __forceinline__ void cl_fwd_ntt(u64* s, const WP* tw, u64 q, Load loa
 #pragma unroll
         for (int e = 0; e < 4; e++) A[(qd + e * 32) * CL_LINES + c] = x[e];
         __syncthreads();
-        fwd_tile_round(A, CL_LINES, 1, c, qd, 1, 16, tw, q);
+        fwd_tile_round<false>(A, c, qd, 1, 16, tw, q);
         __syncthreads();
-        fwd_tile_round(A, CL_LINES, 1, c, qd, 1, 4, tw, q);
+        fwd_tile_round<false>(A, c, qd, 1, 4, tw, q);
         __syncthreads();
         // Radix-2 half-span 1: pairs (2p, 2p + 1), p = qd and qd + 32.
 #pragma unroll
@@ -727,16 +743,17 @@ __device__ __forceinline__ void cl_fwd_ntt(u64* s, const WP* tw, u64 q, Load loa
         cl_arrive();  // this block is done reading the others' tiles
         fwd_quad(x, tw, Bl, 64, qd, q);
 #pragma unroll
-        for (int e = 0; e < 4; e++) Bt[r * SUB + qd + e * 32] = x[e];
+        for (int e = 0; e < 4; e++) Bt[tix<true>(r, qd + e * 32)] = x[e];
         __syncthreads();
-        fwd_tile_round(Bt, 1, SUB, r, qd, Bl, 16, tw, q);
+        fwd_tile_round<true>(Bt, r, qd, Bl, 16, tw, q);
         __syncthreads();
-        fwd_tile_round(Bt, 1, SUB, r, qd, Bl, 4, tw, q);
+        fwd_tile_round<true>(Bt, r, qd, Bl, 4, tw, q);
         __syncthreads();
 #pragma unroll
         for (int e = 0; e < 2; e++) {
             const uint32_t p = qd + e * 32;
-            u64 x0 = Bt[r * SUB + 2 * p], x1 = Bt[r * SUB + 2 * p + 1];
+            u64 x0, x1;
+            ld2sh(Bt + tix<true>(r, 2 * p), x0, x1);
             ct_bfly(x0, x1, ldwp(tw + Bl * 64 + p), q);
             x0 = csub(x0, 2 * q);
             x1 = csub(x1, 2 * q);
@@ -753,7 +770,7 @@ template <class Load4, class Store>
 __device__ __forceinline__ void cl_inv_ntt(u64* s, const WP* tw, u64 q, Load4 load4, Store store) {
     const uint32_t tid = threadIdx.x;
     const uint32_t k = cl_rank();
-    u64* Bt = s;             // row phase: Bt[r * 128 + b], row k * 16 + r
+    u64* Bt = s;             // row phase: Bt[tix<true>(r, b)], row k * 16 + r
     u64* A = s + CL_WORDS;   // column phase: A[a * 16 + c], column k * 16 + c
     {
         const uint32_t r = tid / 32, qd = tid % 32;
@@ -762,21 +779,21 @@ __device__ __forceinline__ void cl_inv_ntt(u64* s, const WP* tw, u64 q, Load4 lo
         u64 x[4];
         load4(row * SUB + 4 * qd, x);
         inv_quad(x, tw, Bl, 1, 4 * qd, q);
-#pragma unroll
-        for (int e = 0; e < 4; e++) Bt[r * SUB + 4 * qd + e] = x[e];
+        st2(Bt + tix<true>(r, 4 * qd), x[0], x[1]);
+        st2(Bt + tix<true>(r, 4 * qd + 2), x[2], x[3]);
         __syncthreads();
-        inv_tile_round(Bt, 1, SUB, r, qd, Bl, 4, tw, q);
+        inv_tile_round<true>(Bt, r, qd, Bl, 4, tw, q);
         __syncthreads();
-        inv_tile_round(Bt, 1, SUB, r, qd, Bl, 16, tw, q);
+        inv_tile_round<true>(Bt, r, qd, Bl, 16, tw, q);
         __syncthreads();
         // Radix-2 half-span 64: pairs (p, p + 64), p = qd and qd + 32.
 #pragma unroll
         for (int e = 0; e < 2; e++) {
             const uint32_t p = qd + e * 32;
-            u64 x0 = Bt[r * SUB + p], x1 = Bt[r * SUB + p + 64];
+            u64 x0 = Bt[tix<true>(r, p)], x1 = Bt[tix<true>(r, p + 64)];
             gs_bfly(x0, x1, ldwp(tw + Bl), q);
-            Bt[r * SUB + p] = x0;
-            Bt[r * SUB + p + 64] = x1;
+            Bt[tix<true>(r, p)] = x0;
+            Bt[tix<true>(r, p + 64)] = x1;
         }
     }
     cl_sync();
@@ -789,16 +806,16 @@ __device__ __forceinline__ void cl_inv_ntt(u64* s, const WP* tw, u64 q, Load4 lo
 #pragma unroll
         for (int e = 0; e < 4; e++) {
             const uint32_t a = 4 * qd + e;
-            x[e] = *cl_map(Bt + (a % CL_LINES) * SUB + col, src);
+            x[e] = *cl_map(Bt + tix<true>(a % CL_LINES, col), src);
         }
         cl_arrive();
         inv_quad(x, tw, 1, 1, 4 * qd, q);
 #pragma unroll
         for (int e = 0; e < 4; e++) A[(4 * qd + e) * CL_LINES + c] = x[e];
         __syncthreads();
-        inv_tile_round(A, CL_LINES, 1, c, qd, 1, 4, tw, q);
+        inv_tile_round<false>(A, c, qd, 1, 4, tw, q);
         __syncthreads();
-        inv_tile_round(A, CL_LINES, 1, c, qd, 1, 16, tw, q);
+        inv_tile_round<false>(A, c, qd, 1, 16, tw, q);
         __syncthreads();
 #pragma unroll
         for (int e = 0; e < 2; e++) {

@@ -64,6 +64,10 @@ static const T* cl_map(const T* p, unsigned rank) {
 static void ld4(const unsigned long long* p, unsigned long long (&x)[4]) {
     for (int i = 0; i < 4; i++) x[i] = p[i];
 }
+static void ld2sh(const unsigned long long* p, unsigned long long& x0, unsigned long long& x1) {
+    x0 = p[0];
+    x1 = p[1];
+}
 static void st2(unsigned long long* p, unsigned long long x0, unsigned long long x1) {
     p[0] = x0;
     p[1] = x1;
