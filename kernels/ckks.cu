@@ -572,6 +572,10 @@ __device__ __forceinline__ const u64* cl_map(const u64* p, uint32_t rank) {
     return r;
 }
 #define CL_KERNEL extern "C" __global__ void __cluster_dims__(CL, 1, 1) __launch_bounds__(CL_THREADS)
+// The forward kernel also runs the key switch's ModUp (576 blocks at level 0): kept at 3 blocks
+// per SM (<= 42 registers; it needs 40 without spilling).
+#define CL_KERNEL3 \
+    extern "C" __global__ void __cluster_dims__(CL, 1, 1) __launch_bounds__(CL_THREADS, 3)
 #define CL_SHARED(name) __shared__ u64 name[2 * CL_WORDS]
 #endif
 
@@ -621,6 +625,27 @@ __device__ __forceinline__ WP ldwp(const WP* p) {
     const ulonglong2 v = __ldg(reinterpret_cast<const ulonglong2*>(p));
     return WP{v.x, v.y};
 #endif
+}
+
+// Prefetch of a twiddle pair's line into L1 (no registers, no effect on results): the kernels
+// ask for every twiddle of both phases at their start, so the rounds' loads hit L1 instead of
+// waiting on L2 right after each barrier.
+__device__ __forceinline__ void pf(const WP* p) {
+#ifndef FHE_EMU
+    asm volatile("prefetch.global.L1 [%0];" ::"l"(p));
+#else
+    (void)p;
+#endif
+}
+__device__ __forceinline__ void fwd_pf(const WP* tw, uint32_t B, uint32_t h, uint32_t j0) {
+    pf(tw + B * (64 / h) + j0 / (2 * h));
+    pf(tw + B * (128 / h) + j0 / h);
+    pf(tw + B * (128 / h) + j0 / h + 1);
+}
+__device__ __forceinline__ void inv_pf(const WP* tw, uint32_t B, uint32_t h, uint32_t j0) {
+    pf(tw + B * (64 / h) + j0 / (2 * h));
+    pf(tw + B * (64 / h) + j0 / (2 * h) + 1);
+    pf(tw + B * (32 / h) + j0 / (4 * h));
 }
 
 // Forward radix-4 round (line half-spans h, h/2) on the quad j0, j0 + h/2, j0 + h, j0 + 3h/2.
@@ -704,6 +729,21 @@ __device__ __forceinline__ void cl_fwd_ntt(u64* s, const WP* tw, u64 q, Load loa
     u64* A = s;              // column phase: A[a * 16 + c], column k * 16 + c
     u64* Bt = s + CL_WORDS;  // row phase: Bt[tix<true>(r, b)], row k * 16 + r
     {
+        // Twiddles of every round of both phases (thread mappings as in the rounds below).
+        const uint32_t qc = tid / CL_LINES, qr = tid % 32;
+        const uint32_t Bl = SUB + k * CL_LINES + tid / 32;
+        fwd_pf(tw, 1, 64, qc);
+        fwd_pf(tw, 1, 16, fwd_j0(qc, 16));
+        fwd_pf(tw, 1, 4, fwd_j0(qc, 4));
+        pf(tw + 64 + qc);
+        pf(tw + 64 + qc + 32);
+        fwd_pf(tw, Bl, 64, qr);
+        fwd_pf(tw, Bl, 16, fwd_j0(qr, 16));
+        fwd_pf(tw, Bl, 4, fwd_j0(qr, 4));
+        pf(tw + Bl * 64 + qr);
+        pf(tw + Bl * 64 + qr + 32);
+    }
+    {
         // Column phase, round 1 straight from global memory: thread -> (column c, quad qd).
         const uint32_t c = tid % CL_LINES, qd = tid / CL_LINES;
         const uint32_t col = k * CL_LINES + c;
@@ -773,6 +813,19 @@ __device__ __forceinline__ void cl_inv_ntt(u64* s, const WP* tw, u64 q, Load4 lo
     u64* Bt = s;             // row phase: Bt[tix<true>(r, b)], row k * 16 + r
     u64* A = s + CL_WORDS;   // column phase: A[a * 16 + c], column k * 16 + c
     {
+        // Twiddles of every round of both phases (thread mappings as in the rounds below).
+        const uint32_t qc = tid / CL_LINES, qr = tid % 32;
+        const uint32_t Bl = SUB + k * CL_LINES + tid / 32;
+        inv_pf(tw, Bl, 1, 4 * qr);
+        inv_pf(tw, Bl, 4, inv_j0(qr, 4));
+        inv_pf(tw, Bl, 16, inv_j0(qr, 16));
+        pf(tw + Bl);
+        inv_pf(tw, 1, 1, 4 * qc);
+        inv_pf(tw, 1, 4, inv_j0(qc, 4));
+        inv_pf(tw, 1, 16, inv_j0(qc, 16));
+        pf(tw + 1);
+    }
+    {
         const uint32_t r = tid / 32, qd = tid % 32;
         const uint32_t row = k * CL_LINES + r;
         const uint32_t Bl = SUB + row;
@@ -832,7 +885,7 @@ __device__ __forceinline__ void cl_inv_ntt(u64* s, const WP* tw, u64 q, Load4 lo
 // Forward NTT, one launch: the arguments and input modes of ntt_fwd_cols (plain, signed lift,
 // automorphism gather, balanced ModUp lift), output canonical. Grid: (CL, limbs, components),
 // CL_THREADS threads, clusters of CL along x.
-CL_KERNEL ntt_fwd_cl(const u64* __restrict__ in, u64* __restrict__ out,
+CL_KERNEL3 ntt_fwd_cl(const u64* __restrict__ in, u64* __restrict__ out,
                      const Prime* __restrict__ primes, const WP* __restrict__ twf,
                      const WP* __restrict__ pre, uint32_t prime_off, u64 in_ys, u64 in_zs,
                      u64 out_ys, u64 out_zs, uint32_t mode, uint32_t ginv, uint32_t src_off,

@@ -73,6 +73,7 @@ static void st2(unsigned long long* p, unsigned long long x0, unsigned long long
     p[1] = x1;
 }
 #define CL_KERNEL extern "C" void
+#define CL_KERNEL3 extern "C" void
 #define CL_SHARED(name)                                  \
     static u64 name##_all[CL][2 * CL_WORDS];             \
     u64* name = name##_all[cl_rank()];                   \
