@@ -159,11 +159,16 @@ __device__ __forceinline__ i64 ternary_of(const u64 key[4], u64 index, u64 u) {
     return (i64)(u % 3) - 1;
 }
 
+// #{i : cdt[i] < u} by a branchless binary search over the sorted 63 thresholds (a virtual
+// 64th entry is +infinity): six loads instead of 63, same count as the CPU's partition_point.
 __device__ __forceinline__ i64 gaussian_of(const u64* __restrict__ cdt, u64 u) {
-    int k = 0;
-#pragma unroll 7
-    for (int i = 0; i < CDT_LEN; i++) k += cdt[i] < u ? 1 : 0;
-    return (i64)k - GAUSS_TAIL;
+    u32 pos = 0;
+#pragma unroll
+    for (u32 step = 32; step > 0; step >>= 1) {
+        const u32 i = pos + step - 1;
+        if (i < CDT_LEN && cdt[i] < u) pos += step;
+    }
+    return (i64)pos - GAUSS_TAIL;
 }
 
 // One sampler thread: ChaCha20 block `blk` of stream `st` (0 = v, 1 = e0, 2 = e1), eight

@@ -294,6 +294,22 @@ int main(int argc, char** argv) {
     }
     std::vector<u64> cdt(CDT_LEN);
     for (auto& c : cdt) c = rd.u();
+    {  // binary-search CDT sampler == linear count (partition_point) at every edge
+        std::vector<u64> us = {0, 1, ~0ull, ~0ull - 1};
+        for (u64 c : cdt) {
+            us.push_back(c);
+            us.push_back(c - 1);
+            us.push_back(c + 1);
+        }
+        for (int i = 0; i < 100000; i++) us.push_back(rng());
+        bool ok = true;
+        for (u64 u : us) {
+            i64 k = 0;
+            for (u64 c : cdt) k += c < u ? 1 : 0;
+            ok &= gaussian_of(cdt.data(), u) == k - GAUSS_TAIL;
+        }
+        check(ok, "gaussian_of (binary search) == #{cdt < u} - 31 at every threshold");
+    }
     std::vector<i64> want_s((size_t)3 * N);
     for (auto& x : want_s) x = (i64)rd.u();
     std::vector<u32> slot_of(N, 0xffffffffu);
