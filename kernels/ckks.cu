@@ -559,6 +559,12 @@ __device__ __forceinline__ uint32_t cl_rank() {
 __device__ __forceinline__ void cl_arrive() {
     asm volatile("barrier.cluster.arrive.release.aligned;" ::: "memory");
 }
+// Arrive without release semantics (no GPU-scope fence): for "done reading the other blocks'
+// tiles", issued after instructions that consume the loaded values (in-order issue, so the
+// loads have completed).
+__device__ __forceinline__ void cl_arrive_relaxed() {
+    asm volatile("barrier.cluster.arrive.relaxed.aligned;" ::: "memory");
+}
 __device__ __forceinline__ void cl_wait() {
     asm volatile("barrier.cluster.wait.acquire.aligned;" ::: "memory");
 }
@@ -689,10 +695,26 @@ __device__ __forceinline__ uint32_t inv_j0(uint32_t q, uint32_t h) {
 __device__ __forceinline__ uint32_t rsw(uint32_t j) {
     return j ^ ((0xCA60u >> (((j >> 4) & 3u) * 4u)) & 0xFu);
 }
+// Column tile: line XOR 8 * parity(j0 ^ j1 ^ j2): the two quads of a half-warp (whose j differ
+// in bit 0, 1 or 2 in every round) then use the two halves of the 16 bank pairs.
 template <bool ROW>
 __device__ __forceinline__ uint32_t tix(uint32_t line, uint32_t j) {
-    return ROW ? line * SUB + rsw(j) : j * CL_LINES + line;
+    return ROW ? line * SUB + rsw(j)
+               : j * CL_LINES + (line ^ (8u * ((j ^ (j >> 1) ^ (j >> 2)) & 1u)));
 }
+
+#ifndef FHE_EMU
+// The two halves of a cluster block (threads 0-255: lines 0-7, threads 256-511: lines 8-15 of
+// either phase) never share a word between cluster barriers, so each waits only for itself
+// (named barriers 1 and 2): one half computes while the other waits, as two blocks would.
+__device__ __forceinline__ void hsync() {
+    if (threadIdx.x < 256u) {
+        asm volatile("bar.sync 1, 256;" ::: "memory");
+    } else {
+        asm volatile("bar.sync 2, 256;" ::: "memory");
+    }
+}
+#endif
 
 // Middle forward radix-4 rounds on a shared tile (ROW: row tile, else column tile).
 template <bool ROW>
@@ -726,11 +748,11 @@ template <class Load, class Store2>
 __device__ __forceinline__ void cl_fwd_ntt(u64* s, const WP* tw, u64 q, Load load, Store2 store2) {
     const uint32_t tid = threadIdx.x;
     const uint32_t k = cl_rank();
-    u64* A = s;              // column phase: A[a * 16 + c], column k * 16 + c
+    u64* A = s;              // column phase: A[tix<false>(c, a)], column k * 16 + c
     u64* Bt = s + CL_WORDS;  // row phase: Bt[tix<true>(r, b)], row k * 16 + r
     {
         // Twiddles of every round of both phases (thread mappings as in the rounds below).
-        const uint32_t qc = tid / CL_LINES, qr = tid % 32;
+        const uint32_t qc = (tid % 256) / 8, qr = tid % 32;
         const uint32_t Bl = SUB + k * CL_LINES + tid / 32;
         fwd_pf(tw, 1, 64, qc);
         fwd_pf(tw, 1, 16, fwd_j0(qc, 16));
@@ -745,27 +767,27 @@ __device__ __forceinline__ void cl_fwd_ntt(u64* s, const WP* tw, u64 q, Load loa
     }
     {
         // Column phase, round 1 straight from global memory: thread -> (column c, quad qd).
-        const uint32_t c = tid % CL_LINES, qd = tid / CL_LINES;
+        const uint32_t c = (tid / 256) * 8 + tid % 8, qd = (tid % 256) / 8;
         const uint32_t col = k * CL_LINES + c;
         u64 x[4];
 #pragma unroll
         for (int e = 0; e < 4; e++) x[e] = load((qd + e * 32) * SUB + col);
         fwd_quad(x, tw, 1, 64, qd, q);
 #pragma unroll
-        for (int e = 0; e < 4; e++) A[(qd + e * 32) * CL_LINES + c] = x[e];
-        __syncthreads();
+        for (int e = 0; e < 4; e++) A[tix<false>(c, qd + e * 32)] = x[e];
+        hsync();
         fwd_tile_round<false>(A, c, qd, 1, 16, tw, q);
-        __syncthreads();
+        hsync();
         fwd_tile_round<false>(A, c, qd, 1, 4, tw, q);
-        __syncthreads();
+        hsync();
         // Radix-2 half-span 1: pairs (2p, 2p + 1), p = qd and qd + 32.
 #pragma unroll
         for (int e = 0; e < 2; e++) {
             const uint32_t p = qd + e * 32;
-            u64 x0 = A[(2 * p) * CL_LINES + c], x1 = A[(2 * p + 1) * CL_LINES + c];
+            u64 x0 = A[tix<false>(c, 2 * p)], x1 = A[tix<false>(c, 2 * p + 1)];
             ct_bfly(x0, x1, ldwp(tw + 64 + p), q);
-            A[(2 * p) * CL_LINES + c] = x0;
-            A[(2 * p + 1) * CL_LINES + c] = x1;
+            A[tix<false>(c, 2 * p)] = x0;
+            A[tix<false>(c, 2 * p + 1)] = x1;
         }
     }
     cl_sync();  // every column tile of the cluster is complete and visible
@@ -778,17 +800,17 @@ __device__ __forceinline__ void cl_fwd_ntt(u64* s, const WP* tw, u64 q, Load loa
 #pragma unroll
         for (int e = 0; e < 4; e++) {
             const uint32_t b = qd + e * 32;
-            x[e] = *cl_map(A + row * CL_LINES + b % CL_LINES, b / CL_LINES);
+            x[e] = *cl_map(A + tix<false>(b % CL_LINES, row), b / CL_LINES);
         }
-        cl_arrive();  // this block is done reading the others' tiles
         fwd_quad(x, tw, Bl, 64, qd, q);
+        cl_arrive_relaxed();  // this block is done reading the others' tiles
 #pragma unroll
         for (int e = 0; e < 4; e++) Bt[tix<true>(r, qd + e * 32)] = x[e];
-        __syncthreads();
+        hsync();
         fwd_tile_round<true>(Bt, r, qd, Bl, 16, tw, q);
-        __syncthreads();
+        hsync();
         fwd_tile_round<true>(Bt, r, qd, Bl, 4, tw, q);
-        __syncthreads();
+        hsync();
 #pragma unroll
         for (int e = 0; e < 2; e++) {
             const uint32_t p = qd + e * 32;
@@ -811,10 +833,10 @@ __device__ __forceinline__ void cl_inv_ntt(u64* s, const WP* tw, u64 q, Load4 lo
     const uint32_t tid = threadIdx.x;
     const uint32_t k = cl_rank();
     u64* Bt = s;             // row phase: Bt[tix<true>(r, b)], row k * 16 + r
-    u64* A = s + CL_WORDS;   // column phase: A[a * 16 + c], column k * 16 + c
+    u64* A = s + CL_WORDS;   // column phase: A[tix<false>(c, a)], column k * 16 + c
     {
         // Twiddles of every round of both phases (thread mappings as in the rounds below).
-        const uint32_t qc = tid / CL_LINES, qr = tid % 32;
+        const uint32_t qc = (tid % 256) / 8, qr = tid % 32;
         const uint32_t Bl = SUB + k * CL_LINES + tid / 32;
         inv_pf(tw, Bl, 1, 4 * qr);
         inv_pf(tw, Bl, 4, inv_j0(qr, 4));
@@ -834,11 +856,11 @@ __device__ __forceinline__ void cl_inv_ntt(u64* s, const WP* tw, u64 q, Load4 lo
         inv_quad(x, tw, Bl, 1, 4 * qd, q);
         st2(Bt + tix<true>(r, 4 * qd), x[0], x[1]);
         st2(Bt + tix<true>(r, 4 * qd + 2), x[2], x[3]);
-        __syncthreads();
+        hsync();
         inv_tile_round<true>(Bt, r, qd, Bl, 4, tw, q);
-        __syncthreads();
+        hsync();
         inv_tile_round<true>(Bt, r, qd, Bl, 16, tw, q);
-        __syncthreads();
+        hsync();
         // Radix-2 half-span 64: pairs (p, p + 64), p = qd and qd + 32.
 #pragma unroll
         for (int e = 0; e < 2; e++) {
@@ -851,7 +873,7 @@ __device__ __forceinline__ void cl_inv_ntt(u64* s, const WP* tw, u64 q, Load4 lo
     }
     cl_sync();
     {
-        const uint32_t c = tid % CL_LINES, qd = tid / CL_LINES;
+        const uint32_t c = (tid / 256) * 8 + tid % 8, qd = (tid % 256) / 8;
         const uint32_t col = k * CL_LINES + c;
         u64 x[4];
         // Rows 4qd .. 4qd + 3 all live in block (4 qd) / 16.
@@ -861,19 +883,19 @@ __device__ __forceinline__ void cl_inv_ntt(u64* s, const WP* tw, u64 q, Load4 lo
             const uint32_t a = 4 * qd + e;
             x[e] = *cl_map(Bt + tix<true>(a % CL_LINES, col), src);
         }
-        cl_arrive();
         inv_quad(x, tw, 1, 1, 4 * qd, q);
+        cl_arrive_relaxed();
 #pragma unroll
-        for (int e = 0; e < 4; e++) A[(4 * qd + e) * CL_LINES + c] = x[e];
-        __syncthreads();
+        for (int e = 0; e < 4; e++) A[tix<false>(c, 4 * qd + e)] = x[e];
+        hsync();
         inv_tile_round<false>(A, c, qd, 1, 4, tw, q);
-        __syncthreads();
+        hsync();
         inv_tile_round<false>(A, c, qd, 1, 16, tw, q);
-        __syncthreads();
+        hsync();
 #pragma unroll
         for (int e = 0; e < 2; e++) {
             const uint32_t p = qd + e * 32;
-            u64 x0 = A[p * CL_LINES + c], x1 = A[(p + 64) * CL_LINES + c];
+            u64 x0 = A[tix<false>(c, p)], x1 = A[tix<false>(c, p + 64)];
             gs_bfly(x0, x1, ldwp(tw + 1), q);
             store(p * SUB + col, x0);
             store((p + 64) * SUB + col, x1);

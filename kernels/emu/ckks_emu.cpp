@@ -50,8 +50,11 @@ static inline void __syncthreads() { g_bar->arrive_and_wait(); }
 #define FHE_EMU 1
 #define CL_BLOCKS 8  // must equal CL in ckks.cu (checked below)
 static unsigned cl_rank() { return blockIdx.x % CL_BLOCKS; }
+static thread_local std::barrier<>* g_hbar = nullptr;  // this thread's half-block barrier
+static void hsync() { g_hbar->arrive_and_wait(); }
 static void cl_sync() { g_cbar->arrive_and_wait(); }
 static void cl_arrive() { g_ctok.emplace(g_cbar->arrive()); }
+static void cl_arrive_relaxed() { cl_arrive(); }
 static void cl_wait() {
     g_cbar->wait(std::move(*g_ctok));
     g_ctok.reset();
@@ -116,12 +119,17 @@ static void launch_cluster(dim3 grid, unsigned threads, const std::function<void
     blockDim = dim3{threads, 1, 1};
     std::vector<std::barrier<>*> bars;
     for (unsigned b = 0; b < CL; b++) bars.push_back(new std::barrier<>((std::ptrdiff_t)threads));
+    // Named barriers 1 and 2 of each block (threads 0-255, 256-511).
+    std::vector<std::barrier<>*> hbars;
+    for (unsigned i = 0; i < 2 * CL; i++)
+        hbars.push_back(new std::barrier<>((std::ptrdiff_t)(threads / 2)));
     std::barrier<> cbar((std::ptrdiff_t)(threads * CL));
     std::vector<std::thread> ts;
     for (unsigned b = 0; b < CL; b++)
         for (unsigned t = 0; t < threads; t++) {
             ts.emplace_back([&, b, t] {
                 g_bar = bars[b];
+                g_hbar = hbars[2 * b + t / (threads / 2)];
                 g_cbar = &cbar;
                 threadIdx = dim3{t, 0, 0};
                 for (unsigned z = 0; z < grid.z; z++)
@@ -134,6 +142,7 @@ static void launch_cluster(dim3 grid, unsigned threads, const std::function<void
         }
     for (auto& t : ts) t.join();
     for (auto* p : bars) delete p;
+    for (auto* p : hbars) delete p;
 }
 // Elementwise kernels have no barrier: run their threads in one OS thread.
 static void launch_ew(dim3 grid, unsigned threads, const std::function<void()>& kernel) {
