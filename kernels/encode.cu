@@ -34,7 +34,9 @@ typedef unsigned int u32;
 #define E_TILE 8              // rows (row pass) or columns (column pass) per block
 #define E_THREADS 512         // one butterfly per thread per stage
 #define E_TILE_WORDS (E_SUB * E_TILE)
-#define SAMPLE_THREADS 512    // threads per sampler block (one ChaCha20 block each)
+#define SAMPLE_THREADS 512    // threads per block of the standalone sampler
+#define SAMPLER_PER_BLOCK 128 // active threads per sampler block of enc_rows_sample: 48 blocks
+                              // spread the keystream over 48 SMs (4 warps each) instead of 12
 #define EW_THREADS 256
 #define CONJ_BIT 0x80000000u
 #define CDT_LEN 63
@@ -279,7 +281,8 @@ __device__ __forceinline__ void col_stages(C64* s, const C64* __restrict__ roots
     __syncthreads();
 }
 
-// Encode, row pass (blocks 0 .. N / 1024 - 1), fused with the sampler (blocks fft_blocks ..).
+// Encode, row pass (blocks 0 .. N / 1024 - 1), fused with the sampler (blocks fft_blocks ..,
+// SAMPLER_PER_BLOCK active threads each, 3 * N / 8 / SAMPLER_PER_BLOCK blocks).
 // The row pass scatters the real message (len <= N/2 slots, zero-padded) to the Hermitian
 // vector v[(e_s - 1) / 2] = m_s, v[(2N - e_s - 1) / 2] = conj(m_s) = (m_s, -0.0), reads it in
 // bit-reversed order and runs the first seven stages; the result goes to fft (N points).
@@ -291,9 +294,10 @@ enc_rows_sample(const double* __restrict__ msg, u32 len, const u32* __restrict__
                 const EncPrime* __restrict__ primes, u32 prime_off, u32 limbs,
                 u64* __restrict__ vrows, i64* __restrict__ err) {
     if (blockIdx.x >= fft_blocks) {
+        if (threadIdx.x >= SAMPLER_PER_BLOCK) return;
         const u64 key[4] = {k0, k1, k2, k3};
-        sample_block((blockIdx.x - fft_blocks) * E_THREADS + threadIdx.x, key, cdt, primes,
-                     prime_off, limbs, vrows, err);
+        sample_block((blockIdx.x - fft_blocks) * SAMPLER_PER_BLOCK + threadIdx.x, key, cdt,
+                     primes, prime_off, limbs, vrows, err);
         return;
     }
     __shared__ C64 s[E_TILE_WORDS];

@@ -329,7 +329,7 @@ int main(int argc, char** argv) {
         const u32 limbs = 2, off = 2;
         std::vector<u64> vrows((size_t)limbs * N, ~0ull);
         std::vector<i64> err((size_t)3 * N, 0x5a5a5a5a);
-        launch({3 * N / 8 / E_THREADS, 1, 1}, E_THREADS, [&] {
+        launch({3 * N / 8 / SAMPLER_PER_BLOCK, 1, 1}, E_THREADS, [&] {
             enc_rows_sample(nullptr, 0, slot_of.data(), roots.data(), nullptr, 0, key[0], key[1],
                             key[2], key[3], cdt.data(), primes.data(), off, limbs, vrows.data(),
                             err.data());
@@ -360,7 +360,7 @@ int main(int argc, char** argv) {
         std::vector<i64> err((size_t)3 * N, 0x7777);
         std::vector<C64> fft(N, C64{NAN, NAN});
         const u32 fft_blocks = N / E_TILE_WORDS;
-        launch({fft_blocks + 3 * N / 8 / E_THREADS, 1, 1}, E_THREADS, [&] {
+        launch({fft_blocks + 3 * N / 8 / SAMPLER_PER_BLOCK, 1, 1}, E_THREADS, [&] {
             enc_rows_sample(msg.data(), (u32)len, slot_of.data(), roots.data(), fft.data(),
                             fft_blocks, key[0], key[1], key[2], key[3], cdt.data(), primes.data(),
                             off, limbs, vrows.data(), err.data());

@@ -66,8 +66,10 @@ const E_THREADS: u32 = 512;
 const E_TILE_POINTS: usize = 1024;
 /// Blocks of one FFT pass (N / 1024 row tiles, or 128 / 8 column tiles).
 const FFT_BLOCKS: u32 = (KERNEL_N / E_TILE_POINTS) as u32;
-/// Sampler blocks: 3 streams x N/8 ChaCha20 blocks, one per thread.
-const SAMPLER_BLOCKS: u32 = (3 * KERNEL_N / 8) as u32 / E_THREADS;
+/// Active sampler threads per block of `enc_rows_sample` (`SAMPLER_PER_BLOCK`).
+const SAMPLER_PER_BLOCK: u32 = 128;
+/// Sampler blocks: 3 streams x N/8 ChaCha20 blocks, one per active thread.
+const SAMPLER_BLOCKS: u32 = (3 * KERNEL_N / 8) as u32 / SAMPLER_PER_BLOCK;
 /// Threads per block of the elementwise kernels (`EW_THREADS`).
 const EW: u32 = 256;
 /// `slot_of` flag of a conjugate point (`CONJ_BIT`).
@@ -698,7 +700,8 @@ mod tests {
     fn launch_geometry_matches_the_kernels() {
         assert_eq!(FFT_BLOCKS, 16);
         // one ChaCha20 block per sampler thread: 3 streams x N/8 blocks
-        assert_eq!(SAMPLER_BLOCKS * E_THREADS, 3 * 16384 / 8);
+        assert_eq!(SAMPLER_BLOCKS * SAMPLER_PER_BLOCK, 3 * 16384 / 8);
+        assert!(ENCODE_PTX.contains("setp") && SAMPLER_PER_BLOCK <= E_THREADS);
         assert!(ENCODE_PTX.contains(".entry enc_rows_sample"));
         for k in ENC_KERNELS {
             assert!(ENCODE_PTX.contains(&format!(".entry {k}(")), "{k}");
