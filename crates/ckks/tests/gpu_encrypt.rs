@@ -151,7 +151,10 @@ fn decrypt_message_on_the_device_matches_the_cpu_bit_for_bit() {
         .expect("encrypt");
     let rescaled = fx.cpu.rescale_to_next_level(&ct0).expect("rescale");
     let cases = [
-        ("L0".to_string(), fx.cpu.mod_switch_to_level(&ct0, 0).expect("ms")),
+        (
+            "L0".to_string(),
+            fx.cpu.mod_switch_to_level(&ct0, 0).expect("ms"),
+        ),
         ("L1 rescaled".to_string(), rescaled),
         (
             "L3".to_string(),
