@@ -25,8 +25,8 @@ use num_complex::Complex64;
 use parking_lot::Mutex;
 
 use super::{
-    dev_ptr, drv, Arg, CudaBackendError, CudaEngine, DevWords, GpuCiphertext, GpuPublicKey,
-    GpuSecretKey, Kernel, Result, KERNEL_N,
+    dev_ptr, drv, launch_raw, Arg, CudaBackendError, CudaEngine, DevWords, GpuCiphertext,
+    GpuPublicKey, GpuSecretKey, Kernel, Result, KERNEL_N,
 };
 use crate::arith::Modulus;
 use crate::context::Context;
@@ -220,48 +220,15 @@ impl CudaEngine {
         stream: &Stream,
         args: &[Arg],
     ) -> Result<()> {
-        let Kernel(func) = self.enc.kernels[kernel as usize];
-        let mut ptrs = [std::ptr::null_mut::<std::ffi::c_void>(); 16];
-        if args.len() > ptrs.len() {
-            return Err(CudaBackendError::Unsupported {
-                op,
-                reason: format!("{kernel:?} takes at most 16 arguments"),
-            });
-        }
-        for (p, a) in ptrs.iter_mut().zip(args) {
-            *p = match a {
-                Arg::U64(v) => std::ptr::from_ref(v).cast_mut().cast(),
-                Arg::U32(v) => std::ptr::from_ref(v).cast_mut().cast(),
-            };
-        }
-        // SAFETY: every pointer argument is a live device allocation sized for the grid (the
-        // callers derive both from the value shapes), scalar arguments match the kernel's
-        // parameter types one for one (f64 parameters are passed as their bit patterns, which
-        // the driver copies byte for byte), and `args` outlives the call.
-        let rc = unsafe {
-            cust::sys::cuLaunchKernel(
-                func,
-                grid.0,
-                grid.1,
-                grid.2,
-                block,
-                1,
-                1,
-                0,
-                stream.as_inner(),
-                ptrs.as_mut_ptr(),
-                std::ptr::null_mut(),
-            )
-        };
-        if rc == cust::sys::cudaError_enum::CUDA_SUCCESS {
-            Ok(())
-        } else {
-            Err(CudaBackendError::Launch {
-                op,
-                kernel: ENC_KERNELS[kernel as usize].to_string(),
-                code: format!("{rc:?}"),
-            })
-        }
+        launch_raw(
+            op,
+            self.enc.kernels[kernel as usize],
+            ENC_KERNELS[kernel as usize],
+            grid,
+            block,
+            stream,
+            args,
+        )
     }
 
     /// Fills a pinned staging slot with `fill` (which returns how many words it wrote, at

@@ -186,6 +186,61 @@ enum Arg {
     U32(u32),
 }
 
+/// Launches `kernel` (named `name` in errors) on `stream` with `args` marshalled into a stack
+/// array: the one `cuLaunchKernel` call site of the CUDA engine (both modules).
+fn launch_raw(
+    op: &'static str,
+    kernel: Kernel,
+    name: &str,
+    grid: (u32, u32, u32),
+    block: u32,
+    stream: &Stream,
+    args: &[Arg],
+) -> Result<()> {
+    if args.len() > MAX_ARGS {
+        return Err(CudaBackendError::Unsupported {
+            op,
+            reason: format!("{name} takes at most {MAX_ARGS} arguments"),
+        });
+    }
+    let mut ptrs = [std::ptr::null_mut::<c_void>(); MAX_ARGS];
+    for (p, a) in ptrs.iter_mut().zip(args) {
+        *p = match a {
+            Arg::U64(v) => std::ptr::from_ref(v).cast_mut().cast::<c_void>(),
+            Arg::U32(v) => std::ptr::from_ref(v).cast_mut().cast::<c_void>(),
+        };
+    }
+    // SAFETY: every pointer argument is a live device allocation sized for the kernel's grid
+    // (checked by the callers from the value shapes), the scalar arguments match the kernel's
+    // parameter types one for one (the first `args.len()` entries of `ptrs`; f64 parameters
+    // are passed as their bit patterns, which the driver copies byte for byte), and `args`
+    // outlives the call (the driver copies the parameter values at launch).
+    let rc = unsafe {
+        cust::sys::cuLaunchKernel(
+            kernel.0,
+            grid.0,
+            grid.1,
+            grid.2,
+            block,
+            1,
+            1,
+            0,
+            stream.as_inner(),
+            ptrs.as_mut_ptr(),
+            std::ptr::null_mut(),
+        )
+    };
+    if rc == cust::sys::cudaError_enum::CUDA_SUCCESS {
+        Ok(())
+    } else {
+        Err(CudaBackendError::Launch {
+            op,
+            kernel: name.to_string(),
+            code: format!("{rc:?}"),
+        })
+    }
+}
+
 /// Arguments of a forward NTT over `limbs x comps` rows (`ntt_fwd_cols` and `ntt_fwd_cl` take
 /// the same parameter list; `ntt_fwd_rows` takes the output part).
 #[derive(Clone, Copy)]
@@ -738,48 +793,15 @@ impl CudaEngine {
                 reason: "kernel is not in the engine's table".into(),
             });
         };
-        let Kernel(func) = self.kernels[slot];
-        if args.len() > MAX_ARGS {
-            return Err(CudaBackendError::Unsupported {
-                op,
-                reason: format!("{} takes at most {MAX_ARGS} arguments", KERNELS[slot]),
-            });
-        }
-        let mut ptrs = [std::ptr::null_mut::<c_void>(); MAX_ARGS];
-        for (p, a) in ptrs.iter_mut().zip(args) {
-            *p = match a {
-                Arg::U64(v) => std::ptr::from_ref(v).cast_mut().cast::<c_void>(),
-                Arg::U32(v) => std::ptr::from_ref(v).cast_mut().cast::<c_void>(),
-            };
-        }
-        // SAFETY: every pointer argument is a live device allocation sized for the kernel's
-        // grid (checked by the callers from the value shapes), the scalar arguments match the
-        // kernel's parameter types one for one (the first `args.len()` entries of `ptrs`), and
-        // `args` outlives the call (the driver copies the parameter values at launch).
-        let rc = unsafe {
-            cust::sys::cuLaunchKernel(
-                func,
-                grid.0,
-                grid.1,
-                grid.2,
-                block,
-                1,
-                1,
-                0,
-                stream.as_inner(),
-                ptrs.as_mut_ptr(),
-                std::ptr::null_mut(),
-            )
-        };
-        if rc == cust::sys::cudaError_enum::CUDA_SUCCESS {
-            Ok(())
-        } else {
-            Err(CudaBackendError::Launch {
-                op,
-                kernel: KERNELS[slot].to_string(),
-                code: format!("{rc:?}"),
-            })
-        }
+        launch_raw(
+            op,
+            self.kernels[slot],
+            KERNELS[slot],
+            grid,
+            block,
+            stream,
+            args,
+        )
     }
 
     /// Launches a cluster kernel when the cluster kernels are on; `Ok(false)` when they are off
