@@ -296,41 +296,56 @@ impl<T> std::ops::Deref for Operand<'_, T> {
 
 #[cfg(feature = "cuda")]
 impl CudaBackend {
-    fn on_device(&self, loc: ResidencyLocation) -> bool {
-        loc == self.gpu.location()
+    /// A no-copy view of a value already on the engine's device, or an upload of it.
+    fn operand<'a, T>(
+        &self,
+        loc: ResidencyLocation,
+        borrow: impl FnOnce() -> Result<
+            fhelium_ckks::cuda::GpuView<'a, T>,
+            fhelium_ckks::cuda::CudaBackendError,
+        >,
+        upload: impl FnOnce(
+            &fhelium_ckks::cuda::Stream,
+        ) -> Result<T, fhelium_ckks::cuda::CudaBackendError>,
+    ) -> Result<Operand<'a, T>, ExampleError> {
+        Ok(if loc == self.gpu.location() {
+            Operand::View(borrow()?)
+        } else {
+            Operand::Copy(upload(&self.stream)?)
+        })
     }
 
     fn ct<'a>(
         &self,
         ct: &'a Ciphertext,
     ) -> Result<Operand<'a, fhelium_ckks::cuda::GpuCiphertext>, ExampleError> {
-        Ok(if self.on_device(ct.location()) {
-            Operand::View(self.gpu.borrow_ciphertext(ct)?)
-        } else {
-            Operand::Copy(self.gpu.upload_ciphertext(ct, &self.stream)?)
-        })
+        self.operand(
+            ct.location(),
+            || self.gpu.borrow_ciphertext(ct),
+            |s| self.gpu.upload_ciphertext(ct, s),
+        )
     }
 
     fn pt<'a>(
         &self,
         pt: &'a Plaintext,
     ) -> Result<Operand<'a, fhelium_ckks::cuda::GpuPlaintext>, ExampleError> {
-        Ok(if self.on_device(pt.location()) {
-            Operand::View(self.gpu.borrow_plaintext(pt)?)
-        } else {
-            Operand::Copy(self.gpu.upload_plaintext(pt, &self.stream)?)
-        })
+        self.operand(
+            pt.location(),
+            || self.gpu.borrow_plaintext(pt),
+            |s| self.gpu.upload_plaintext(pt, s),
+        )
     }
 
     fn key<'a>(
         &self,
         key: &'a RotationKey,
     ) -> Result<Operand<'a, fhelium_ckks::cuda::GpuSwitchKey>, ExampleError> {
-        Ok(if self.on_device(key.location()) {
-            Operand::View(self.gpu.borrow_rotation_key(key)?)
-        } else {
-            Operand::Copy(self.gpu.upload_rotation_key(key, &self.stream)?)
-        })
+        self.operand(
+            key.location(),
+            || self.gpu.borrow_rotation_key(key),
+            |s| self.gpu.upload_rotation_key(key, s),
+        )
     }
 
     /// A GPU result as a `cuda:N` value of the memory layer (waits for the engine stream).
