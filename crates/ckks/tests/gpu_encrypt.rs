@@ -8,6 +8,9 @@
 //! unless `FHELIUM_REQUIRE_GPU=1` makes that a failure.
 #![cfg(feature = "cuda")]
 
+mod common;
+use common::assert_same_words;
+
 use fhelium_ckks::cuda::{CudaBackendError, CudaEngine, GpuCiphertext};
 use fhelium_ckks::{Ciphertext, CkksError, CpuEngine, Preset};
 
@@ -45,28 +48,6 @@ fn message(len: usize, k: u64) -> Vec<f64> {
 
 fn key(k: u8) -> [u8; 32] {
     std::array::from_fn(|i| (i as u8).wrapping_mul(29).wrapping_add(k))
-}
-
-fn assert_same_words(what: &str, got: &Ciphertext, want: &Ciphertext) {
-    assert_eq!(got.level(), want.level(), "{what}: level");
-    assert_eq!(got.prime_ids(), want.prime_ids(), "{what}: prime ids");
-    assert_eq!(
-        got.scale().to_bits(),
-        want.scale().to_bits(),
-        "{what}: scale"
-    );
-    let (g, c) = (got.words(), want.words());
-    assert_eq!(g.len(), c.len(), "{what}: word count");
-    if let Some(i) = (0..g.len()).find(|&i| g[i] != c[i]) {
-        let bad = (0..g.len()).filter(|&i| g[i] != c[i]).count();
-        panic!(
-            "{what}: {bad} of {} words differ, first at {i} (gpu {:#x}, cpu {:#x})",
-            g.len(),
-            g[i],
-            c[i]
-        );
-    }
-    eprintln!("{what}: {} words bit-exact", g.len());
 }
 
 impl Fixture {

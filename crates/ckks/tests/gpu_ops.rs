@@ -6,6 +6,8 @@
 //! unless `FHELIUM_REQUIRE_GPU=1` (set by the GPU bundle's run-all.sh) makes that a failure.
 #![cfg(feature = "cuda")]
 
+mod common;
+
 use fhelium_ckks::cuda::{CudaBackendError, CudaEngine, GpuCiphertext};
 use fhelium_ckks::{Ciphertext, CkksError, CpuEngine, Domain, ModulusBasis, Preset};
 
@@ -84,27 +86,7 @@ impl Fixture {
             .gpu
             .download_ciphertext(&got, &self.stream)
             .expect("download");
-        assert_eq!(host.level(), want.level(), "{what}: level");
-        assert_eq!(host.domain(), want.domain(), "{what}: domain");
-        assert_eq!(host.components(), want.components(), "{what}: components");
-        assert_eq!(host.prime_ids(), want.prime_ids(), "{what}: prime ids");
-        assert_eq!(
-            host.scale().to_bits(),
-            want.scale().to_bits(),
-            "{what}: scale"
-        );
-        let (g, c) = (host.words(), want.words());
-        assert_eq!(g.len(), c.len(), "{what}: word count");
-        if let Some(i) = (0..g.len()).find(|&i| g[i] != c[i]) {
-            let bad = (0..g.len()).filter(|&i| g[i] != c[i]).count();
-            panic!(
-                "{what}: {bad} of {} words differ, first at {i} (gpu {:#x}, cpu {:#x})",
-                g.len(),
-                g[i],
-                c[i]
-            );
-        }
-        eprintln!("{what}: {} words bit-exact", g.len());
+        common::assert_same_words(what, &host, want);
     }
 }
 
