@@ -21,58 +21,13 @@ use cust::device::Device;
 use cust::memory::{CopyDestination, DeviceBuffer};
 use cust::prelude::{Stream as CuStream, StreamFlags};
 use cust::sys as cu;
-use fhelium_cuda::{Buffer, Memory, ResidencyLocation as L, Stream};
+use fhelium_cuda::{Buffer, Memory, ResidencyLocation as L};
 
-const MIB: usize = 1 << 20;
-const TRIALS: usize = 9;
-
-fn median(mut v: Vec<f64>) -> f64 {
-    v.sort_by(f64::total_cmp);
-    v[v.len() / 2]
-}
-
-fn random_words(n: usize, seed: u64) -> Vec<u64> {
-    let mut x = seed;
-    (0..n)
-        .map(|_| {
-            x = x.wrapping_add(0x9E37_79B9_7F4A_7C15);
-            let mut z = x;
-            z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-            z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-            z ^ (z >> 31)
-        })
-        .collect()
-}
+mod common;
+use common::{median, random_words, time_bare, time_ours, MIB, TRIALS};
 
 fn reps_for(bytes: usize) -> usize {
     (1024 * MIB / bytes).clamp(4, 128)
-}
-
-/// GB/s of `reps` runs of `f` bracketed by timing events on `stream`.
-fn time_ours(stream: &Stream, bytes: usize, reps: usize, mut f: impl FnMut()) -> f64 {
-    let start = stream.record_timing_event().unwrap();
-    for _ in 0..reps {
-        f();
-    }
-    let end = stream.record_timing_event().unwrap();
-    end.synchronize().unwrap();
-    let ms = f64::from(start.elapsed_ms(&end).unwrap().unwrap());
-    (bytes * reps) as f64 / (ms * 1e6)
-}
-
-/// GB/s of `reps` runs of `f` bracketed by cust events on `stream` (its context current).
-fn time_bare(stream: &CuStream, bytes: usize, reps: usize, mut f: impl FnMut()) -> f64 {
-    use cust::event::{Event, EventFlags};
-    let start = Event::new(EventFlags::DEFAULT).unwrap();
-    let end = Event::new(EventFlags::DEFAULT).unwrap();
-    start.record(stream).unwrap();
-    for _ in 0..reps {
-        f();
-    }
-    end.record(stream).unwrap();
-    end.synchronize().unwrap();
-    let ms = f64::from(end.elapsed_time_f32(&start).unwrap());
-    (bytes * reps) as f64 / (ms * 1e6)
 }
 
 struct Bare {
