@@ -904,14 +904,204 @@ __device__ __forceinline__ void cl_inv_ntt(u64* s, const WP* tw, u64 q, Load4 lo
     }
 }
 
+// ------------------------------------------------------------------------------------------
+// One-launch NTT with 16 words per thread (ntt_fwd_w16 / ntt_inv_w16; decision 0503). Same
+// cluster split as above (block k of the CL blocks of a limb holds columns [16k, 16k + 16),
+// then rows [16k, 16k + 16)), but each line of 128 words is worked by 8 threads holding 16
+// words each in registers: thread (line, u) = (tid / 8, tid % 8). A line's 7 stages are four
+// "stride" stages on the words u + 8i (i = 0..15: half-spans 64, 32, 16, 8 never leave the
+// thread) and three "contiguous" stages on the words 16u + k (k = 0..15: half-spans 4, 2, 1),
+// with one exchange through shared memory between them. The 8 threads of a line are in one
+// warp, so the exchange needs only __syncwarp; the block never meets at __syncthreads, and the
+// cluster meets once, for the transpose. 1.8 M butterflies of a ciphertext run as 8
+// independent butterflies per thread per stage (integer ILP instead of warps: a ciphertext
+// gives 4 warps per SM).
+#define W16_THREADS (CL_LINES * 8)  // 128
+
+// Shared position of word j of line `line` in a 16 x 128 tile: j XOR a 4-bit pattern of
+// (j >> 4, line). Every access of the kernels below (words u + 8i or 16u + k of the lines of a
+// half-warp, and the transposing reads of one word of 16 lines) hits 16 distinct bank pairs.
+__device__ __forceinline__ uint32_t wix(uint32_t line, uint32_t j) {
+    return line * SUB + (j ^ ((((j >> 4) ^ line) & 7u) | ((line & 1u) << 3)));
+}
+
+#ifndef FHE_EMU
+__device__ __forceinline__ void wsync() { __syncwarp(); }
+#define W16_KERNEL \
+    extern "C" __global__ void __cluster_dims__(CL, 1, 1) __launch_bounds__(W16_THREADS)
+#endif
+
+// One stage on 16 registers: the pairs (2hg + j, 2hg + j + h), g < 8 / h, j < h, pair group g
+// taking twiddle tw[base + g]; CT (forward) or GS (inverse) butterflies.
+template <int H, bool FWD>
+__device__ __forceinline__ void reg_stage(u64 (&x)[16], const WP* tw, uint32_t base, u64 q) {
+#pragma unroll
+    for (int g = 0; g < 8 / H; g++) {
+        const WP w = ldwp(tw + base + g);
+#pragma unroll
+        for (int j = 0; j < H; j++) {
+            if constexpr (FWD) {
+                ct_bfly(x[2 * H * g + j], x[2 * H * g + j + H], w, q);
+            } else {
+                gs_bfly(x[2 * H * g + j], x[2 * H * g + j + H], w, q);
+            }
+        }
+    }
+}
+// Stride stages on x[i] = word u + 8i of a line with base B: the pair (i, i + s) of line
+// half-span 8s takes twiddle B * (8 / s) + i / (2s), the same for every u. Forward: half-spans
+// 64, 32, 16, 8; inverse: 8, 16, 32, 64.
+__device__ __forceinline__ void fwd_stride4(u64 (&x)[16], const WP* tw, uint32_t B, u64 q) {
+    reg_stage<8, true>(x, tw, B, q);
+    reg_stage<4, true>(x, tw, 2 * B, q);
+    reg_stage<2, true>(x, tw, 4 * B, q);
+    reg_stage<1, true>(x, tw, 8 * B, q);
+}
+__device__ __forceinline__ void inv_stride4(u64 (&x)[16], const WP* tw, uint32_t B, u64 q) {
+    reg_stage<1, false>(x, tw, 8 * B, q);
+    reg_stage<2, false>(x, tw, 4 * B, q);
+    reg_stage<4, false>(x, tw, 2 * B, q);
+    reg_stage<8, false>(x, tw, B, q);
+}
+// Contiguous stages on y[k] = word 16u + k: the pair (k, k + h) takes twiddle
+// B * (64 / h) + (16u + k) / (2h) = B * (64 / h) + (8 / h) u + k / (2h). Forward: half-spans
+// 4, 2, 1; inverse: 1, 2, 4.
+__device__ __forceinline__ void fwd_contig3(u64 (&y)[16], const WP* tw, uint32_t B, uint32_t u,
+                                            u64 q) {
+    reg_stage<4, true>(y, tw, 16 * B + 2 * u, q);
+    reg_stage<2, true>(y, tw, 32 * B + 4 * u, q);
+    reg_stage<1, true>(y, tw, 64 * B + 8 * u, q);
+}
+__device__ __forceinline__ void inv_contig3(u64 (&y)[16], const WP* tw, uint32_t B, uint32_t u,
+                                            u64 q) {
+    reg_stage<1, false>(y, tw, 64 * B + 8 * u, q);
+    reg_stage<2, false>(y, tw, 32 * B + 4 * u, q);
+    reg_stage<4, false>(y, tw, 16 * B + 2 * u, q);
+}
+
+// L1 prefetch of the twiddles a thread uses: the whole column table (B = 1, words 1..127:
+// 16 lines, one per thread of the first 16) and row B's entries for this thread's u.
+__device__ __forceinline__ void w16_prefetch(const WP* tw, uint32_t B, uint32_t u, uint32_t tid) {
+    if (tid < 16) pf(tw + 8 * tid);
+    pf(tw + B);
+    pf(tw + 2 * B);
+    pf(tw + 4 * B);
+    pf(tw + 8 * B);
+    pf(tw + 16 * B + 2 * u);
+    pf(tw + 32 * B + 4 * u);
+    pf(tw + 64 * B + 8 * u);
+}
+
+// Forward NTT of one limb by a cluster of W16_THREADS-thread blocks; `load` and `store2` as
+// for cl_fwd_ntt.
+template <class Load, class Store2>
+__device__ __forceinline__ void w16_fwd_ntt(u64* s, const WP* tw, u64 q, Load load,
+                                            Store2 store2) {
+    const uint32_t tid = threadIdx.x, line = tid / 8, u = tid % 8;
+    const uint32_t k = cl_rank();
+    u64* A = s;              // column phase: A[wix(c, a)], column k * 16 + c
+    u64* Bt = s + CL_WORDS;  // row phase: Bt[wix(r, b)], row k * 16 + r
+    const uint32_t row = k * CL_LINES + line, Br = SUB + row;
+    w16_prefetch(tw, Br, u, tid);
+    u64 x[16];
+    {
+        const uint32_t col = k * CL_LINES + line;
+#pragma unroll
+        for (int i = 0; i < 16; i++) x[i] = load((u + 8 * i) * SUB + col);
+        fwd_stride4(x, tw, 1, q);
+#pragma unroll
+        for (int i = 0; i < 16; i++) A[wix(line, u + 8 * i)] = x[i];
+        wsync();
+#pragma unroll
+        for (int j = 0; j < 16; j++) x[j] = A[wix(line, 16 * u + j)];
+        fwd_contig3(x, tw, 1, u, q);
+#pragma unroll
+        for (int j = 0; j < 16; j++) A[wix(line, 16 * u + j)] = x[j];
+    }
+    cl_sync();  // every column tile of the cluster is complete and visible
+    {
+        // Word b = u + 8i of this row: column b of the cluster, in block b / 16 = i / 2.
+#pragma unroll
+        for (int i = 0; i < 16; i++) {
+            const uint32_t b = u + 8 * i;
+            x[i] = *cl_map(A + wix(b % CL_LINES, row), b / CL_LINES);
+        }
+        fwd_stride4(x, tw, Br, q);
+        cl_arrive_relaxed();  // this block is done reading the others' tiles
+#pragma unroll
+        for (int i = 0; i < 16; i++) Bt[wix(line, u + 8 * i)] = x[i];
+        wsync();
+#pragma unroll
+        for (int j = 0; j < 16; j++) x[j] = Bt[wix(line, 16 * u + j)];
+        fwd_contig3(x, tw, Br, u, q);
+#pragma unroll
+        for (int j = 0; j < 16; j += 2) {
+            const u64 x0 = csub(csub(x[j], 2 * q), q), x1 = csub(csub(x[j + 1], 2 * q), q);
+            store2(row * SUB + 16 * u + j, x0, x1);
+        }
+        cl_wait();  // no block leaves while another may still read its tile
+    }
+}
+
+// Inverse NTT of one limb by a cluster of W16_THREADS-thread blocks; `load4` and `store` as
+// for cl_inv_ntt.
+template <class Load4, class Store>
+__device__ __forceinline__ void w16_inv_ntt(u64* s, const WP* tw, u64 q, Load4 load4,
+                                            Store store) {
+    const uint32_t tid = threadIdx.x, line = tid / 8, u = tid % 8;
+    const uint32_t k = cl_rank();
+    u64* Bt = s;             // row phase: Bt[wix(r, b)], row k * 16 + r
+    u64* A = s + CL_WORDS;   // column phase: A[wix(c, a)], column k * 16 + c
+    const uint32_t row = k * CL_LINES + line, Br = SUB + row;
+    w16_prefetch(tw, Br, u, tid);
+    u64 x[16];
+    {
+#pragma unroll
+        for (int j = 0; j < 4; j++) {
+            u64 t[4];
+            load4(row * SUB + 16 * u + 4 * j, t);
+#pragma unroll
+            for (int e = 0; e < 4; e++) x[4 * j + e] = t[e];
+        }
+        inv_contig3(x, tw, Br, u, q);
+#pragma unroll
+        for (int j = 0; j < 16; j++) Bt[wix(line, 16 * u + j)] = x[j];
+        wsync();
+#pragma unroll
+        for (int i = 0; i < 16; i++) x[i] = Bt[wix(line, u + 8 * i)];
+        inv_stride4(x, tw, Br, q);
+#pragma unroll
+        for (int i = 0; i < 16; i++) Bt[wix(line, u + 8 * i)] = x[i];
+    }
+    cl_sync();
+    {
+        // Word a = 16u + j of this column: row a of the cluster, row j of block u.
+        const uint32_t col = k * CL_LINES + line;
+#pragma unroll
+        for (int j = 0; j < 16; j++) x[j] = *cl_map(Bt + wix(j, col), u);
+        inv_contig3(x, tw, 1, u, q);
+        cl_arrive_relaxed();
+#pragma unroll
+        for (int j = 0; j < 16; j++) A[wix(line, 16 * u + j)] = x[j];
+        wsync();
+#pragma unroll
+        for (int i = 0; i < 16; i++) x[i] = A[wix(line, u + 8 * i)];
+        inv_stride4(x, tw, 1, q);
+#pragma unroll
+        for (int i = 0; i < 16; i++) store((u + 8 * i) * SUB + col, x[i]);
+        cl_wait();
+    }
+}
+
 // Forward NTT, one launch: the arguments and input modes of ntt_fwd_cols (plain, signed lift,
 // automorphism gather, balanced ModUp lift), output canonical. Grid: (CL, limbs, components),
-// CL_THREADS threads, clusters of CL along x.
-CL_KERNEL3 ntt_fwd_cl(const u64* __restrict__ in, u64* __restrict__ out,
-                     const Prime* __restrict__ primes, const WP* __restrict__ twf,
-                     const WP* __restrict__ pre, uint32_t prime_off, u64 in_ys, u64 in_zs,
-                     u64 out_ys, u64 out_zs, uint32_t mode, uint32_t ginv, uint32_t src_off,
-                     uint32_t src_by_z) {
+// clusters of CL along x; CL_THREADS threads (ntt_fwd_cl) or W16_THREADS (ntt_fwd_w16).
+template <bool W16>
+__device__ __forceinline__ void ntt_fwd_one_launch(
+    const u64* __restrict__ in, u64* __restrict__ out, const Prime* __restrict__ primes,
+    const WP* __restrict__ twf, const WP* __restrict__ pre, uint32_t prime_off, u64 in_ys,
+    u64 in_zs, u64 out_ys, u64 out_zs, uint32_t mode, uint32_t ginv, uint32_t src_off,
+    uint32_t src_by_z) {
     CL_SHARED(s);
     const uint32_t y = blockIdx.y, z = blockIdx.z;
     const uint32_t pid = prime_off + y;
@@ -940,14 +1130,31 @@ CL_KERNEL3 ntt_fwd_cl(const u64* __restrict__ in, u64* __restrict__ out,
         return r;
     };
     auto store2 = [&](uint32_t pos, u64 x0, u64 x1) { st2(dst + pos, x0, x1); };
-    cl_fwd_ntt(s, twf + (u64)pid * NN, p.q, load, store2);
+    if constexpr (W16) {
+        w16_fwd_ntt(s, twf + (u64)pid * NN, p.q, load, store2);
+    } else {
+        cl_fwd_ntt(s, twf + (u64)pid * NN, p.q, load, store2);
+    }
 }
 
-// Inverse NTT, one launch, then x * post[pid] (canonical). Grid: (CL, limbs, components).
-CL_KERNEL ntt_inv_cl(const u64* __restrict__ in, u64* __restrict__ out,
-                     const Prime* __restrict__ primes, const WP* __restrict__ twi,
-                     const WP* __restrict__ post, uint32_t prime_off, u64 in_ys, u64 in_zs,
-                     u64 out_ys, u64 out_zs) {
+#define NTT_FWD_PARAMS                                                                       \
+    const u64 *__restrict__ in, u64 *__restrict__ out, const Prime *__restrict__ primes,     \
+        const WP *__restrict__ twf, const WP *__restrict__ pre, uint32_t prime_off, u64 in_ys, \
+        u64 in_zs, u64 out_ys, u64 out_zs, uint32_t mode, uint32_t ginv, uint32_t src_off,   \
+        uint32_t src_by_z
+#define NTT_FWD_ARGS \
+    in, out, primes, twf, pre, prime_off, in_ys, in_zs, out_ys, out_zs, mode, ginv, src_off, src_by_z
+
+CL_KERNEL3 ntt_fwd_cl(NTT_FWD_PARAMS) { ntt_fwd_one_launch<false>(NTT_FWD_ARGS); }
+W16_KERNEL ntt_fwd_w16(NTT_FWD_PARAMS) { ntt_fwd_one_launch<true>(NTT_FWD_ARGS); }
+
+// Inverse NTT, one launch, then x * post[pid] (canonical). Grid: (CL, limbs, components);
+// CL_THREADS threads (ntt_inv_cl) or W16_THREADS (ntt_inv_w16).
+template <bool W16>
+__device__ __forceinline__ void ntt_inv_one_launch(
+    const u64* __restrict__ in, u64* __restrict__ out, const Prime* __restrict__ primes,
+    const WP* __restrict__ twi, const WP* __restrict__ post, uint32_t prime_off, u64 in_ys,
+    u64 in_zs, u64 out_ys, u64 out_zs) {
     CL_SHARED(s);
     const uint32_t y = blockIdx.y, z = blockIdx.z;
     const uint32_t pid = prime_off + y;
@@ -957,8 +1164,21 @@ CL_KERNEL ntt_inv_cl(const u64* __restrict__ in, u64* __restrict__ out,
     u64* dst = out + z * out_zs + y * out_ys;
     auto load4 = [&](uint32_t pos, u64 (&x)[4]) { ld4(src + pos, x); };
     auto store = [&](uint32_t pos, u64 x) { dst[pos] = shoup(x, pw.w, pw.wp, q); };
-    cl_inv_ntt(s, twi + (u64)pid * NN, q, load4, store);
+    if constexpr (W16) {
+        w16_inv_ntt(s, twi + (u64)pid * NN, q, load4, store);
+    } else {
+        cl_inv_ntt(s, twi + (u64)pid * NN, q, load4, store);
+    }
 }
+
+#define NTT_INV_PARAMS                                                                       \
+    const u64 *__restrict__ in, u64 *__restrict__ out, const Prime *__restrict__ primes,     \
+        const WP *__restrict__ twi, const WP *__restrict__ post, uint32_t prime_off, u64 in_ys, \
+        u64 in_zs, u64 out_ys, u64 out_zs
+#define NTT_INV_ARGS in, out, primes, twi, post, prime_off, in_ys, in_zs, out_ys, out_zs
+
+CL_KERNEL ntt_inv_cl(NTT_INV_PARAMS) { ntt_inv_one_launch<false>(NTT_INV_ARGS); }
+W16_KERNEL ntt_inv_w16(NTT_INV_PARAMS) { ntt_inv_one_launch<true>(NTT_INV_ARGS); }
 
 // Key switching after ntt_fwd_cl's ModUp: acc[c][y] = INTT(sum_d ext[d][y] * key[d][c][pid])
 // * ks_post, one cluster per (target row y, component c). ext: [digits][rows][N] canonical NTT

@@ -11,7 +11,7 @@
 
 use cust::event::{Event, EventFlags};
 use cust::stream::Stream;
-use fhelium_ckks::cuda::{CudaBackendError, CudaEngine, GpuCiphertext};
+use fhelium_ckks::cuda::{CudaBackendError, CudaEngine, GpuCiphertext, NttKernels};
 use fhelium_ckks::{CpuEngine, ModulusBasis, Preset};
 
 /// (median, p10, p90) in microseconds.
@@ -267,35 +267,55 @@ fn oplat_table_on_the_gpu() {
             gpu.relinearize_with_key(&prods[i % SETS], &rlks[(i / SETS + i) % SETS], &s)
         })),
     ));
-    // The same NTT and key-switch ops on the two-pass kernels (the fallback of the one-launch
-    // cluster kernels), for comparison in the same run.
-    let clusters = gpu.cluster_kernels();
-    gpu.set_cluster_kernels(false);
-    rows.push((
-        "coefficient_to_ntt/2pass",
-        Some(time_op(&s, |i| {
-            gpu.coefficient_domain_to_ntt_domain(&cts[i % SETS], &s)
-        })),
-    ));
-    rows.push((
-        "ntt_to_coefficient/2pass",
-        Some(time_op(&s, |i| {
-            gpu.ntt_domain_to_coefficient_domain(&ntts[i % SETS], &s)
-        })),
-    ));
-    rows.push((
-        "rotate_with_key/2pass",
-        Some(time_op(&s, |i| {
-            gpu.rotate_with_key(&cts[i % SETS], &keys[(i / SETS + i) % SETS], &s)
-        })),
-    ));
-    rows.push((
-        "relinearize/2pass",
-        Some(time_op(&s, |i| {
-            gpu.relinearize_with_key(&prods[i % SETS], &rlks[(i / SETS + i) % SETS], &s)
-        })),
-    ));
-    gpu.set_cluster_kernels(true);
+    // The same NTT and key-switch ops on the other kernel choices, for comparison in the same
+    // run: /2pass (two-pass kernels), /cl512 (8 x 512-thread clusters everywhere), /wide
+    // (8 x 128-thread clusters with 16 words per thread, also for the key switch's ModUp).
+    let default = gpu.ntt_kernels();
+    for (suffix, kernels) in [
+        ("2pass", NttKernels::TwoPass),
+        ("cl512", NttKernels::Cluster),
+        ("wide", NttKernels::Wide),
+    ] {
+        gpu.set_ntt_kernels(kernels);
+        let mut alt = vec![
+            (
+                "coefficient_to_ntt",
+                time_op(&s, |i| {
+                    gpu.coefficient_domain_to_ntt_domain(&cts[i % SETS], &s)
+                }),
+            ),
+            (
+                "ntt_to_coefficient",
+                time_op(&s, |i| {
+                    gpu.ntt_domain_to_coefficient_domain(&ntts[i % SETS], &s)
+                }),
+            ),
+            (
+                "rotate_with_key",
+                time_op(&s, |i| {
+                    gpu.rotate_with_key(&cts[i % SETS], &keys[(i / SETS + i) % SETS], &s)
+                }),
+            ),
+            (
+                "relinearize",
+                time_op(&s, |i| {
+                    gpu.relinearize_with_key(&prods[i % SETS], &rlks[(i / SETS + i) % SETS], &s)
+                }),
+            ),
+        ];
+        assert_eq!(
+            gpu.ntt_kernels(),
+            kernels,
+            "the driver refused a cluster launch"
+        );
+        for (name, t) in alt.drain(..) {
+            rows.push((
+                Box::leak(format!("{name}/{suffix}").into_boxed_str()),
+                Some(t),
+            ));
+        }
+    }
+    gpu.set_ntt_kernels(default);
 
     let mut table = String::from(
         "preset=slots8192-scale40-levels7-int64 device=cuda:0 (fhelium-rs CudaEngine, CUDA events, 200 after 20 warm-ups, 4 keys x 4 ciphertexts)\n",
@@ -324,12 +344,7 @@ fn oplat_table_on_the_gpu() {
         }
     }
     table.push_str(&format!(
-        "(rows without /2pass: {} kernels)\n",
-        if clusters {
-            "one-launch cluster"
-        } else {
-            "two-pass (the driver refused the cluster kernels)"
-        }
+        "(rows without a suffix: NttKernels::{default:?}; /2pass two-pass, /cl512 8 x 512-thread clusters, /wide 8 x 128-thread clusters with 16 words per thread)\n"
     ));
     eprintln!("{table}");
     if let Ok(out) = std::env::var("OUT") {

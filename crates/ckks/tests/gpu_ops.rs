@@ -8,7 +8,7 @@
 
 mod common;
 
-use fhelium_ckks::cuda::{CudaBackendError, CudaEngine, GpuCiphertext};
+use fhelium_ckks::cuda::{CudaBackendError, CudaEngine, GpuCiphertext, NttKernels};
 use fhelium_ckks::{Ciphertext, CkksError, CpuEngine, Domain, ModulusBasis, Preset};
 
 const SEED: [u8; 32] = [7; 32];
@@ -36,20 +36,25 @@ fn fixture() -> Option<Fixture> {
     }
 }
 
-/// Runs `body` once on the one-launch cluster kernels and once on the two-pass kernels (the
-/// NTT and key-switch paths), with a label for each; checks that the driver accepted the
-/// cluster launches (a refused one would turn them off and test the two-pass path twice).
+/// Runs `body` once per NTT kernel choice (two-pass, the 512-thread cluster kernels, the
+/// 16-words-per-thread kernels everywhere, and the default mix), with a label for each; checks
+/// that the driver accepted the cluster launches (a refused one would turn the engine to
+/// two-pass and test that path again).
 fn on_both_kernel_paths(fx: &Fixture, mut body: impl FnMut(&str)) {
-    for clusters in [true, false] {
-        fx.gpu.set_cluster_kernels(clusters);
-        body(if clusters { "clusters" } else { "two-pass" });
+    for kernels in [
+        NttKernels::Cluster,
+        NttKernels::Wide,
+        NttKernels::TwoPass,
+        NttKernels::Mixed,
+    ] {
+        fx.gpu.set_ntt_kernels(kernels);
+        body(&format!("{kernels:?}"));
         assert_eq!(
-            fx.gpu.cluster_kernels(),
-            clusters,
+            fx.gpu.ntt_kernels(),
+            kernels,
             "the driver refused a cluster kernel launch"
         );
     }
-    fx.gpu.set_cluster_kernels(true);
 }
 
 /// Deterministic, non-trivial message for seed `k`.

@@ -91,7 +91,7 @@ fn drv<T>(op: &'static str, r: cust::error::CudaResult<T>) -> Result<T> {
 }
 
 /// Every kernel of `kernels/ckks.cu` the engine launches, in the order of [`K`].
-const KERNELS: [&str; 19] = [
+const KERNELS: [&str; 21] = [
     "ntt_fwd_cols",
     "ntt_fwd_rows",
     "ntt_inv_rows",
@@ -111,6 +111,8 @@ const KERNELS: [&str; 19] = [
     "ntt_fwd_cl",
     "ntt_inv_cl",
     "ks_inner_cl",
+    "ntt_fwd_w16",
+    "ntt_inv_w16",
 ];
 
 /// A kernel of [`KERNELS`] by position: launches index the engine's handle table directly
@@ -137,6 +139,8 @@ enum K {
     NttFwdCl,
     NttInvCl,
     KsInnerCl,
+    NttFwdW16,
+    NttInvW16,
 }
 
 /// What [`CudaEngine::launch`] accepts as a kernel: a [`K`] (direct index) or a kernel name
@@ -167,6 +171,83 @@ const MAX_ARGS: usize = 16;
 const CL_BLOCKS: u32 = 8;
 /// Threads per block of the cluster kernels (`CL_THREADS`).
 const CL_THREADS: u32 = 512;
+/// Threads per block of the 16-words-per-thread cluster NTT kernels (`W16_THREADS`).
+const W16_THREADS: u32 = 128;
+
+/// Which kernels run the engine's NTTs and key switches. Every choice gives the same words;
+/// they differ in speed (docs/perf.md) and in what the driver must support (thread-block
+/// clusters, compute capability 9.0).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum NttKernels {
+    /// Two launches per NTT (column pass, row pass) and per key-switch half; no clusters.
+    TwoPass,
+    /// One launch per NTT: clusters of 8 blocks x 512 threads, 4 words per thread
+    /// (`ntt_fwd_cl`/`ntt_inv_cl`), also for the key switch's ModUp.
+    Cluster,
+    /// One launch per NTT: clusters of 8 blocks x 128 threads, 16 words per thread in registers
+    /// (`ntt_fwd_w16`/`ntt_inv_w16`), for the NTT operations and for the key switch's ModUp.
+    Wide,
+    /// [`NttKernels::Wide`] for the NTT operations (domain changes, encryption, decryption),
+    /// [`NttKernels::Cluster`] for the key switch's ModUp (the default).
+    Mixed,
+}
+
+impl NttKernels {
+    fn code(self) -> u8 {
+        match self {
+            Self::TwoPass => 0,
+            Self::Cluster => 1,
+            Self::Wide => 2,
+            Self::Mixed => 3,
+        }
+    }
+
+    fn from_code(code: u8) -> Self {
+        match code {
+            0 => Self::TwoPass,
+            1 => Self::Cluster,
+            2 => Self::Wide,
+            _ => Self::Mixed,
+        }
+    }
+
+    /// The choice an engine starts with: `FHELIUM_CKKS_NTT` = `two-pass`, `cluster`, `wide` or
+    /// `mixed` when set, else two-pass when `FHELIUM_CKKS_CLUSTERS=0`, else
+    /// [`NttKernels::Mixed`].
+    fn from_env() -> Self {
+        match std::env::var("FHELIUM_CKKS_NTT").as_deref() {
+            Ok("two-pass") => return Self::TwoPass,
+            Ok("cluster") => return Self::Cluster,
+            Ok("wide") => return Self::Wide,
+            Ok("mixed") => return Self::Mixed,
+            _ => {}
+        }
+        if std::env::var("FHELIUM_CKKS_CLUSTERS").is_ok_and(|v| v == "0") {
+            Self::TwoPass
+        } else {
+            Self::Mixed
+        }
+    }
+
+    /// The one-launch forward and inverse NTT kernels of the NTT operations, `None` for
+    /// two-pass.
+    fn ntt_pair(self) -> Option<(K, K)> {
+        match self {
+            Self::TwoPass => None,
+            Self::Cluster => Some((K::NttFwdCl, K::NttInvCl)),
+            Self::Wide | Self::Mixed => Some((K::NttFwdW16, K::NttInvW16)),
+        }
+    }
+
+    /// The one-launch ModUp (forward NTT) kernel of the key switch, `None` for two-pass.
+    fn modup(self) -> Option<K> {
+        match self {
+            Self::TwoPass => None,
+            Self::Cluster | Self::Mixed => Some(K::NttFwdCl),
+            Self::Wide => Some(K::NttFwdW16),
+        }
+    }
+}
 
 /// A kernel handle of the engine's module, looked up once.
 #[derive(Clone, Copy)]
@@ -600,9 +681,9 @@ impl GpuSwitchKey {
 pub struct CudaEngine {
     device: u32,
     kernels: [Kernel; KERNELS.len()],
-    // Whether the NTT and key switch use the one-launch cluster kernels (default) or the
-    // two-pass kernels; cleared for good if the driver ever refuses a cluster launch.
-    clusters: std::sync::atomic::AtomicBool,
+    // Which kernels run NTTs and key switches ([`NttKernels::code`]); set to two-pass for good
+    // if the driver ever refuses a cluster launch.
+    ntt_kernels: std::sync::atomic::AtomicU8,
     // Owns the code behind `kernels`: kept loaded for the engine's lifetime.
     _module: Module,
     context_id: u64,
@@ -699,12 +780,11 @@ impl CudaEngine {
         for (slot, name) in kernels.iter_mut().zip(KERNELS) {
             *slot = Kernel(drv(OP, module.get_function(name))?.to_raw());
         }
-        let clusters = std::env::var("FHELIUM_CKKS_CLUSTERS").map_or(true, |v| v != "0");
         let up = |v: &[u64]| drv(OP, DeviceBuffer::from_slice(v));
         Ok(Self {
             device,
             kernels,
-            clusters: std::sync::atomic::AtomicBool::new(clusters),
+            ntt_kernels: std::sync::atomic::AtomicU8::new(NttKernels::from_env().code()),
             _module: module,
             context_id: context.id,
             nq: context.nq,
@@ -761,21 +841,39 @@ impl CudaEngine {
         self.context_id
     }
 
-    /// Whether NTTs and key switches run the one-launch thread-block-cluster kernels
-    /// (`ntt_fwd_cl`, `ntt_inv_cl`, `ks_inner_cl`; the default) or the two-pass kernels. The
-    /// results are the same words either way. `FHELIUM_CKKS_CLUSTERS=0` in the environment
-    /// starts an engine on the two-pass kernels; a driver that refuses a cluster launch turns
-    /// them off for good (the operation then runs the two-pass kernels).
+    /// Which kernels run NTTs and key switches ([`NttKernels`]; the results are the same
+    /// words for every choice). `FHELIUM_CKKS_NTT` (`two-pass`, `cluster`, `wide`, `mixed`)
+    /// or `FHELIUM_CKKS_CLUSTERS=0` (two-pass) in the environment sets an engine's first
+    /// choice, [`NttKernels::Mixed`] otherwise; a driver that refuses a cluster launch turns
+    /// the engine to [`NttKernels::TwoPass`] for good (the operation then runs the two-pass
+    /// kernels).
     #[must_use]
-    pub fn cluster_kernels(&self) -> bool {
-        self.clusters.load(std::sync::atomic::Ordering::Relaxed)
+    pub fn ntt_kernels(&self) -> NttKernels {
+        NttKernels::from_code(self.ntt_kernels.load(std::sync::atomic::Ordering::Relaxed))
     }
 
-    /// Chooses the cluster kernels (`true`) or the two-pass kernels (`false`) for the
-    /// operations enqueued after this call (tests and benchmarks compare the two).
+    /// Chooses the NTT and key-switch kernels for the operations enqueued after this call
+    /// (tests and benchmarks compare them).
+    pub fn set_ntt_kernels(&self, kernels: NttKernels) {
+        self.ntt_kernels
+            .store(kernels.code(), std::sync::atomic::Ordering::Relaxed);
+    }
+
+    /// Whether NTTs and key switches run one-launch thread-block-cluster kernels (any
+    /// [`NttKernels`] but [`NttKernels::TwoPass`]).
+    #[must_use]
+    pub fn cluster_kernels(&self) -> bool {
+        self.ntt_kernels() != NttKernels::TwoPass
+    }
+
+    /// `true`: the default cluster kernels ([`NttKernels::Mixed`]); `false`: the two-pass
+    /// kernels.
     pub fn set_cluster_kernels(&self, on: bool) {
-        self.clusters
-            .store(on, std::sync::atomic::Ordering::Relaxed);
+        self.set_ntt_kernels(if on {
+            NttKernels::Mixed
+        } else {
+            NttKernels::TwoPass
+        });
     }
 
     fn launch(
@@ -804,31 +902,30 @@ impl CudaEngine {
         )
     }
 
-    /// Launches a cluster kernel when the cluster kernels are on; `Ok(false)` when they are off
-    /// or the driver refused the launch (which turns them off: nothing was enqueued, so the
-    /// caller runs the two-pass kernels instead).
+    /// Launches a cluster kernel when one is given (`None`: the two-pass kernels are chosen);
+    /// `Ok(false)` when none is given or the driver refused the launch (which turns the
+    /// engine to two-pass: nothing was enqueued, so the caller runs the two-pass kernels
+    /// instead).
     fn launch_cluster(
         &self,
         op: &'static str,
-        kernel: K,
+        kernel: Option<K>,
         grid: (u32, u32),
         stream: &Stream,
         args: &[Arg],
     ) -> Result<bool> {
-        if !self.cluster_kernels() {
+        let Some(kernel) = kernel else {
             return Ok(false);
-        }
-        match self.launch(
-            op,
-            kernel,
-            (CL_BLOCKS, grid.0, grid.1),
-            CL_THREADS,
-            stream,
-            args,
-        ) {
+        };
+        let block = if matches!(kernel, K::NttFwdW16 | K::NttInvW16) {
+            W16_THREADS
+        } else {
+            CL_THREADS
+        };
+        match self.launch(op, kernel, (CL_BLOCKS, grid.0, grid.1), block, stream, args) {
             Ok(()) => Ok(true),
             Err(CudaBackendError::Launch { .. }) => {
-                self.set_cluster_kernels(false);
+                self.set_ntt_kernels(NttKernels::TwoPass);
                 Ok(false)
             }
             Err(e) => Err(e),
@@ -1291,7 +1388,8 @@ impl CudaEngine {
         let (primes, twf) = (dev_ptr(&self.primes), dev_ptr(&self.twf));
         let args = f.args(primes, twf, dev_ptr(&self.reduce));
         let yz = (rows as u32, comps as u32);
-        if self.launch_cluster(op, K::NttFwdCl, yz, stream, &args)? {
+        let kernel = self.ntt_kernels().ntt_pair().map(|(fwd, _)| fwd);
+        if self.launch_cluster(op, kernel, yz, stream, &args)? {
             return Ok(());
         }
         let grid = (NTT_BLOCKS_PER_LIMB, yz.0, yz.1);
@@ -1329,7 +1427,8 @@ impl CudaEngine {
         let (primes, twi) = (dev_ptr(&self.primes), dev_ptr(&self.twi));
         let yz = (rows as u32, comps as u32);
         let (args, len) = v.args(v.src, v.dst, primes, twi, Some(v.post));
-        if self.launch_cluster(op, K::NttInvCl, yz, stream, &args[..len])? {
+        let kernel = self.ntt_kernels().ntt_pair().map(|(_, inv)| inv);
+        if self.launch_cluster(op, kernel, yz, stream, &args[..len])? {
             return Ok(());
         }
         let grid = (NTT_BLOCKS_PER_LIMB, yz.0, yz.1);
@@ -1856,15 +1955,20 @@ impl CudaEngine {
                 Arg::U64(key_rows * n),
             ]
         };
-        let clustered =
-            self.launch_cluster(op, K::NttFwdCl, (rows as u32, limbs as u32), stream, &modup)?
-                && self.launch_cluster(
-                    op,
-                    K::KsInnerCl,
-                    (rows as u32, 2),
-                    stream,
-                    &inner(twi, dev_ptr(&self.ks_post)),
-                )?;
+        let kernels = self.ntt_kernels();
+        let clustered = self.launch_cluster(
+            op,
+            kernels.modup(),
+            (rows as u32, limbs as u32),
+            stream,
+            &modup,
+        )? && self.launch_cluster(
+            op,
+            kernels.modup().map(|_| K::KsInnerCl),
+            (rows as u32, 2),
+            stream,
+            &inner(twi, dev_ptr(&self.ks_post)),
+        )?;
         if !clustered {
             // Two-pass kernels (also after a refused cluster launch: nothing of a refused
             // launch was enqueued, and the passes below rewrite `ext` from `src`).
