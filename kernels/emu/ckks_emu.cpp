@@ -77,6 +77,7 @@ static void st2(unsigned long long* p, unsigned long long x0, unsigned long long
 }
 #define CL_KERNEL extern "C" void
 #define W16_KERNEL extern "C" void
+#define W16_PLAIN_KERNEL extern "C" void
 static void wsync() { g_bar->arrive_and_wait(); }  // a warp's exchange: the block barrier is stronger
 #define CL_KERNEL3 extern "C" void
 #define CL_SHARED(name)                                  \
@@ -357,6 +358,22 @@ int main() {
             ntt_inv_w16(P(out_w), M(back_w), PR(T), WPP(T.twi), WPP(T.n_inv), off, n, cs, n, cs);
         });
         expect_eq("inverse NTT round trip (w16, one launch)", back_w, a);
+        // The same 16-words-per-thread transforms as two launches without clusters.
+        std::vector<u64> out_w2(a.size(), ~0ull), back_w2(a.size(), ~0ull);
+        launch(dim3{CL, L, C}, W16_THREADS, [&] {
+            ntt_fwd_w16c(P(a), M(out_w2), PR(T), WPP(T.twf), WPP(T.reduce), off, n, cs, n, cs, 0,
+                         0, off, 0);
+        });
+        launch(dim3{CL, L, C}, W16_THREADS,
+               [&] { ntt_fwd_w16r(M(out_w2), M(out_w2), PR(T), WPP(T.twf), off, n, cs, n, cs); });
+        expect_eq("forward NTT 2 x 3 limbs (w16, two launches)", out_w2, want);
+        launch(dim3{CL, L, C}, W16_THREADS,
+               [&] { ntt_inv_w16r(P(out_w2), M(back_w2), PR(T), WPP(T.twi), off, n, cs, n, cs); });
+        launch(dim3{CL, L, C}, W16_THREADS, [&] {
+            ntt_inv_w16c(M(back_w2), M(back_w2), PR(T), WPP(T.twi), WPP(T.n_inv), off, n, cs, n,
+                         cs);
+        });
+        expect_eq("inverse NTT round trip (w16, two launches)", back_w2, a);
         // Non-canonical inputs below 2^64 on the forward path (the pre-step reduces any word).
         std::vector<u64> big(a.size()), out_big(a.size(), ~0ull);
         for (size_t i = 0; i < a.size(); i++) big[i] = a[i] + QS[off + (i / NN) % L] * (rng() % 7);

@@ -268,13 +268,14 @@ fn oplat_table_on_the_gpu() {
         })),
     ));
     // The same NTT and key-switch ops on the other kernel choices, for comparison in the same
-    // run: /2pass (two-pass kernels), /cl512 (8 x 512-thread clusters everywhere), /wide
-    // (8 x 128-thread clusters with 16 words per thread, also for the key switch's ModUp).
+    // run (see `NttKernels`).
     let default = gpu.ntt_kernels();
     for (suffix, kernels) in [
         ("2pass", NttKernels::TwoPass),
         ("cl512", NttKernels::Cluster),
         ("wide", NttKernels::Wide),
+        ("mixed", NttKernels::Mixed),
+        ("w16x2", NttKernels::WideTwoPass),
     ] {
         gpu.set_ntt_kernels(kernels);
         let mut alt = vec![
@@ -344,7 +345,7 @@ fn oplat_table_on_the_gpu() {
         }
     }
     table.push_str(&format!(
-        "(rows without a suffix: NttKernels::{default:?}; /2pass two-pass, /cl512 8 x 512-thread clusters, /wide 8 x 128-thread clusters with 16 words per thread)\n"
+        "(rows without a suffix: NttKernels::{default:?}; /2pass two-pass, /cl512 8 x 512-thread clusters, /wide 8 x 128-thread clusters with 16 words per thread, /mixed wide NTT ops + cl512 key switch, /w16x2 the 16-word transforms as two launches without clusters)\n"
     ));
     eprintln!("{table}");
     if let Ok(out) = std::env::var("OUT") {

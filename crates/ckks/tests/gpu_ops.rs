@@ -37,7 +37,7 @@ fn fixture() -> Option<Fixture> {
 }
 
 /// Runs `body` once per NTT kernel choice (two-pass, the 512-thread cluster kernels, the
-/// 16-words-per-thread kernels everywhere, and the default mix), with a label for each; checks
+/// 16-words-per-thread kernels in clusters everywhere or as two launches, and the default mix), with a label for each; checks
 /// that the driver accepted the cluster launches (a refused one would turn the engine to
 /// two-pass and test that path again).
 fn on_both_kernel_paths(fx: &Fixture, mut body: impl FnMut(&str)) {
@@ -45,6 +45,7 @@ fn on_both_kernel_paths(fx: &Fixture, mut body: impl FnMut(&str)) {
         NttKernels::Cluster,
         NttKernels::Wide,
         NttKernels::TwoPass,
+        NttKernels::WideTwoPass,
         NttKernels::Mixed,
     ] {
         fx.gpu.set_ntt_kernels(kernels);

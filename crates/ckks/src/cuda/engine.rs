@@ -91,7 +91,7 @@ fn drv<T>(op: &'static str, r: cust::error::CudaResult<T>) -> Result<T> {
 }
 
 /// Every kernel of `kernels/ckks.cu` the engine launches, in the order of [`K`].
-const KERNELS: [&str; 21] = [
+const KERNELS: [&str; 25] = [
     "ntt_fwd_cols",
     "ntt_fwd_rows",
     "ntt_inv_rows",
@@ -113,6 +113,10 @@ const KERNELS: [&str; 21] = [
     "ks_inner_cl",
     "ntt_fwd_w16",
     "ntt_inv_w16",
+    "ntt_fwd_w16c",
+    "ntt_fwd_w16r",
+    "ntt_inv_w16r",
+    "ntt_inv_w16c",
 ];
 
 /// A kernel of [`KERNELS`] by position: launches index the engine's handle table directly
@@ -141,6 +145,10 @@ enum K {
     KsInnerCl,
     NttFwdW16,
     NttInvW16,
+    NttFwdW16c,
+    NttFwdW16r,
+    NttInvW16r,
+    NttInvW16c,
 }
 
 /// What [`CudaEngine::launch`] accepts as a kernel: a [`K`] (direct index) or a kernel name
@@ -190,6 +198,10 @@ pub enum NttKernels {
     /// [`NttKernels::Wide`] for the NTT operations (domain changes, encryption, decryption),
     /// [`NttKernels::Cluster`] for the key switch's ModUp (the default).
     Mixed,
+    /// The 16-words-per-thread transforms as two launches without clusters (a column pass and
+    /// a row pass, 8 blocks x 128 threads per limb each) for the NTT operations,
+    /// [`NttKernels::Cluster`] for the key switch's ModUp.
+    WideTwoPass,
 }
 
 impl NttKernels {
@@ -199,6 +211,7 @@ impl NttKernels {
             Self::Cluster => 1,
             Self::Wide => 2,
             Self::Mixed => 3,
+            Self::WideTwoPass => 4,
         }
     }
 
@@ -207,12 +220,13 @@ impl NttKernels {
             0 => Self::TwoPass,
             1 => Self::Cluster,
             2 => Self::Wide,
-            _ => Self::Mixed,
+            3 => Self::Mixed,
+            _ => Self::WideTwoPass,
         }
     }
 
-    /// The choice an engine starts with: `FHELIUM_CKKS_NTT` = `two-pass`, `cluster`, `wide` or
-    /// `mixed` when set, else two-pass when `FHELIUM_CKKS_CLUSTERS=0`, else
+    /// The choice an engine starts with: `FHELIUM_CKKS_NTT` = `two-pass`, `cluster`, `wide`,
+    /// `mixed` or `wide-two-pass` when set, else two-pass when `FHELIUM_CKKS_CLUSTERS=0`, else
     /// [`NttKernels::Mixed`].
     fn from_env() -> Self {
         match std::env::var("FHELIUM_CKKS_NTT").as_deref() {
@@ -220,6 +234,7 @@ impl NttKernels {
             Ok("cluster") => return Self::Cluster,
             Ok("wide") => return Self::Wide,
             Ok("mixed") => return Self::Mixed,
+            Ok("wide-two-pass") => return Self::WideTwoPass,
             _ => {}
         }
         if std::env::var("FHELIUM_CKKS_CLUSTERS").is_ok_and(|v| v == "0") {
@@ -229,11 +244,11 @@ impl NttKernels {
         }
     }
 
-    /// The one-launch forward and inverse NTT kernels of the NTT operations, `None` for
-    /// two-pass.
+    /// The one-launch forward and inverse NTT kernels of the NTT operations, `None` for the
+    /// two-launch choices.
     fn ntt_pair(self) -> Option<(K, K)> {
         match self {
-            Self::TwoPass => None,
+            Self::TwoPass | Self::WideTwoPass => None,
             Self::Cluster => Some((K::NttFwdCl, K::NttInvCl)),
             Self::Wide | Self::Mixed => Some((K::NttFwdW16, K::NttInvW16)),
         }
@@ -243,7 +258,7 @@ impl NttKernels {
     fn modup(self) -> Option<K> {
         match self {
             Self::TwoPass => None,
-            Self::Cluster | Self::Mixed => Some(K::NttFwdCl),
+            Self::Cluster | Self::Mixed | Self::WideTwoPass => Some(K::NttFwdCl),
             Self::Wide => Some(K::NttFwdW16),
         }
     }
@@ -1388,17 +1403,24 @@ impl CudaEngine {
         let (primes, twf) = (dev_ptr(&self.primes), dev_ptr(&self.twf));
         let args = f.args(primes, twf, dev_ptr(&self.reduce));
         let yz = (rows as u32, comps as u32);
-        let kernel = self.ntt_kernels().ntt_pair().map(|(fwd, _)| fwd);
+        let kernels = self.ntt_kernels();
+        let kernel = kernels.ntt_pair().map(|(fwd, _)| fwd);
         if self.launch_cluster(op, kernel, yz, stream, &args)? {
             return Ok(());
         }
-        let grid = (NTT_BLOCKS_PER_LIMB, yz.0, yz.1);
-        self.launch(op, K::NttFwdCols, grid, NTT_THREADS, stream, &args)?;
+        let (cols, rows_k, grid, block) = if kernels == NttKernels::WideTwoPass {
+            let grid = (CL_BLOCKS, yz.0, yz.1);
+            (K::NttFwdW16c, K::NttFwdW16r, grid, W16_THREADS)
+        } else {
+            let grid = (NTT_BLOCKS_PER_LIMB, yz.0, yz.1);
+            (K::NttFwdCols, K::NttFwdRows, grid, NTT_THREADS)
+        };
+        self.launch(op, cols, grid, block, stream, &args)?;
         self.launch(
             op,
-            K::NttFwdRows,
+            rows_k,
             grid,
-            NTT_THREADS,
+            block,
             stream,
             &[
                 Arg::U64(f.dst),
@@ -1427,15 +1449,22 @@ impl CudaEngine {
         let (primes, twi) = (dev_ptr(&self.primes), dev_ptr(&self.twi));
         let yz = (rows as u32, comps as u32);
         let (args, len) = v.args(v.src, v.dst, primes, twi, Some(v.post));
-        let kernel = self.ntt_kernels().ntt_pair().map(|(_, inv)| inv);
+        let kernels = self.ntt_kernels();
+        let kernel = kernels.ntt_pair().map(|(_, inv)| inv);
         if self.launch_cluster(op, kernel, yz, stream, &args[..len])? {
             return Ok(());
         }
-        let grid = (NTT_BLOCKS_PER_LIMB, yz.0, yz.1);
+        let (rows_k, cols, grid, block) = if kernels == NttKernels::WideTwoPass {
+            let grid = (CL_BLOCKS, yz.0, yz.1);
+            (K::NttInvW16r, K::NttInvW16c, grid, W16_THREADS)
+        } else {
+            let grid = (NTT_BLOCKS_PER_LIMB, yz.0, yz.1);
+            (K::NttInvRows, K::NttInvCols, grid, NTT_THREADS)
+        };
         let (rargs, rlen) = v.args(v.src, v.dst, primes, twi, None);
-        self.launch(op, K::NttInvRows, grid, NTT_THREADS, stream, &rargs[..rlen])?;
+        self.launch(op, rows_k, grid, block, stream, &rargs[..rlen])?;
         let (cargs, clen) = v.args(v.dst, v.dst, primes, twi, Some(v.post));
-        self.launch(op, K::NttInvCols, grid, NTT_THREADS, stream, &cargs[..clen])
+        self.launch(op, cols, grid, block, stream, &cargs[..clen])
     }
 
     /// Forward NTT of `comps x limbs` dense rows from `src` (row stride N, component stride
@@ -2514,6 +2543,12 @@ mod tests {
             K::NttFwdCl,
             K::NttInvCl,
             K::KsInnerCl,
+            K::NttFwdW16,
+            K::NttInvW16,
+            K::NttFwdW16c,
+            K::NttFwdW16r,
+            K::NttInvW16r,
+            K::NttInvW16c,
         ];
         assert_eq!(all.len(), KERNELS.len());
         for (i, k) in all.iter().enumerate() {
