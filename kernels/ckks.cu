@@ -582,6 +582,9 @@ __device__ __forceinline__ const u64* cl_map(const u64* p, uint32_t rank) {
 // per SM (<= 42 registers; it needs 40 without spilling).
 #define CL_KERNEL3 \
     extern "C" __global__ void __cluster_dims__(CL, 1, 1) __launch_bounds__(CL_THREADS, 3)
+// Kernels with every twiddle of a phase in registers (cl_fwd_ntt<true>): one block per SM.
+#define CL_KERNEL1 \
+    extern "C" __global__ void __cluster_dims__(CL, 1, 1) __launch_bounds__(CL_THREADS, 1)
 #define CL_SHARED(name) __shared__ u64 name[2 * CL_WORDS]
 #endif
 
@@ -654,28 +657,34 @@ __device__ __forceinline__ void inv_pf(const WP* tw, uint32_t B, uint32_t h, uin
     pf(tw + B * (32 / h) + j0 / (4 * h));
 }
 
-// Forward radix-4 round (line half-spans h, h/2) on the quad j0, j0 + h/2, j0 + h, j0 + 3h/2.
-__device__ __forceinline__ void fwd_quad(u64 (&x)[4], const WP* tw, uint32_t B, uint32_t h,
-                                         uint32_t j0, u64 q) {
-    const WP w1 = ldwp(tw + B * (64 / h) + j0 / (2 * h));
+// The three twiddles of a radix-4 round.
+struct Tw3 {
+    WP a, b, c;
+};
+// Forward radix-4 round (line half-spans h, h/2) on the quad j0, j0 + h/2, j0 + h, j0 + 3h/2:
+// twiddles (h: a; h/2: b for the first pair, c for the second).
+__device__ __forceinline__ Tw3 fwd_tw3(const WP* tw, uint32_t B, uint32_t h, uint32_t j0) {
     const uint32_t i2 = B * (128 / h) + j0 / h;
-    const WP w2a = ldwp(tw + i2), w2b = ldwp(tw + i2 + 1);
-    ct_bfly(x[0], x[2], w1, q);
-    ct_bfly(x[1], x[3], w1, q);
-    ct_bfly(x[0], x[1], w2a, q);
-    ct_bfly(x[2], x[3], w2b, q);
+    return Tw3{ldwp(tw + B * (64 / h) + j0 / (2 * h)), ldwp(tw + i2), ldwp(tw + i2 + 1)};
+}
+__device__ __forceinline__ void fwd_quad(u64 (&x)[4], Tw3 w, u64 q) {
+    ct_bfly(x[0], x[2], w.a, q);
+    ct_bfly(x[1], x[3], w.a, q);
+    ct_bfly(x[0], x[1], w.b, q);
+    ct_bfly(x[2], x[3], w.c, q);
 }
 
-// Inverse radix-4 round (half-spans h, 2h) on the quad j0, j0 + h, j0 + 2h, j0 + 3h.
-__device__ __forceinline__ void inv_quad(u64 (&x)[4], const WP* tw, uint32_t B, uint32_t h,
-                                         uint32_t j0, u64 q) {
+// Inverse radix-4 round (half-spans h, 2h) on the quad j0, j0 + h, j0 + 2h, j0 + 3h: twiddles
+// (h: a for the first pair, b for the second; 2h: c).
+__device__ __forceinline__ Tw3 inv_tw3(const WP* tw, uint32_t B, uint32_t h, uint32_t j0) {
     const uint32_t i1 = B * (64 / h) + j0 / (2 * h);
-    const WP w1a = ldwp(tw + i1), w1b = ldwp(tw + i1 + 1);
-    const WP w2 = ldwp(tw + B * (32 / h) + j0 / (4 * h));
-    gs_bfly(x[0], x[1], w1a, q);
-    gs_bfly(x[2], x[3], w1b, q);
-    gs_bfly(x[0], x[2], w2, q);
-    gs_bfly(x[1], x[3], w2, q);
+    return Tw3{ldwp(tw + i1), ldwp(tw + i1 + 1), ldwp(tw + B * (32 / h) + j0 / (4 * h))};
+}
+__device__ __forceinline__ void inv_quad(u64 (&x)[4], Tw3 w, u64 q) {
+    gs_bfly(x[0], x[1], w.a, q);
+    gs_bfly(x[2], x[3], w.b, q);
+    gs_bfly(x[0], x[2], w.c, q);
+    gs_bfly(x[1], x[3], w.c, q);
 }
 
 // Quad start of quad q (0..31) of a line: forward rounds (h, h/2), inverse rounds (h, 2h).
@@ -718,42 +727,57 @@ __device__ __forceinline__ void hsync() {
 
 // Middle forward radix-4 rounds on a shared tile (ROW: row tile, else column tile).
 template <bool ROW>
-__device__ __forceinline__ void fwd_tile_round(u64* s, uint32_t line, uint32_t qd, uint32_t B,
-                                               uint32_t h, const WP* tw, u64 q) {
+__device__ __forceinline__ void fwd_tile_round(u64* s, uint32_t line, uint32_t qd, uint32_t h,
+                                               Tw3 w, u64 q) {
     const uint32_t j0 = fwd_j0(qd, h);
     u64 x[4];
 #pragma unroll
     for (int e = 0; e < 4; e++) x[e] = s[tix<ROW>(line, j0 + e * (h / 2))];
-    fwd_quad(x, tw, B, h, j0, q);
+    fwd_quad(x, w, q);
 #pragma unroll
     for (int e = 0; e < 4; e++) s[tix<ROW>(line, j0 + e * (h / 2))] = x[e];
 }
 
 template <bool ROW>
-__device__ __forceinline__ void inv_tile_round(u64* s, uint32_t line, uint32_t qd, uint32_t B,
-                                               uint32_t h, const WP* tw, u64 q) {
+__device__ __forceinline__ void inv_tile_round(u64* s, uint32_t line, uint32_t qd, uint32_t h,
+                                               Tw3 w, u64 q) {
     const uint32_t j0 = inv_j0(qd, h);
     u64 x[4];
 #pragma unroll
     for (int e = 0; e < 4; e++) x[e] = s[tix<ROW>(line, j0 + e * h)];
-    inv_quad(x, tw, B, h, j0, q);
+    inv_quad(x, w, q);
 #pragma unroll
     for (int e = 0; e < 4; e++) s[tix<ROW>(line, j0 + e * h)] = x[e];
 }
 
 // Forward NTT of one limb by a cluster; `load(pos)` gives the (canonical or < 4q) input word at
 // coefficient index pos, `store2(pos, x0, x1)` takes the canonical outputs at NTT indices pos
-// and pos + 1 (pos even).
-template <class Load, class Store2>
+// and pos + 1 (pos even). PRE: every twiddle of a phase is loaded into registers before the
+// phase (the column phase's with the data loads, the row phase's before the cluster barrier),
+// so no round waits on a twiddle load (~44 more registers: one block per SM); otherwise each
+// round loads its own (prefetched into L1 at the start).
+template <bool PRE, class Load, class Store2>
 __device__ __forceinline__ void cl_fwd_ntt(u64* s, const WP* tw, u64 q, Load load, Store2 store2) {
     const uint32_t tid = threadIdx.x;
     const uint32_t k = cl_rank();
     u64* A = s;              // column phase: A[tix<false>(c, a)], column k * 16 + c
     u64* Bt = s + CL_WORDS;  // row phase: Bt[tix<true>(r, b)], row k * 16 + r
-    {
+    // Column phase: thread -> (column c, quad qc); row phase: thread -> (row r, quad qr).
+    const uint32_t c = (tid / 256) * 8 + tid % 8, qc = (tid % 256) / 8;
+    const uint32_t r = tid / 32, qr = tid % 32;
+    const uint32_t row = k * CL_LINES + r, Bl = SUB + row;
+    auto col_tw = [&](int round) -> Tw3 {
+        const uint32_t h = 64u >> (2 * round);
+        return fwd_tw3(tw, 1, h, fwd_j0(qc, h));
+    };
+    auto row_tw = [&](int round) -> Tw3 {
+        const uint32_t h = 64u >> (2 * round);
+        return fwd_tw3(tw, Bl, h, fwd_j0(qr, h));
+    };
+    Tw3 ctw[3] = {}, rtw[3] = {};
+    WP ctw2[2] = {}, rtw2[2] = {};
+    if constexpr (!PRE) {
         // Twiddles of every round of both phases (thread mappings as in the rounds below).
-        const uint32_t qc = (tid % 256) / 8, qr = tid % 32;
-        const uint32_t Bl = SUB + k * CL_LINES + tid / 32;
         fwd_pf(tw, 1, 64, qc);
         fwd_pf(tw, 1, 16, fwd_j0(qc, 16));
         fwd_pf(tw, 1, 4, fwd_j0(qc, 4));
@@ -766,57 +790,65 @@ __device__ __forceinline__ void cl_fwd_ntt(u64* s, const WP* tw, u64 q, Load loa
         pf(tw + Bl * 64 + qr + 32);
     }
     {
-        // Column phase, round 1 straight from global memory: thread -> (column c, quad qd).
-        const uint32_t c = (tid / 256) * 8 + tid % 8, qd = (tid % 256) / 8;
+        // Column phase, round 1 straight from global memory.
         const uint32_t col = k * CL_LINES + c;
         u64 x[4];
 #pragma unroll
-        for (int e = 0; e < 4; e++) x[e] = load((qd + e * 32) * SUB + col);
-        fwd_quad(x, tw, 1, 64, qd, q);
+        for (int e = 0; e < 4; e++) x[e] = load((qc + e * 32) * SUB + col);
+        if constexpr (PRE) {
 #pragma unroll
-        for (int e = 0; e < 4; e++) A[tix<false>(c, qd + e * 32)] = x[e];
+            for (int i = 0; i < 3; i++) ctw[i] = col_tw(i);
+#pragma unroll
+            for (int e = 0; e < 2; e++) ctw2[e] = ldwp(tw + 64 + qc + 32 * e);
+        }
+        fwd_quad(x, PRE ? ctw[0] : col_tw(0), q);
+#pragma unroll
+        for (int e = 0; e < 4; e++) A[tix<false>(c, qc + e * 32)] = x[e];
         hsync();
-        fwd_tile_round<false>(A, c, qd, 1, 16, tw, q);
+        fwd_tile_round<false>(A, c, qc, 16, PRE ? ctw[1] : col_tw(1), q);
         hsync();
-        fwd_tile_round<false>(A, c, qd, 1, 4, tw, q);
+        fwd_tile_round<false>(A, c, qc, 4, PRE ? ctw[2] : col_tw(2), q);
         hsync();
-        // Radix-2 half-span 1: pairs (2p, 2p + 1), p = qd and qd + 32.
+        // Radix-2 half-span 1: pairs (2p, 2p + 1), p = qc and qc + 32.
 #pragma unroll
         for (int e = 0; e < 2; e++) {
-            const uint32_t p = qd + e * 32;
+            const uint32_t p = qc + e * 32;
             u64 x0 = A[tix<false>(c, 2 * p)], x1 = A[tix<false>(c, 2 * p + 1)];
-            ct_bfly(x0, x1, ldwp(tw + 64 + p), q);
+            ct_bfly(x0, x1, PRE ? ctw2[e] : ldwp(tw + 64 + p), q);
             A[tix<false>(c, 2 * p)] = x0;
             A[tix<false>(c, 2 * p + 1)] = x1;
         }
     }
+    if constexpr (PRE) {
+#pragma unroll
+        for (int i = 0; i < 3; i++) rtw[i] = row_tw(i);
+#pragma unroll
+        for (int e = 0; e < 2; e++) rtw2[e] = ldwp(tw + Bl * 64 + qr + 32 * e);
+    }
     cl_sync();  // every column tile of the cluster is complete and visible
     {
-        // Row phase, round 1 reading the cluster's column tiles: thread -> (row r, quad qd).
-        const uint32_t r = tid / 32, qd = tid % 32;
-        const uint32_t row = k * CL_LINES + r;
-        const uint32_t Bl = SUB + row;
+        // Row phase, round 1 reading the cluster's column tiles.
         u64 x[4];
 #pragma unroll
         for (int e = 0; e < 4; e++) {
-            const uint32_t b = qd + e * 32;
+            const uint32_t b = qr + e * 32;
             x[e] = *cl_map(A + tix<false>(b % CL_LINES, row), b / CL_LINES);
         }
-        fwd_quad(x, tw, Bl, 64, qd, q);
+        fwd_quad(x, PRE ? rtw[0] : row_tw(0), q);
         cl_arrive_relaxed();  // this block is done reading the others' tiles
 #pragma unroll
-        for (int e = 0; e < 4; e++) Bt[tix<true>(r, qd + e * 32)] = x[e];
+        for (int e = 0; e < 4; e++) Bt[tix<true>(r, qr + e * 32)] = x[e];
         hsync();
-        fwd_tile_round<true>(Bt, r, qd, Bl, 16, tw, q);
+        fwd_tile_round<true>(Bt, r, qr, 16, PRE ? rtw[1] : row_tw(1), q);
         hsync();
-        fwd_tile_round<true>(Bt, r, qd, Bl, 4, tw, q);
+        fwd_tile_round<true>(Bt, r, qr, 4, PRE ? rtw[2] : row_tw(2), q);
         hsync();
 #pragma unroll
         for (int e = 0; e < 2; e++) {
-            const uint32_t p = qd + e * 32;
+            const uint32_t p = qr + e * 32;
             u64 x0, x1;
             ld2sh(Bt + tix<true>(r, 2 * p), x0, x1);
-            ct_bfly(x0, x1, ldwp(tw + Bl * 64 + p), q);
+            ct_bfly(x0, x1, PRE ? rtw2[e] : ldwp(tw + Bl * 64 + p), q);
             x0 = csub(x0, 2 * q);
             x1 = csub(x1, 2 * q);
             store2(row * SUB + 2 * p, csub(x0, q), csub(x1, q));
@@ -827,17 +859,30 @@ __device__ __forceinline__ void cl_fwd_ntt(u64* s, const WP* tw, u64 q, Load loa
 
 // Inverse NTT of one limb by a cluster; `load4(pos, x)` gives the input words (< 2q) at NTT
 // indices pos .. pos + 3 (pos a multiple of 4), `store(pos, x)` takes the output (lazy < 2q,
-// before any post-scaling) at coefficient index pos.
-template <class Load4, class Store>
+// before any post-scaling) at coefficient index pos. PRE as for cl_fwd_ntt (the row phase's
+// twiddles with the data loads, the column phase's before the cluster barrier).
+template <bool PRE, class Load4, class Store>
 __device__ __forceinline__ void cl_inv_ntt(u64* s, const WP* tw, u64 q, Load4 load4, Store store) {
     const uint32_t tid = threadIdx.x;
     const uint32_t k = cl_rank();
     u64* Bt = s;             // row phase: Bt[tix<true>(r, b)], row k * 16 + r
     u64* A = s + CL_WORDS;   // column phase: A[tix<false>(c, a)], column k * 16 + c
-    {
+    const uint32_t c = (tid / 256) * 8 + tid % 8, qc = (tid % 256) / 8;
+    const uint32_t r = tid / 32, qr = tid % 32;
+    const uint32_t row = k * CL_LINES + r, Bl = SUB + row;
+    // Rounds 0, 1, 2: half-spans 1, 4, 16 (quad starts 4q, inv_j0(q, 4), inv_j0(q, 16)).
+    auto row_tw = [&](int round) -> Tw3 {
+        const uint32_t h = 1u << (2 * round);
+        return inv_tw3(tw, Bl, h, round == 0 ? 4 * qr : inv_j0(qr, h));
+    };
+    auto col_tw = [&](int round) -> Tw3 {
+        const uint32_t h = 1u << (2 * round);
+        return inv_tw3(tw, 1, h, round == 0 ? 4 * qc : inv_j0(qc, h));
+    };
+    Tw3 rtw[3] = {}, ctw[3] = {};
+    WP rtw2 = WP{0, 0}, ctw2 = WP{0, 0};
+    if constexpr (!PRE) {
         // Twiddles of every round of both phases (thread mappings as in the rounds below).
-        const uint32_t qc = (tid % 256) / 8, qr = tid % 32;
-        const uint32_t Bl = SUB + k * CL_LINES + tid / 32;
         inv_pf(tw, Bl, 1, 4 * qr);
         inv_pf(tw, Bl, 4, inv_j0(qr, 4));
         inv_pf(tw, Bl, 16, inv_j0(qr, 16));
@@ -848,55 +893,61 @@ __device__ __forceinline__ void cl_inv_ntt(u64* s, const WP* tw, u64 q, Load4 lo
         pf(tw + 1);
     }
     {
-        const uint32_t r = tid / 32, qd = tid % 32;
-        const uint32_t row = k * CL_LINES + r;
-        const uint32_t Bl = SUB + row;
         u64 x[4];
-        load4(row * SUB + 4 * qd, x);
-        inv_quad(x, tw, Bl, 1, 4 * qd, q);
-        st2(Bt + tix<true>(r, 4 * qd), x[0], x[1]);
-        st2(Bt + tix<true>(r, 4 * qd + 2), x[2], x[3]);
+        load4(row * SUB + 4 * qr, x);
+        if constexpr (PRE) {
+#pragma unroll
+            for (int i = 0; i < 3; i++) rtw[i] = row_tw(i);
+            rtw2 = ldwp(tw + Bl);
+        }
+        inv_quad(x, PRE ? rtw[0] : row_tw(0), q);
+        st2(Bt + tix<true>(r, 4 * qr), x[0], x[1]);
+        st2(Bt + tix<true>(r, 4 * qr + 2), x[2], x[3]);
         hsync();
-        inv_tile_round<true>(Bt, r, qd, Bl, 4, tw, q);
+        inv_tile_round<true>(Bt, r, qr, 4, PRE ? rtw[1] : row_tw(1), q);
         hsync();
-        inv_tile_round<true>(Bt, r, qd, Bl, 16, tw, q);
+        inv_tile_round<true>(Bt, r, qr, 16, PRE ? rtw[2] : row_tw(2), q);
         hsync();
-        // Radix-2 half-span 64: pairs (p, p + 64), p = qd and qd + 32.
+        // Radix-2 half-span 64: pairs (p, p + 64), p = qr and qr + 32.
 #pragma unroll
         for (int e = 0; e < 2; e++) {
-            const uint32_t p = qd + e * 32;
+            const uint32_t p = qr + e * 32;
             u64 x0 = Bt[tix<true>(r, p)], x1 = Bt[tix<true>(r, p + 64)];
-            gs_bfly(x0, x1, ldwp(tw + Bl), q);
+            gs_bfly(x0, x1, PRE ? rtw2 : ldwp(tw + Bl), q);
             Bt[tix<true>(r, p)] = x0;
             Bt[tix<true>(r, p + 64)] = x1;
         }
     }
+    if constexpr (PRE) {
+#pragma unroll
+        for (int i = 0; i < 3; i++) ctw[i] = col_tw(i);
+        ctw2 = ldwp(tw + 1);
+    }
     cl_sync();
     {
-        const uint32_t c = (tid / 256) * 8 + tid % 8, qd = (tid % 256) / 8;
         const uint32_t col = k * CL_LINES + c;
         u64 x[4];
-        // Rows 4qd .. 4qd + 3 all live in block (4 qd) / 16.
-        const uint32_t src = (4 * qd) / CL_LINES;
+        // Rows 4qc .. 4qc + 3 all live in block (4 qc) / 16.
+        const uint32_t src = (4 * qc) / CL_LINES;
 #pragma unroll
         for (int e = 0; e < 4; e++) {
-            const uint32_t a = 4 * qd + e;
+            const uint32_t a = 4 * qc + e;
             x[e] = *cl_map(Bt + tix<true>(a % CL_LINES, col), src);
         }
-        inv_quad(x, tw, 1, 1, 4 * qd, q);
+        inv_quad(x, PRE ? ctw[0] : col_tw(0), q);
         cl_arrive_relaxed();
 #pragma unroll
-        for (int e = 0; e < 4; e++) A[tix<false>(c, 4 * qd + e)] = x[e];
+        for (int e = 0; e < 4; e++) A[tix<false>(c, 4 * qc + e)] = x[e];
         hsync();
-        inv_tile_round<false>(A, c, qd, 1, 4, tw, q);
+        inv_tile_round<false>(A, c, qc, 4, PRE ? ctw[1] : col_tw(1), q);
         hsync();
-        inv_tile_round<false>(A, c, qd, 1, 16, tw, q);
+        inv_tile_round<false>(A, c, qc, 16, PRE ? ctw[2] : col_tw(2), q);
         hsync();
 #pragma unroll
         for (int e = 0; e < 2; e++) {
-            const uint32_t p = qd + e * 32;
+            const uint32_t p = qc + e * 32;
             u64 x0 = A[tix<false>(c, p)], x1 = A[tix<false>(c, p + 64)];
-            gs_bfly(x0, x1, ldwp(tw + 1), q);
+            gs_bfly(x0, x1, PRE ? ctw2 : ldwp(tw + 1), q);
             store(p * SUB + col, x0);
             store((p + 64) * SUB + col, x1);
         }
@@ -1202,8 +1253,8 @@ __device__ __forceinline__ void ntt_fwd_entry(
     };
     auto store2 = [&](uint32_t pos, u64 x0, u64 x1) { st2(dst + pos, x0, x1); };
     const WP* tw = twf + (u64)pid * NN;
-    if constexpr (V == 0) {
-        cl_fwd_ntt(s, tw, p.q, load, store2);
+    if constexpr (V == 0 || V == 3) {
+        cl_fwd_ntt<V == 3>(s, tw, p.q, load, store2);
     } else if constexpr (V == 1) {
         w16_fwd_ntt(s, tw, p.q, load, store2);
     } else {
@@ -1222,6 +1273,7 @@ __device__ __forceinline__ void ntt_fwd_entry(
 CL_KERNEL3 ntt_fwd_cl(NTT_FWD_PARAMS) { ntt_fwd_entry<0>(NTT_FWD_ARGS); }
 W16_KERNEL ntt_fwd_w16(NTT_FWD_PARAMS) { ntt_fwd_entry<1>(NTT_FWD_ARGS); }
 W16_PLAIN_KERNEL ntt_fwd_w16c(NTT_FWD_PARAMS) { ntt_fwd_entry<2>(NTT_FWD_ARGS); }
+CL_KERNEL1 ntt_fwd_clr(NTT_FWD_PARAMS) { ntt_fwd_entry<3>(NTT_FWD_ARGS); }
 
 // Forward row pass after ntt_fwd_w16c (the arguments of ntt_fwd_rows; input lazy [0, 4q),
 // output canonical). Grid (CL, limbs, components), W16_THREADS threads.
@@ -1264,8 +1316,8 @@ __device__ __forceinline__ void ntt_inv_entry(
     u64* dst = out + z * out_zs + y * out_ys;
     auto load4 = [&](uint32_t pos, u64 (&x)[4]) { ld4(src + pos, x); };
     auto store = [&](uint32_t pos, u64 x) { dst[pos] = shoup(x, pw.w, pw.wp, q); };
-    if constexpr (V == 0) {
-        cl_inv_ntt(s, twi + (u64)pid * NN, q, load4, store);
+    if constexpr (V == 0 || V == 2) {
+        cl_inv_ntt<V == 2>(s, twi + (u64)pid * NN, q, load4, store);
     } else {
         w16_inv_ntt(s, twi + (u64)pid * NN, q, load4, store);
     }
@@ -1279,6 +1331,7 @@ __device__ __forceinline__ void ntt_inv_entry(
 
 CL_KERNEL ntt_inv_cl(NTT_INV_PARAMS) { ntt_inv_entry<0>(NTT_INV_ARGS); }
 W16_KERNEL ntt_inv_w16(NTT_INV_PARAMS) { ntt_inv_entry<1>(NTT_INV_ARGS); }
+CL_KERNEL1 ntt_inv_clr(NTT_INV_PARAMS) { ntt_inv_entry<2>(NTT_INV_ARGS); }
 
 // Two-launch inverse without clusters: the row pass (the arguments of ntt_inv_rows; input
 // < 2q, output lazy [0, 2q)), then the column pass with post (the arguments of ntt_inv_cols).
@@ -1376,5 +1429,5 @@ CL_KERNEL ks_inner_cl(const u64* __restrict__ ext, const u64* __restrict__ key,
         for (int i = 0; i < 4; i++) x[i] = a[i];
     };
     auto store = [&](uint32_t pos, u64 x) { dst[pos] = shoup(x, pw.w, pw.wp, p.q); };
-    cl_inv_ntt(s, twi + (u64)pid * NN, p.q, load4, store);
+    cl_inv_ntt<false>(s, twi + (u64)pid * NN, p.q, load4, store);
 }

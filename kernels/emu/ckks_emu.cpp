@@ -80,6 +80,7 @@ static void st2(unsigned long long* p, unsigned long long x0, unsigned long long
 #define W16_PLAIN_KERNEL extern "C" void
 static void wsync() { g_bar->arrive_and_wait(); }  // a warp's exchange: the block barrier is stronger
 #define CL_KERNEL3 extern "C" void
+#define CL_KERNEL1 extern "C" void
 #define CL_SHARED(name)                                  \
     static u64 name##_all[CL][2 * CL_WORDS];             \
     u64* name = name##_all[cl_rank()];                   \
@@ -347,6 +348,17 @@ int main() {
             ntt_inv_cl(P(out_cl), M(back_cl), PR(T), WPP(T.twi), WPP(T.n_inv), off, n, cs, n, cs);
         });
         expect_eq("inverse NTT round trip (cluster, one launch)", back_cl, a);
+        // Cluster kernels with the twiddles preloaded into registers.
+        std::vector<u64> out_r(a.size(), ~0ull), back_r(a.size(), ~0ull);
+        launch_cluster(dim3{CL, L, C}, CL_THREADS, [&] {
+            ntt_fwd_clr(P(a), M(out_r), PR(T), WPP(T.twf), WPP(T.reduce), off, n, cs, n, cs, 0, 0,
+                        off, 0);
+        });
+        expect_eq("forward NTT 2 x 3 limbs (cluster, preloaded twiddles)", out_r, want);
+        launch_cluster(dim3{CL, L, C}, CL_THREADS, [&] {
+            ntt_inv_clr(P(out_r), M(back_r), PR(T), WPP(T.twi), WPP(T.n_inv), off, n, cs, n, cs);
+        });
+        expect_eq("inverse NTT round trip (cluster, preloaded twiddles)", back_r, a);
         // One-launch kernels with 16 words per thread, same data.
         std::vector<u64> out_w(a.size(), ~0ull), back_w(a.size(), ~0ull);
         launch_cluster(dim3{CL, L, C}, W16_THREADS, [&] {

@@ -46,6 +46,7 @@ fn on_both_kernel_paths(fx: &Fixture, mut body: impl FnMut(&str)) {
         NttKernels::Wide,
         NttKernels::TwoPass,
         NttKernels::WideTwoPass,
+        NttKernels::ClusterPreload,
         NttKernels::Mixed,
     ] {
         fx.gpu.set_ntt_kernels(kernels);

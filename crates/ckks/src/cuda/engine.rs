@@ -91,7 +91,7 @@ fn drv<T>(op: &'static str, r: cust::error::CudaResult<T>) -> Result<T> {
 }
 
 /// Every kernel of `kernels/ckks.cu` the engine launches, in the order of [`K`].
-const KERNELS: [&str; 25] = [
+const KERNELS: [&str; 27] = [
     "ntt_fwd_cols",
     "ntt_fwd_rows",
     "ntt_inv_rows",
@@ -117,6 +117,8 @@ const KERNELS: [&str; 25] = [
     "ntt_fwd_w16r",
     "ntt_inv_w16r",
     "ntt_inv_w16c",
+    "ntt_fwd_clr",
+    "ntt_inv_clr",
 ];
 
 /// A kernel of [`KERNELS`] by position: launches index the engine's handle table directly
@@ -149,6 +151,8 @@ enum K {
     NttFwdW16r,
     NttInvW16r,
     NttInvW16c,
+    NttFwdClr,
+    NttInvClr,
 }
 
 /// What [`CudaEngine::launch`] accepts as a kernel: a [`K`] (direct index) or a kernel name
@@ -202,6 +206,10 @@ pub enum NttKernels {
     /// a row pass, 8 blocks x 128 threads per limb each) for the NTT operations,
     /// [`NttKernels::Cluster`] for the key switch's ModUp.
     WideTwoPass,
+    /// [`NttKernels::Cluster`] with every twiddle of a phase loaded into registers before the
+    /// phase (`ntt_fwd_clr`/`ntt_inv_clr`, one block per SM) for the NTT operations, the
+    /// 512-thread cluster kernels for the key switch's ModUp.
+    ClusterPreload,
 }
 
 impl NttKernels {
@@ -212,6 +220,7 @@ impl NttKernels {
             Self::Wide => 2,
             Self::Mixed => 3,
             Self::WideTwoPass => 4,
+            Self::ClusterPreload => 5,
         }
     }
 
@@ -221,12 +230,13 @@ impl NttKernels {
             1 => Self::Cluster,
             2 => Self::Wide,
             3 => Self::Mixed,
-            _ => Self::WideTwoPass,
+            4 => Self::WideTwoPass,
+            _ => Self::ClusterPreload,
         }
     }
 
     /// The choice an engine starts with: `FHELIUM_CKKS_NTT` = `two-pass`, `cluster`, `wide`,
-    /// `mixed` or `wide-two-pass` when set, else two-pass when `FHELIUM_CKKS_CLUSTERS=0`, else
+    /// `mixed`, `wide-two-pass` or `cluster-preload` when set, else two-pass when `FHELIUM_CKKS_CLUSTERS=0`, else
     /// [`NttKernels::Mixed`].
     fn from_env() -> Self {
         match std::env::var("FHELIUM_CKKS_NTT").as_deref() {
@@ -235,6 +245,7 @@ impl NttKernels {
             Ok("wide") => return Self::Wide,
             Ok("mixed") => return Self::Mixed,
             Ok("wide-two-pass") => return Self::WideTwoPass,
+            Ok("cluster-preload") => return Self::ClusterPreload,
             _ => {}
         }
         if std::env::var("FHELIUM_CKKS_CLUSTERS").is_ok_and(|v| v == "0") {
@@ -251,6 +262,7 @@ impl NttKernels {
             Self::TwoPass | Self::WideTwoPass => None,
             Self::Cluster => Some((K::NttFwdCl, K::NttInvCl)),
             Self::Wide | Self::Mixed => Some((K::NttFwdW16, K::NttInvW16)),
+            Self::ClusterPreload => Some((K::NttFwdClr, K::NttInvClr)),
         }
     }
 
@@ -258,7 +270,9 @@ impl NttKernels {
     fn modup(self) -> Option<K> {
         match self {
             Self::TwoPass => None,
-            Self::Cluster | Self::Mixed | Self::WideTwoPass => Some(K::NttFwdCl),
+            Self::Cluster | Self::Mixed | Self::WideTwoPass | Self::ClusterPreload => {
+                Some(K::NttFwdCl)
+            }
             Self::Wide => Some(K::NttFwdW16),
         }
     }
@@ -2549,6 +2563,8 @@ mod tests {
             K::NttFwdW16r,
             K::NttInvW16r,
             K::NttInvW16c,
+            K::NttFwdClr,
+            K::NttInvClr,
         ];
         assert_eq!(all.len(), KERNELS.len());
         for (i, k) in all.iter().enumerate() {
