@@ -583,6 +583,7 @@ __device__ __forceinline__ const u64* cl_map(const u64* p, uint32_t rank) {
 #define CL_KERNEL3 \
     extern "C" __global__ void __cluster_dims__(CL, 1, 1) __launch_bounds__(CL_THREADS, 3)
 // Kernels with every twiddle of a phase in registers (cl_fwd_ntt<true>): one block per SM.
+#define GS_KERNEL extern "C" __global__ void __launch_bounds__(CL_THREADS, 1)
 #define CL_KERNEL1 \
     extern "C" __global__ void __cluster_dims__(CL, 1, 1) __launch_bounds__(CL_THREADS, 1)
 #define CL_SHARED(name) __shared__ u64 name[2 * CL_WORDS]
@@ -725,6 +726,34 @@ __device__ __forceinline__ void hsync() {
 }
 #endif
 
+#ifndef FHE_EMU
+// A global word straight from L2 (another block of the launch wrote it during this launch).
+__device__ __forceinline__ u64 ldcg(const u64* p) { return __ldcg(p); }
+__device__ __forceinline__ unsigned ld_acquire(const unsigned* p) {
+    unsigned v;
+    asm volatile("ld.acquire.gpu.global.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
+    return v;
+}
+#endif
+// The blocks of one limb meet (the *_gs kernels, launched cooperatively so every block is
+// resident): every thread's global writes are released, thread 0 counts this block in ctr[0]
+// and waits until all CL blocks are counted, then the last block to leave resets both counters
+// for the next launch that uses them.
+__device__ __forceinline__ void limb_sync(unsigned* ctr) {
+    __threadfence();
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        atomicAdd(&ctr[0], 1u);
+        while (ld_acquire(&ctr[0]) < CL) {
+        }
+        if (atomicAdd(&ctr[1], 1u) == CL - 1) {
+            atomicExch(&ctr[0], 0u);
+            atomicExch(&ctr[1], 0u);
+        }
+    }
+    __syncthreads();
+}
+
 // Middle forward radix-4 rounds on a shared tile (ROW: row tile, else column tile).
 template <bool ROW>
 __device__ __forceinline__ void fwd_tile_round(u64* s, uint32_t line, uint32_t qd, uint32_t h,
@@ -756,10 +785,11 @@ __device__ __forceinline__ void inv_tile_round(u64* s, uint32_t line, uint32_t q
 // phase (the column phase's with the data loads, the row phase's before the cluster barrier),
 // so no round waits on a twiddle load (~44 more registers: one block per SM); otherwise each
 // round loads its own (prefetched into L1 at the start).
-template <bool PRE, class Load, class Store2>
-__device__ __forceinline__ void cl_fwd_ntt(u64* s, const WP* tw, u64 q, Load load, Store2 store2) {
+template <bool PRE, bool GS = false, class Load, class Store2>
+__device__ __forceinline__ void cl_fwd_ntt(u64* s, const WP* tw, u64 q, Load load, Store2 store2,
+                                           u64* tdst = nullptr, unsigned* ctr = nullptr) {
     const uint32_t tid = threadIdx.x;
-    const uint32_t k = cl_rank();
+    const uint32_t k = GS ? blockIdx.x : cl_rank();
     u64* A = s;              // column phase: A[tix<false>(c, a)], column k * 16 + c
     u64* Bt = s + CL_WORDS;  // row phase: Bt[tix<true>(r, b)], row k * 16 + r
     // Column phase: thread -> (column c, quad qc); row phase: thread -> (row r, quad qr).
@@ -815,8 +845,13 @@ __device__ __forceinline__ void cl_fwd_ntt(u64* s, const WP* tw, u64 q, Load loa
             const uint32_t p = qc + e * 32;
             u64 x0 = A[tix<false>(c, 2 * p)], x1 = A[tix<false>(c, 2 * p + 1)];
             ct_bfly(x0, x1, PRE ? ctw2[e] : ldwp(tw + 64 + p), q);
-            A[tix<false>(c, 2 * p)] = x0;
-            A[tix<false>(c, 2 * p + 1)] = x1;
+            if constexpr (GS) {
+                tdst[2 * p * SUB + col] = x0;
+                tdst[(2 * p + 1) * SUB + col] = x1;
+            } else {
+                A[tix<false>(c, 2 * p)] = x0;
+                A[tix<false>(c, 2 * p + 1)] = x1;
+            }
         }
     }
     if constexpr (PRE) {
@@ -825,17 +860,25 @@ __device__ __forceinline__ void cl_fwd_ntt(u64* s, const WP* tw, u64 q, Load loa
 #pragma unroll
         for (int e = 0; e < 2; e++) rtw2[e] = ldwp(tw + Bl * 64 + qr + 32 * e);
     }
-    cl_sync();  // every column tile of the cluster is complete and visible
+    if constexpr (GS) {
+        limb_sync(ctr);  // every column of the limb is in tdst
+    } else {
+        cl_sync();  // every column tile of the cluster is complete and visible
+    }
     {
-        // Row phase, round 1 reading the cluster's column tiles.
+        // Row phase, round 1 reading the cluster's column tiles (or the limb's columns in tdst).
         u64 x[4];
 #pragma unroll
         for (int e = 0; e < 4; e++) {
             const uint32_t b = qr + e * 32;
-            x[e] = *cl_map(A + tix<false>(b % CL_LINES, row), b / CL_LINES);
+            if constexpr (GS) {
+                x[e] = ldcg(tdst + row * SUB + b);
+            } else {
+                x[e] = *cl_map(A + tix<false>(b % CL_LINES, row), b / CL_LINES);
+            }
         }
         fwd_quad(x, PRE ? rtw[0] : row_tw(0), q);
-        cl_arrive_relaxed();  // this block is done reading the others' tiles
+        if constexpr (!GS) cl_arrive_relaxed();  // this block is done reading the others' tiles
 #pragma unroll
         for (int e = 0; e < 4; e++) Bt[tix<true>(r, qr + e * 32)] = x[e];
         hsync();
@@ -853,7 +896,7 @@ __device__ __forceinline__ void cl_fwd_ntt(u64* s, const WP* tw, u64 q, Load loa
             x1 = csub(x1, 2 * q);
             store2(row * SUB + 2 * p, csub(x0, q), csub(x1, q));
         }
-        cl_wait();  // no block leaves while another may still read its tile
+        if constexpr (!GS) cl_wait();  // no block leaves while another may still read its tile
     }
 }
 
@@ -861,10 +904,11 @@ __device__ __forceinline__ void cl_fwd_ntt(u64* s, const WP* tw, u64 q, Load loa
 // indices pos .. pos + 3 (pos a multiple of 4), `store(pos, x)` takes the output (lazy < 2q,
 // before any post-scaling) at coefficient index pos. PRE as for cl_fwd_ntt (the row phase's
 // twiddles with the data loads, the column phase's before the cluster barrier).
-template <bool PRE, class Load4, class Store>
-__device__ __forceinline__ void cl_inv_ntt(u64* s, const WP* tw, u64 q, Load4 load4, Store store) {
+template <bool PRE, bool GS = false, class Load4, class Store>
+__device__ __forceinline__ void cl_inv_ntt(u64* s, const WP* tw, u64 q, Load4 load4, Store store,
+                                           u64* tdst = nullptr, unsigned* ctr = nullptr) {
     const uint32_t tid = threadIdx.x;
-    const uint32_t k = cl_rank();
+    const uint32_t k = GS ? blockIdx.x : cl_rank();
     u64* Bt = s;             // row phase: Bt[tix<true>(r, b)], row k * 16 + r
     u64* A = s + CL_WORDS;   // column phase: A[tix<false>(c, a)], column k * 16 + c
     const uint32_t c = (tid / 256) * 8 + tid % 8, qc = (tid % 256) / 8;
@@ -914,8 +958,13 @@ __device__ __forceinline__ void cl_inv_ntt(u64* s, const WP* tw, u64 q, Load4 lo
             const uint32_t p = qr + e * 32;
             u64 x0 = Bt[tix<true>(r, p)], x1 = Bt[tix<true>(r, p + 64)];
             gs_bfly(x0, x1, PRE ? rtw2 : ldwp(tw + Bl), q);
-            Bt[tix<true>(r, p)] = x0;
-            Bt[tix<true>(r, p + 64)] = x1;
+            if constexpr (GS) {
+                tdst[row * SUB + p] = x0;
+                tdst[row * SUB + p + 64] = x1;
+            } else {
+                Bt[tix<true>(r, p)] = x0;
+                Bt[tix<true>(r, p + 64)] = x1;
+            }
         }
     }
     if constexpr (PRE) {
@@ -923,7 +972,11 @@ __device__ __forceinline__ void cl_inv_ntt(u64* s, const WP* tw, u64 q, Load4 lo
         for (int i = 0; i < 3; i++) ctw[i] = col_tw(i);
         ctw2 = ldwp(tw + 1);
     }
-    cl_sync();
+    if constexpr (GS) {
+        limb_sync(ctr);  // every row of the limb is in tdst
+    } else {
+        cl_sync();
+    }
     {
         const uint32_t col = k * CL_LINES + c;
         u64 x[4];
@@ -932,10 +985,14 @@ __device__ __forceinline__ void cl_inv_ntt(u64* s, const WP* tw, u64 q, Load4 lo
 #pragma unroll
         for (int e = 0; e < 4; e++) {
             const uint32_t a = 4 * qc + e;
-            x[e] = *cl_map(Bt + tix<true>(a % CL_LINES, col), src);
+            if constexpr (GS) {
+                x[e] = ldcg(tdst + a * SUB + col);
+            } else {
+                x[e] = *cl_map(Bt + tix<true>(a % CL_LINES, col), src);
+            }
         }
         inv_quad(x, PRE ? ctw[0] : col_tw(0), q);
-        cl_arrive_relaxed();
+        if constexpr (!GS) cl_arrive_relaxed();
 #pragma unroll
         for (int e = 0; e < 4; e++) A[tix<false>(c, 4 * qc + e)] = x[e];
         hsync();
@@ -951,7 +1008,7 @@ __device__ __forceinline__ void cl_inv_ntt(u64* s, const WP* tw, u64 q, Load4 lo
             store(p * SUB + col, x0);
             store((p + 64) * SUB + col, x1);
         }
-        cl_wait();
+        if constexpr (!GS) cl_wait();
     }
 }
 
@@ -1223,7 +1280,7 @@ __device__ __forceinline__ void ntt_fwd_entry(
     const u64* __restrict__ in, u64* __restrict__ out, const Prime* __restrict__ primes,
     const WP* __restrict__ twf, const WP* __restrict__ pre, uint32_t prime_off, u64 in_ys,
     u64 in_zs, u64 out_ys, u64 out_zs, uint32_t mode, uint32_t ginv, uint32_t src_off,
-    uint32_t src_by_z) {
+    uint32_t src_by_z, unsigned* sync_ctr = nullptr) {
     CL_SHARED(s);
     const uint32_t y = blockIdx.y, z = blockIdx.z;
     const uint32_t pid = prime_off + y;
@@ -1255,6 +1312,10 @@ __device__ __forceinline__ void ntt_fwd_entry(
     const WP* tw = twf + (u64)pid * NN;
     if constexpr (V == 0 || V == 3) {
         cl_fwd_ntt<V == 3>(s, tw, p.q, load, store2);
+    } else if constexpr (V == 4) {
+        // ctr: the launch's counter pairs (y, z) = limb; tdst: the output limb itself.
+        cl_fwd_ntt<true, true>(s, tw, p.q, load, store2, dst,
+                               sync_ctr + 2 * (z * gridDim.y + y));
     } else if constexpr (V == 1) {
         w16_fwd_ntt(s, tw, p.q, load, store2);
     } else {
@@ -1274,6 +1335,12 @@ CL_KERNEL3 ntt_fwd_cl(NTT_FWD_PARAMS) { ntt_fwd_entry<0>(NTT_FWD_ARGS); }
 W16_KERNEL ntt_fwd_w16(NTT_FWD_PARAMS) { ntt_fwd_entry<1>(NTT_FWD_ARGS); }
 W16_PLAIN_KERNEL ntt_fwd_w16c(NTT_FWD_PARAMS) { ntt_fwd_entry<2>(NTT_FWD_ARGS); }
 CL_KERNEL1 ntt_fwd_clr(NTT_FWD_PARAMS) { ntt_fwd_entry<3>(NTT_FWD_ARGS); }
+// ntt_fwd_clr without clusters: the blocks of a limb exchange the column results through the
+// output limb in global memory (L2) and meet on counters in sync_ctr (two per limb); launched
+// cooperatively. Grid (CL, limbs, components), CL_THREADS threads.
+GS_KERNEL ntt_fwd_gs(NTT_FWD_PARAMS, unsigned* sync_ctr) {
+    ntt_fwd_entry<4>(NTT_FWD_ARGS, sync_ctr);
+}
 
 // Forward row pass after ntt_fwd_w16c (the arguments of ntt_fwd_rows; input lazy [0, 4q),
 // output canonical). Grid (CL, limbs, components), W16_THREADS threads.
@@ -1306,7 +1373,7 @@ template <int V>
 __device__ __forceinline__ void ntt_inv_entry(
     const u64* __restrict__ in, u64* __restrict__ out, const Prime* __restrict__ primes,
     const WP* __restrict__ twi, const WP* __restrict__ post, uint32_t prime_off, u64 in_ys,
-    u64 in_zs, u64 out_ys, u64 out_zs) {
+    u64 in_zs, u64 out_ys, u64 out_zs, unsigned* sync_ctr = nullptr) {
     CL_SHARED(s);
     const uint32_t y = blockIdx.y, z = blockIdx.z;
     const uint32_t pid = prime_off + y;
@@ -1318,6 +1385,9 @@ __device__ __forceinline__ void ntt_inv_entry(
     auto store = [&](uint32_t pos, u64 x) { dst[pos] = shoup(x, pw.w, pw.wp, q); };
     if constexpr (V == 0 || V == 2) {
         cl_inv_ntt<V == 2>(s, twi + (u64)pid * NN, q, load4, store);
+    } else if constexpr (V == 3) {
+        cl_inv_ntt<true, true>(s, twi + (u64)pid * NN, q, load4, store, dst,
+                               sync_ctr + 2 * (z * gridDim.y + y));
     } else {
         w16_inv_ntt(s, twi + (u64)pid * NN, q, load4, store);
     }
@@ -1332,6 +1402,10 @@ __device__ __forceinline__ void ntt_inv_entry(
 CL_KERNEL ntt_inv_cl(NTT_INV_PARAMS) { ntt_inv_entry<0>(NTT_INV_ARGS); }
 W16_KERNEL ntt_inv_w16(NTT_INV_PARAMS) { ntt_inv_entry<1>(NTT_INV_ARGS); }
 CL_KERNEL1 ntt_inv_clr(NTT_INV_PARAMS) { ntt_inv_entry<2>(NTT_INV_ARGS); }
+// ntt_inv_clr without clusters, as ntt_fwd_gs (the row results go through the output limb).
+GS_KERNEL ntt_inv_gs(NTT_INV_PARAMS, unsigned* sync_ctr) {
+    ntt_inv_entry<3>(NTT_INV_ARGS, sync_ctr);
+}
 
 // Two-launch inverse without clusters: the row pass (the arguments of ntt_inv_rows; input
 // < 2q, output lazy [0, 2q)), then the column pass with post (the arguments of ntt_inv_cols).

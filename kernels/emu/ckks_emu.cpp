@@ -81,6 +81,14 @@ static void st2(unsigned long long* p, unsigned long long x0, unsigned long long
 static void wsync() { g_bar->arrive_and_wait(); }  // a warp's exchange: the block barrier is stronger
 #define CL_KERNEL3 extern "C" void
 #define CL_KERNEL1 extern "C" void
+#define GS_KERNEL extern "C" void
+static unsigned long long ldcg(const unsigned long long* p) {
+    return __atomic_load_n(p, __ATOMIC_ACQUIRE);
+}
+static unsigned ld_acquire(const unsigned* p) { return __atomic_load_n(p, __ATOMIC_ACQUIRE); }
+static unsigned atomicAdd(unsigned* p, unsigned v) { return __atomic_fetch_add(p, v, __ATOMIC_ACQ_REL); }
+static unsigned atomicExch(unsigned* p, unsigned v) { return __atomic_exchange_n(p, v, __ATOMIC_ACQ_REL); }
+static void __threadfence() { __atomic_thread_fence(__ATOMIC_SEQ_CST); }
 #define CL_SHARED(name)                                  \
     static u64 name##_all[CL][2 * CL_WORDS];             \
     u64* name = name##_all[cl_rank()];                   \
@@ -359,6 +367,26 @@ int main() {
             ntt_inv_clr(P(out_r), M(back_r), PR(T), WPP(T.twi), WPP(T.n_inv), off, n, cs, n, cs);
         });
         expect_eq("inverse NTT round trip (cluster, preloaded twiddles)", back_r, a);
+        // The same without clusters: global exchange and per-limb counters.
+        std::vector<unsigned> ctr(2 * L * C, 0u);
+        std::vector<u64> out_g(a.size(), ~0ull), back_g(a.size(), ~0ull);
+        for (int rep = 0; rep < 2; rep++) {  // counters reset themselves between launches
+            launch_cluster(dim3{CL, L, C}, CL_THREADS, [&] {
+                ntt_fwd_gs(P(a), M(out_g), PR(T), WPP(T.twf), WPP(T.reduce), off, n, cs, n, cs, 0,
+                           0, off, 0, ctr.data());
+            });
+            expect_eq("forward NTT 2 x 3 limbs (global exchange)", out_g, want);
+            launch_cluster(dim3{CL, L, C}, CL_THREADS, [&] {
+                ntt_inv_gs(P(out_g), M(back_g), PR(T), WPP(T.twi), WPP(T.n_inv), off, n, cs, n,
+                           cs, ctr.data());
+            });
+            expect_eq("inverse NTT round trip (global exchange)", back_g, a);
+        }
+        for (unsigned v : ctr)
+            if (v != 0) {
+                std::printf("FAIL counters not reset\n");
+                std::exit(1);
+            }
         // One-launch kernels with 16 words per thread, same data.
         std::vector<u64> out_w(a.size(), ~0ull), back_w(a.size(), ~0ull);
         launch_cluster(dim3{CL, L, C}, W16_THREADS, [&] {

@@ -47,6 +47,7 @@ fn on_both_kernel_paths(fx: &Fixture, mut body: impl FnMut(&str)) {
         NttKernels::TwoPass,
         NttKernels::WideTwoPass,
         NttKernels::ClusterPreload,
+        NttKernels::GlobalSync,
         NttKernels::Mixed,
     ] {
         fx.gpu.set_ntt_kernels(kernels);

@@ -91,7 +91,7 @@ fn drv<T>(op: &'static str, r: cust::error::CudaResult<T>) -> Result<T> {
 }
 
 /// Every kernel of `kernels/ckks.cu` the engine launches, in the order of [`K`].
-const KERNELS: [&str; 27] = [
+const KERNELS: [&str; 29] = [
     "ntt_fwd_cols",
     "ntt_fwd_rows",
     "ntt_inv_rows",
@@ -119,6 +119,8 @@ const KERNELS: [&str; 27] = [
     "ntt_inv_w16c",
     "ntt_fwd_clr",
     "ntt_inv_clr",
+    "ntt_fwd_gs",
+    "ntt_inv_gs",
 ];
 
 /// A kernel of [`KERNELS`] by position: launches index the engine's handle table directly
@@ -153,6 +155,8 @@ enum K {
     NttInvW16c,
     NttFwdClr,
     NttInvClr,
+    NttFwdGs,
+    NttInvGs,
 }
 
 /// What [`CudaEngine::launch`] accepts as a kernel: a [`K`] (direct index) or a kernel name
@@ -185,6 +189,11 @@ const CL_BLOCKS: u32 = 8;
 const CL_THREADS: u32 = 512;
 /// Threads per block of the 16-words-per-thread cluster NTT kernels (`W16_THREADS`).
 const W16_THREADS: u32 = 128;
+/// Limbs (grid y x z) one launch of the `*_gs` NTT kernels may span: two counters each.
+const SYNC_SLOTS: usize = 256;
+/// Counter regions the `*_gs` launches rotate through, so that launches running at the same
+/// time on different streams never share counters (each region is reset by its own launch).
+const SYNC_REGIONS: usize = 16;
 
 /// Which kernels run the engine's NTTs and key switches. Every choice gives the same words;
 /// they differ in speed (docs/perf.md) and in what the driver must support (thread-block
@@ -210,6 +219,12 @@ pub enum NttKernels {
     /// phase (`ntt_fwd_clr`/`ntt_inv_clr`, one block per SM) for the NTT operations, the
     /// 512-thread cluster kernels for the key switch's ModUp.
     ClusterPreload,
+    /// One launch per NTT operation without clusters: the 8 blocks of a limb exchange their
+    /// first-phase results through the output in global memory and meet on counters
+    /// (`ntt_fwd_gs`/`ntt_inv_gs`, launched cooperatively so every block is resident; a launch
+    /// too large for one wave runs [`NttKernels::ClusterPreload`]'s kernels instead); the
+    /// 512-thread cluster kernels for the key switch's ModUp.
+    GlobalSync,
 }
 
 impl NttKernels {
@@ -221,6 +236,7 @@ impl NttKernels {
             Self::Mixed => 3,
             Self::WideTwoPass => 4,
             Self::ClusterPreload => 5,
+            Self::GlobalSync => 6,
         }
     }
 
@@ -231,12 +247,13 @@ impl NttKernels {
             2 => Self::Wide,
             3 => Self::Mixed,
             4 => Self::WideTwoPass,
-            _ => Self::ClusterPreload,
+            5 => Self::ClusterPreload,
+            _ => Self::GlobalSync,
         }
     }
 
     /// The choice an engine starts with: `FHELIUM_CKKS_NTT` = `two-pass`, `cluster`, `wide`,
-    /// `mixed`, `wide-two-pass` or `cluster-preload` when set, else two-pass when `FHELIUM_CKKS_CLUSTERS=0`, else
+    /// `mixed`, `wide-two-pass`, `cluster-preload` or `global-sync` when set, else two-pass when `FHELIUM_CKKS_CLUSTERS=0`, else
     /// [`NttKernels::Mixed`].
     fn from_env() -> Self {
         match std::env::var("FHELIUM_CKKS_NTT").as_deref() {
@@ -246,6 +263,7 @@ impl NttKernels {
             Ok("mixed") => return Self::Mixed,
             Ok("wide-two-pass") => return Self::WideTwoPass,
             Ok("cluster-preload") => return Self::ClusterPreload,
+            Ok("global-sync") => return Self::GlobalSync,
             _ => {}
         }
         if std::env::var("FHELIUM_CKKS_CLUSTERS").is_ok_and(|v| v == "0") {
@@ -262,7 +280,7 @@ impl NttKernels {
             Self::TwoPass | Self::WideTwoPass => None,
             Self::Cluster => Some((K::NttFwdCl, K::NttInvCl)),
             Self::Wide | Self::Mixed => Some((K::NttFwdW16, K::NttInvW16)),
-            Self::ClusterPreload => Some((K::NttFwdClr, K::NttInvClr)),
+            Self::ClusterPreload | Self::GlobalSync => Some((K::NttFwdClr, K::NttInvClr)),
         }
     }
 
@@ -270,9 +288,11 @@ impl NttKernels {
     fn modup(self) -> Option<K> {
         match self {
             Self::TwoPass => None,
-            Self::Cluster | Self::Mixed | Self::WideTwoPass | Self::ClusterPreload => {
-                Some(K::NttFwdCl)
-            }
+            Self::Cluster
+            | Self::Mixed
+            | Self::WideTwoPass
+            | Self::ClusterPreload
+            | Self::GlobalSync => Some(K::NttFwdCl),
             Self::Wide => Some(K::NttFwdW16),
         }
     }
@@ -307,6 +327,22 @@ fn launch_raw(
     stream: &Stream,
     args: &[Arg],
 ) -> Result<()> {
+    launch_raw_as(op, kernel, name, grid, block, stream, args, false)
+}
+
+/// [`launch_raw`], or a cooperative launch (`cuLaunchCooperativeKernel`: every block resident
+/// at once, or the launch fails without enqueueing anything).
+#[allow(clippy::too_many_arguments)]
+fn launch_raw_as(
+    op: &'static str,
+    kernel: Kernel,
+    name: &str,
+    grid: (u32, u32, u32),
+    block: u32,
+    stream: &Stream,
+    args: &[Arg],
+    cooperative: bool,
+) -> Result<()> {
     if args.len() > MAX_ARGS {
         return Err(CudaBackendError::Unsupported {
             op,
@@ -325,20 +361,36 @@ fn launch_raw(
     // parameter types one for one (the first `args.len()` entries of `ptrs`; f64 parameters
     // are passed as their bit patterns, which the driver copies byte for byte), and `args`
     // outlives the call (the driver copies the parameter values at launch).
+    // (For a cooperative launch the same holds; the driver checks residency itself.)
     let rc = unsafe {
-        cust::sys::cuLaunchKernel(
-            kernel.0,
-            grid.0,
-            grid.1,
-            grid.2,
-            block,
-            1,
-            1,
-            0,
-            stream.as_inner(),
-            ptrs.as_mut_ptr(),
-            std::ptr::null_mut(),
-        )
+        if cooperative {
+            cust::sys::cuLaunchCooperativeKernel(
+                kernel.0,
+                grid.0,
+                grid.1,
+                grid.2,
+                block,
+                1,
+                1,
+                0,
+                stream.as_inner(),
+                ptrs.as_mut_ptr(),
+            )
+        } else {
+            cust::sys::cuLaunchKernel(
+                kernel.0,
+                grid.0,
+                grid.1,
+                grid.2,
+                block,
+                1,
+                1,
+                0,
+                stream.as_inner(),
+                ptrs.as_mut_ptr(),
+                std::ptr::null_mut(),
+            )
+        }
     };
     if rc == cust::sys::cudaError_enum::CUDA_SUCCESS {
         Ok(())
@@ -736,6 +788,11 @@ pub struct CudaEngine {
     rng: Mutex<Csprng>,
     // Keeps the primary context retained for the engine's lifetime; dropped last.
     _cu: CuContext,
+    // Counters of the `*_gs` NTT kernels: SYNC_REGIONS x SYNC_SLOTS x 2, zero between launches.
+    sync_ctr: DeviceBuffer<u32>,
+    sync_gen: std::sync::atomic::AtomicUsize,
+    // Blocks of the `*_gs` kernels the device holds at once (cooperative launch limit).
+    gs_capacity: u32,
 }
 
 impl std::fmt::Debug for CudaEngine {
@@ -810,6 +867,29 @@ impl CudaEngine {
             *slot = Kernel(drv(OP, module.get_function(name))?.to_raw());
         }
         let up = |v: &[u64]| drv(OP, DeviceBuffer::from_slice(v));
+        let sms = drv(
+            OP,
+            dev.get_attribute(cust::device::DeviceAttribute::MultiprocessorCount),
+        )?;
+        let mut gs_capacity = u32::MAX;
+        for k in [K::NttFwdGs, K::NttInvGs] {
+            let mut per_sm: i32 = 0;
+            // SAFETY: a valid kernel handle of the loaded module and a valid out-pointer.
+            let rc = unsafe {
+                cust::sys::cuOccupancyMaxActiveBlocksPerMultiprocessor(
+                    &mut per_sm,
+                    kernels[k as usize].0,
+                    CL_THREADS as i32,
+                    0,
+                )
+            };
+            let blocks = if rc == cust::sys::cudaError_enum::CUDA_SUCCESS {
+                u32::try_from(per_sm.max(0) * sms.max(0)).unwrap_or(0)
+            } else {
+                0
+            };
+            gs_capacity = gs_capacity.min(blocks);
+        }
         Ok(Self {
             device,
             kernels,
@@ -837,6 +917,12 @@ impl CudaEngine {
                 None => Csprng::from_os(context.config.sigma),
             }),
             _cu: cu,
+            sync_ctr: drv(
+                OP,
+                DeviceBuffer::from_slice(&vec![0u32; SYNC_REGIONS * SYNC_SLOTS * 2]),
+            )?,
+            sync_gen: std::sync::atomic::AtomicUsize::new(0),
+            gs_capacity,
         })
     }
 
@@ -957,6 +1043,48 @@ impl CudaEngine {
                 self.set_ntt_kernels(NttKernels::TwoPass);
                 Ok(false)
             }
+            Err(e) => Err(e),
+        }
+    }
+
+    /// Launches a `*_gs` NTT kernel (cooperatively, with the next counter region appended to
+    /// `args`) when the grid of `yz` limbs fits the device at once; `Ok(false)` when it does
+    /// not or the driver refused (nothing enqueued: the caller runs another kernel).
+    fn launch_gs(
+        &self,
+        op: &'static str,
+        kernel: K,
+        yz: (u32, u32),
+        stream: &Stream,
+        args: &[Arg],
+    ) -> Result<bool> {
+        let limbs = yz.0 as usize * yz.1 as usize;
+        if limbs > SYNC_SLOTS || CL_BLOCKS as usize * limbs > self.gs_capacity as usize {
+            return Ok(false);
+        }
+        let region = self
+            .sync_gen
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+            % SYNC_REGIONS;
+        let ctr = self.sync_ctr.as_device_ptr().as_raw() + (region * SYNC_SLOTS * 2 * 4) as u64;
+        let mut all = [Arg::U32(0); MAX_ARGS];
+        if args.len() >= MAX_ARGS {
+            return Ok(false);
+        }
+        all[..args.len()].copy_from_slice(args);
+        all[args.len()] = Arg::U64(ctr);
+        match launch_raw_as(
+            op,
+            self.kernels[kernel as usize],
+            KERNELS[kernel as usize],
+            (CL_BLOCKS, yz.0, yz.1),
+            CL_THREADS,
+            stream,
+            &all[..=args.len()],
+            true,
+        ) {
+            Ok(()) => Ok(true),
+            Err(CudaBackendError::Launch { .. }) => Ok(false),
             Err(e) => Err(e),
         }
     }
@@ -1418,6 +1546,11 @@ impl CudaEngine {
         let args = f.args(primes, twf, dev_ptr(&self.reduce));
         let yz = (rows as u32, comps as u32);
         let kernels = self.ntt_kernels();
+        if kernels == NttKernels::GlobalSync
+            && self.launch_gs(op, K::NttFwdGs, yz, stream, &args)?
+        {
+            return Ok(());
+        }
         let kernel = kernels.ntt_pair().map(|(fwd, _)| fwd);
         if self.launch_cluster(op, kernel, yz, stream, &args)? {
             return Ok(());
@@ -1464,6 +1597,11 @@ impl CudaEngine {
         let yz = (rows as u32, comps as u32);
         let (args, len) = v.args(v.src, v.dst, primes, twi, Some(v.post));
         let kernels = self.ntt_kernels();
+        if kernels == NttKernels::GlobalSync
+            && self.launch_gs(op, K::NttInvGs, yz, stream, &args[..len])?
+        {
+            return Ok(());
+        }
         let kernel = kernels.ntt_pair().map(|(_, inv)| inv);
         if self.launch_cluster(op, kernel, yz, stream, &args[..len])? {
             return Ok(());
@@ -2565,6 +2703,8 @@ mod tests {
             K::NttInvW16c,
             K::NttFwdClr,
             K::NttInvClr,
+            K::NttFwdGs,
+            K::NttInvGs,
         ];
         assert_eq!(all.len(), KERNELS.len());
         for (i, k) in all.iter().enumerate() {
