@@ -1012,269 +1012,10 @@ __device__ __forceinline__ void cl_inv_ntt(u64* s, const WP* tw, u64 q, Load4 lo
     }
 }
 
-// ------------------------------------------------------------------------------------------
-// One-launch NTT with 16 words per thread (ntt_fwd_w16 / ntt_inv_w16; decision 0503). Same
-// cluster split as above (block k of the CL blocks of a limb holds columns [16k, 16k + 16),
-// then rows [16k, 16k + 16)), but each line of 128 words is worked by 8 threads holding 16
-// words each in registers: thread (line, u) = (tid / 8, tid % 8). A line's 7 stages are four
-// "stride" stages on the words u + 8i (i = 0..15: half-spans 64, 32, 16, 8 never leave the
-// thread) and three "contiguous" stages on the words 16u + k (k = 0..15: half-spans 4, 2, 1),
-// with one exchange through shared memory between them. The 8 threads of a line are in one
-// warp, so the exchange needs only __syncwarp; the block never meets at __syncthreads, and the
-// cluster meets once, for the transpose. 1.8 M butterflies of a ciphertext run as 8
-// independent butterflies per thread per stage (integer ILP instead of warps: a ciphertext
-// gives 4 warps per SM).
-#define W16_THREADS (CL_LINES * 8)  // 128
-
-// Shared position of word j of line `line` in a 16 x 128 tile: j XOR a 4-bit pattern of
-// (j >> 4, line). Every access of the kernels below (words u + 8i or 16u + k of the lines of a
-// half-warp, and the transposing reads of one word of 16 lines) hits 16 distinct bank pairs.
-__device__ __forceinline__ uint32_t wix(uint32_t line, uint32_t j) {
-    return line * SUB + (j ^ ((((j >> 4) ^ line) & 7u) | ((line & 1u) << 3)));
-}
-
-#ifndef FHE_EMU
-__device__ __forceinline__ void wsync() { __syncwarp(); }
-#define W16_KERNEL \
-    extern "C" __global__ void __cluster_dims__(CL, 1, 1) __launch_bounds__(W16_THREADS)
-#define W16_PLAIN_KERNEL extern "C" __global__ void __launch_bounds__(W16_THREADS)
-#endif
-
-// Stages on 16 registers in constant geometry: every stage of a kind runs the same code (a
-// loop that is not unrolled), so a phase is ~2 KiB of instructions that stay in the
-// instruction cache; the pairing and the twiddle index move with the stage number t instead.
-// Forward ("shuffle" form): pair (x[j], x[j + 8]), results to x[2j], x[2j + 1], which rotates
-// every register position left by one bit (4-bit positions). Inverse ("decimation" form): pair
-// (x[2j], x[2j + 1]), results to x[j], x[j + 8] (rotates right).
-__device__ __forceinline__ uint32_t rotr4(uint32_t p) { return ((p >> 1) | (p << 3)) & 15u; }
-
-// Forward stride stages: x[i] = word u + 8i of a line with base B on entry and on exit; stage t
-// (line half-span 64 >> t) takes twiddle B * 2^t + (i >> (4 - t)) = B * 2^t + (j & (2^t - 1)).
-__device__ __forceinline__ void cg_fwd_stride(u64 (&x)[16], const WP* tw, uint32_t B, u64 q) {
-#pragma unroll 1
-    for (uint32_t t = 0; t < 4; t++) {
-        const WP* w0 = tw + (B << t);
-        const uint32_t mask = (1u << t) - 1u;
-        u64 y[16];
-#pragma unroll
-        for (int j = 0; j < 8; j++) {
-            u64 a = x[j], b = x[j + 8];
-            ct_bfly(a, b, ldwp(w0 + (j & mask)), q);
-            y[2 * j] = a;
-            y[2 * j + 1] = b;
-        }
-#pragma unroll
-        for (int m = 0; m < 16; m++) x[m] = y[m];
-    }
-}
-// Forward contiguous stages: x[p] = word 16u + rotr4(p) on entry, word 16u + p on exit; stage t
-// (half-span 4 >> t) takes twiddle B * 2^(t+4) + u * 2^(t+1) + (j & (2^(t+1) - 1)).
-__device__ __forceinline__ void cg_fwd_contig(u64 (&x)[16], const WP* tw, uint32_t B, uint32_t u,
-                                              u64 q) {
-#pragma unroll 1
-    for (uint32_t t = 0; t < 3; t++) {
-        const WP* w0 = tw + (B << (t + 4)) + (u << (t + 1));
-        const uint32_t mask = (2u << t) - 1u;
-        u64 y[16];
-#pragma unroll
-        for (int j = 0; j < 8; j++) {
-            u64 a = x[j], b = x[j + 8];
-            ct_bfly(a, b, ldwp(w0 + (j & mask)), q);
-            y[2 * j] = a;
-            y[2 * j + 1] = b;
-        }
-#pragma unroll
-        for (int m = 0; m < 16; m++) x[m] = y[m];
-    }
-}
-// Inverse contiguous stages: x[p] = word 16u + p on entry, word 16u + rotr4(p) on exit; stage t
-// (half-span 1 << t) takes twiddle B * 2^(6-t) + u * 2^(3-t) + (j & (8 >> t) - 1).
-__device__ __forceinline__ void cg_inv_contig(u64 (&x)[16], const WP* tw, uint32_t B, uint32_t u,
-                                              u64 q) {
-#pragma unroll 1
-    for (uint32_t t = 0; t < 3; t++) {
-        const WP* w0 = tw + (B << (6 - t)) + (u << (3 - t));
-        const uint32_t mask = (8u >> t) - 1u;
-        u64 y[16];
-#pragma unroll
-        for (int j = 0; j < 8; j++) {
-            u64 a = x[2 * j], b = x[2 * j + 1];
-            gs_bfly(a, b, ldwp(w0 + (j & mask)), q);
-            y[j] = a;
-            y[j + 8] = b;
-        }
-#pragma unroll
-        for (int m = 0; m < 16; m++) x[m] = y[m];
-    }
-}
-// Inverse stride stages: x[i] = word u + 8i on entry and on exit; stage t (line half-span
-// 8 << t) takes twiddle B * 2^(3-t) + (j & (8 >> t) - 1).
-__device__ __forceinline__ void cg_inv_stride(u64 (&x)[16], const WP* tw, uint32_t B, u64 q) {
-#pragma unroll 1
-    for (uint32_t t = 0; t < 4; t++) {
-        const WP* w0 = tw + (B << (3 - t));
-        const uint32_t mask = (8u >> t) - 1u;
-        u64 y[16];
-#pragma unroll
-        for (int j = 0; j < 8; j++) {
-            u64 a = x[2 * j], b = x[2 * j + 1];
-            gs_bfly(a, b, ldwp(w0 + (j & mask)), q);
-            y[j] = a;
-            y[j + 8] = b;
-        }
-#pragma unroll
-        for (int m = 0; m < 16; m++) x[m] = y[m];
-    }
-}
-
-// L1 prefetch of twiddles: the column table (B = 1, entries 1..127: 16 lines of 8 pairs, one
-// line per thread of the first 16) and row B's entries for this thread's u.
-__device__ __forceinline__ void w16_pf_cols(const WP* tw, uint32_t tid) {
-    if (tid < 16) pf(tw + 8 * tid);
-}
-__device__ __forceinline__ void w16_pf_row(const WP* tw, uint32_t B, uint32_t u) {
-    pf(tw + B);
-    pf(tw + 2 * B);
-    pf(tw + 4 * B);
-    pf(tw + 8 * B);
-    pf(tw + 16 * B + 2 * u);
-    pf(tw + 32 * B + 4 * u);
-    pf(tw + 64 * B + 8 * u);
-}
-
-// The forward transform of one line (column or row, base B) held as x[i] = word u + 8i, with
-// `tile` the line's 16 x 128 shared tile (`line` its row): on exit x[p] = word 16u + p.
-__device__ __forceinline__ void w16_fwd_line(u64 (&x)[16], u64* tile, uint32_t line, const WP* tw,
-                                             uint32_t B, uint32_t u, u64 q) {
-    cg_fwd_stride(x, tw, B, q);
-#pragma unroll
-    for (int i = 0; i < 16; i++) tile[wix(line, u + 8 * i)] = x[i];
-    wsync();
-#pragma unroll
-    for (int p = 0; p < 16; p++) x[p] = tile[wix(line, 16 * u + rotr4(p))];
-    cg_fwd_contig(x, tw, B, u, q);
-}
-// The inverse transform of one line held as x[p] = word 16u + p: on exit x[i] = word u + 8i.
-// `arrive` runs after the first stage kind (the cluster kernels' "done reading" arrive).
-template <class Arrive>
-__device__ __forceinline__ void w16_inv_line(u64 (&x)[16], u64* tile, uint32_t line, const WP* tw,
-                                             uint32_t B, uint32_t u, u64 q, Arrive arrive) {
-    cg_inv_contig(x, tw, B, u, q);
-    arrive();
-#pragma unroll
-    for (int p = 0; p < 16; p++) tile[wix(line, 16 * u + rotr4(p))] = x[p];
-    wsync();
-#pragma unroll
-    for (int i = 0; i < 16; i++) x[i] = tile[wix(line, u + 8 * i)];
-    cg_inv_stride(x, tw, B, q);
-}
-
-// Forward NTT of one limb by a cluster of W16_THREADS-thread blocks; `load` and `store2` as
-// for cl_fwd_ntt.
-template <class Load, class Store2>
-__device__ __forceinline__ void w16_fwd_ntt(u64* s, const WP* tw, u64 q, Load load,
-                                            Store2 store2) {
-    const uint32_t tid = threadIdx.x, line = tid / 8, u = tid % 8;
-    const uint32_t k = cl_rank();
-    u64* A = s;              // column phase: A[wix(c, a)], column k * 16 + c
-    u64* Bt = s + CL_WORDS;  // row phase: Bt[wix(r, b)], row k * 16 + r
-    const uint32_t row = k * CL_LINES + line, Br = SUB + row;
-    w16_pf_cols(tw, tid);
-    u64 x[16];
-    {
-        const uint32_t col = k * CL_LINES + line;
-#pragma unroll
-        for (int i = 0; i < 16; i++) x[i] = load((u + 8 * i) * SUB + col);
-        w16_fwd_line(x, A, line, tw, 1, u, q);
-#pragma unroll
-        for (int p = 0; p < 16; p++) A[wix(line, 16 * u + p)] = x[p];
-    }
-    cl_sync();  // every column tile of the cluster is complete and visible
-    w16_pf_row(tw, Br, u);  // after the barrier: its acquire empties L1
-    {
-        // Word b = u + 8i of this row: column b of the cluster, in block b / 16 = i / 2.
-#pragma unroll
-        for (int i = 0; i < 16; i++) {
-            const uint32_t b = u + 8 * i;
-            x[i] = *cl_map(A + wix(b % CL_LINES, row), b / CL_LINES);
-        }
-        cg_fwd_stride(x, tw, Br, q);
-        cl_arrive_relaxed();  // this block is done reading the others' tiles
-#pragma unroll
-        for (int i = 0; i < 16; i++) Bt[wix(line, u + 8 * i)] = x[i];
-        wsync();
-#pragma unroll
-        for (int p = 0; p < 16; p++) x[p] = Bt[wix(line, 16 * u + rotr4(p))];
-        cg_fwd_contig(x, tw, Br, u, q);
-#pragma unroll
-        for (int p = 0; p < 16; p += 2) {
-            const u64 x0 = csub(csub(x[p], 2 * q), q), x1 = csub(csub(x[p + 1], 2 * q), q);
-            store2(row * SUB + 16 * u + p, x0, x1);
-        }
-        cl_wait();  // no block leaves while another may still read its tile
-    }
-}
-
-// Inverse NTT of one limb by a cluster of W16_THREADS-thread blocks; `load4` and `store` as
-// for cl_inv_ntt.
-template <class Load4, class Store>
-__device__ __forceinline__ void w16_inv_ntt(u64* s, const WP* tw, u64 q, Load4 load4,
-                                            Store store) {
-    const uint32_t tid = threadIdx.x, line = tid / 8, u = tid % 8;
-    const uint32_t k = cl_rank();
-    u64* Bt = s;             // row phase: Bt[wix(r, b)], row k * 16 + r
-    u64* A = s + CL_WORDS;   // column phase: A[wix(c, a)], column k * 16 + c
-    const uint32_t row = k * CL_LINES + line, Br = SUB + row;
-    w16_pf_row(tw, Br, u);
-    u64 x[16];
-    {
-#pragma unroll
-        for (int j = 0; j < 4; j++) {
-            u64 t[4];
-            load4(row * SUB + 16 * u + 4 * j, t);
-#pragma unroll
-            for (int e = 0; e < 4; e++) x[4 * j + e] = t[e];
-        }
-        w16_inv_line(x, Bt, line, tw, Br, u, q, [] {});
-#pragma unroll
-        for (int i = 0; i < 16; i++) Bt[wix(line, u + 8 * i)] = x[i];
-    }
-    cl_sync();
-    w16_pf_cols(tw, tid);  // after the barrier: its acquire empties L1
-    {
-        // Word a = 16u + j of this column: row a of the cluster, row j of block u.
-        const uint32_t col = k * CL_LINES + line;
-#pragma unroll
-        for (int j = 0; j < 16; j++) x[j] = *cl_map(Bt + wix(j, col), u);
-        w16_inv_line(x, A, line, tw, 1, u, q, [] { cl_arrive_relaxed(); });
-#pragma unroll
-        for (int i = 0; i < 16; i++) store((u + 8 * i) * SUB + col, x[i]);
-        cl_wait();
-    }
-}
-
-// The same transforms as two launches without clusters (ntt_fwd_w16c + ntt_fwd_w16r,
-// ntt_inv_w16r + ntt_inv_w16c): a block holds 16 lines of one limb (grid (8, limbs,
-// components), W16_THREADS threads), the column pass keeps its result lazy in global memory.
-// Forward column pass: input modes as ntt_fwd_cols; output lazy [0, 4q).
-template <class Load>
-__device__ __forceinline__ void w16_fwd_cols(u64* s, const WP* tw, u64 q, Load load, u64* dst) {
-    const uint32_t tid = threadIdx.x, line = tid / 8, u = tid % 8;
-    const uint32_t col = blockIdx.x * CL_LINES + line;
-    w16_pf_cols(tw, tid);
-    u64 x[16];
-#pragma unroll
-    for (int i = 0; i < 16; i++) x[i] = load((u + 8 * i) * SUB + col);
-    w16_fwd_line(x, s, line, tw, 1, u, q);
-#pragma unroll
-    for (int p = 0; p < 16; p++) dst[(16 * u + p) * SUB + col] = x[p];
-}
-
 // Forward NTT kernels with the arguments and input modes of ntt_fwd_cols (plain, signed lift,
-// automorphism gather, balanced ModUp lift): V = 0 ntt_fwd_cl (one launch, output canonical,
-// grid (CL, limbs, components) in clusters of CL, CL_THREADS threads), V = 1 ntt_fwd_w16 (the
-// same with W16_THREADS threads), V = 2 ntt_fwd_w16c (column pass of two, no clusters, output
-// lazy [0, 4q) for ntt_fwd_w16r; grid (CL, limbs, components), W16_THREADS threads).
+// automorphism gather, balanced ModUp lift), one launch, output canonical, grid (CL, limbs,
+// components), CL_THREADS threads: V = 0 ntt_fwd_cl (clusters of CL), V = 3 ntt_fwd_clr (the
+// same with the twiddles preloaded), V = 4 ntt_fwd_gs (no clusters, global exchange).
 template <int V>
 __device__ __forceinline__ void ntt_fwd_entry(
     const u64* __restrict__ in, u64* __restrict__ out, const Prime* __restrict__ primes,
@@ -1316,10 +1057,6 @@ __device__ __forceinline__ void ntt_fwd_entry(
         // ctr: the launch's counter pairs (y, z) = limb; tdst: the output limb itself.
         cl_fwd_ntt<true, true>(s, tw, p.q, load, store2, dst,
                                sync_ctr + 2 * (z * gridDim.y + y));
-    } else if constexpr (V == 1) {
-        w16_fwd_ntt(s, tw, p.q, load, store2);
-    } else {
-        w16_fwd_cols(s, tw, p.q, load, dst);
     }
 }
 
@@ -1332,8 +1069,6 @@ __device__ __forceinline__ void ntt_fwd_entry(
     in, out, primes, twf, pre, prime_off, in_ys, in_zs, out_ys, out_zs, mode, ginv, src_off, src_by_z
 
 CL_KERNEL3 ntt_fwd_cl(NTT_FWD_PARAMS) { ntt_fwd_entry<0>(NTT_FWD_ARGS); }
-W16_KERNEL ntt_fwd_w16(NTT_FWD_PARAMS) { ntt_fwd_entry<1>(NTT_FWD_ARGS); }
-W16_PLAIN_KERNEL ntt_fwd_w16c(NTT_FWD_PARAMS) { ntt_fwd_entry<2>(NTT_FWD_ARGS); }
 CL_KERNEL1 ntt_fwd_clr(NTT_FWD_PARAMS) { ntt_fwd_entry<3>(NTT_FWD_ARGS); }
 // ntt_fwd_clr without clusters: the blocks of a limb exchange the column results through the
 // output limb in global memory (L2) and meet on counters in sync_ctr (two per limb); launched
@@ -1342,33 +1077,9 @@ GS_KERNEL ntt_fwd_gs(NTT_FWD_PARAMS, unsigned* sync_ctr) {
     ntt_fwd_entry<4>(NTT_FWD_ARGS, sync_ctr);
 }
 
-// Forward row pass after ntt_fwd_w16c (the arguments of ntt_fwd_rows; input lazy [0, 4q),
-// output canonical). Grid (CL, limbs, components), W16_THREADS threads.
-W16_PLAIN_KERNEL ntt_fwd_w16r(const u64* __restrict__ in, u64* __restrict__ out,
-                              const Prime* __restrict__ primes, const WP* __restrict__ twf,
-                              uint32_t prime_off, u64 in_ys, u64 in_zs, u64 out_ys,
-                              u64 out_zs) {
-    __shared__ u64 s[CL_WORDS];
-    const uint32_t tid = threadIdx.x, line = tid / 8, u = tid % 8;
-    const uint32_t y = blockIdx.y, z = blockIdx.z;
-    const uint32_t pid = prime_off + y;
-    const u64 q = primes[pid].q;
-    const WP* tw = twf + (u64)pid * NN;
-    const uint32_t row = blockIdx.x * CL_LINES + line, Br = SUB + row;
-    const u64* src = in + z * in_zs + y * in_ys + row * SUB;
-    u64* dst = out + z * out_zs + y * out_ys + row * SUB;
-    w16_pf_row(tw, Br, u);
-    u64 x[16];
-#pragma unroll
-    for (int i = 0; i < 16; i++) x[i] = src[u + 8 * i];
-    w16_fwd_line(x, s, line, tw, Br, u, q);
-#pragma unroll
-    for (int p = 0; p < 16; p += 2)
-        st2(dst + 16 * u + p, csub(csub(x[p], 2 * q), q), csub(csub(x[p + 1], 2 * q), q));
-}
-
-// Inverse NTT, then x * post[pid] (canonical): V = 0 ntt_inv_cl, V = 1 ntt_inv_w16 (one launch,
-// grid (CL, limbs, components) in clusters of CL; CL_THREADS or W16_THREADS threads).
+// Inverse NTT, then x * post[pid] (canonical), one launch, grid (CL, limbs, components),
+// CL_THREADS threads: V = 0 ntt_inv_cl (clusters of CL), V = 2 ntt_inv_clr (twiddles
+// preloaded), V = 3 ntt_inv_gs (no clusters, global exchange).
 template <int V>
 __device__ __forceinline__ void ntt_inv_entry(
     const u64* __restrict__ in, u64* __restrict__ out, const Prime* __restrict__ primes,
@@ -1385,11 +1096,9 @@ __device__ __forceinline__ void ntt_inv_entry(
     auto store = [&](uint32_t pos, u64 x) { dst[pos] = shoup(x, pw.w, pw.wp, q); };
     if constexpr (V == 0 || V == 2) {
         cl_inv_ntt<V == 2>(s, twi + (u64)pid * NN, q, load4, store);
-    } else if constexpr (V == 3) {
+    } else {
         cl_inv_ntt<true, true>(s, twi + (u64)pid * NN, q, load4, store, dst,
                                sync_ctr + 2 * (z * gridDim.y + y));
-    } else {
-        w16_inv_ntt(s, twi + (u64)pid * NN, q, load4, store);
     }
 }
 
@@ -1400,64 +1109,10 @@ __device__ __forceinline__ void ntt_inv_entry(
 #define NTT_INV_ARGS in, out, primes, twi, post, prime_off, in_ys, in_zs, out_ys, out_zs
 
 CL_KERNEL ntt_inv_cl(NTT_INV_PARAMS) { ntt_inv_entry<0>(NTT_INV_ARGS); }
-W16_KERNEL ntt_inv_w16(NTT_INV_PARAMS) { ntt_inv_entry<1>(NTT_INV_ARGS); }
 CL_KERNEL1 ntt_inv_clr(NTT_INV_PARAMS) { ntt_inv_entry<2>(NTT_INV_ARGS); }
 // ntt_inv_clr without clusters, as ntt_fwd_gs (the row results go through the output limb).
 GS_KERNEL ntt_inv_gs(NTT_INV_PARAMS, unsigned* sync_ctr) {
     ntt_inv_entry<3>(NTT_INV_ARGS, sync_ctr);
-}
-
-// Two-launch inverse without clusters: the row pass (the arguments of ntt_inv_rows; input
-// < 2q, output lazy [0, 2q)), then the column pass with post (the arguments of ntt_inv_cols).
-// Grid (CL, limbs, components), W16_THREADS threads.
-W16_PLAIN_KERNEL ntt_inv_w16r(const u64* __restrict__ in, u64* __restrict__ out,
-                              const Prime* __restrict__ primes, const WP* __restrict__ twi,
-                              uint32_t prime_off, u64 in_ys, u64 in_zs, u64 out_ys,
-                              u64 out_zs) {
-    __shared__ u64 s[CL_WORDS];
-    const uint32_t tid = threadIdx.x, line = tid / 8, u = tid % 8;
-    const uint32_t y = blockIdx.y, z = blockIdx.z;
-    const uint32_t pid = prime_off + y;
-    const u64 q = primes[pid].q;
-    const WP* tw = twi + (u64)pid * NN;
-    const uint32_t row = blockIdx.x * CL_LINES + line, Br = SUB + row;
-    const u64* src = in + z * in_zs + y * in_ys + row * SUB;
-    u64* dst = out + z * out_zs + y * out_ys + row * SUB;
-    w16_pf_row(tw, Br, u);
-    u64 x[16];
-#pragma unroll
-    for (int j = 0; j < 4; j++) {
-        u64 t[4];
-        ld4(src + 16 * u + 4 * j, t);
-#pragma unroll
-        for (int e = 0; e < 4; e++) x[4 * j + e] = t[e];
-    }
-    w16_inv_line(x, s, line, tw, Br, u, q, [] {});
-#pragma unroll
-    for (int i = 0; i < 16; i++) dst[u + 8 * i] = x[i];
-}
-
-W16_PLAIN_KERNEL ntt_inv_w16c(const u64* __restrict__ in, u64* __restrict__ out,
-                              const Prime* __restrict__ primes, const WP* __restrict__ twi,
-                              const WP* __restrict__ post, uint32_t prime_off, u64 in_ys,
-                              u64 in_zs, u64 out_ys, u64 out_zs) {
-    __shared__ u64 s[CL_WORDS];
-    const uint32_t tid = threadIdx.x, line = tid / 8, u = tid % 8;
-    const uint32_t y = blockIdx.y, z = blockIdx.z;
-    const uint32_t pid = prime_off + y;
-    const u64 q = primes[pid].q;
-    const WP pw = post[pid];
-    const WP* tw = twi + (u64)pid * NN;
-    const uint32_t col = blockIdx.x * CL_LINES + line;
-    const u64* src = in + z * in_zs + y * in_ys;
-    u64* dst = out + z * out_zs + y * out_ys;
-    w16_pf_cols(tw, tid);
-    u64 x[16];
-#pragma unroll
-    for (int p = 0; p < 16; p++) x[p] = src[(16 * u + p) * SUB + col];
-    w16_inv_line(x, s, line, tw, 1, u, q, [] {});
-#pragma unroll
-    for (int i = 0; i < 16; i++) dst[(u + 8 * i) * SUB + col] = shoup(x[i], pw.w, pw.wp, q);
 }
 
 // Key switching after ntt_fwd_cl's ModUp: acc[c][y] = INTT(sum_d ext[d][y] * key[d][c][pid])

@@ -76,9 +76,6 @@ static void st2(unsigned long long* p, unsigned long long x0, unsigned long long
     p[1] = x1;
 }
 #define CL_KERNEL extern "C" void
-#define W16_KERNEL extern "C" void
-#define W16_PLAIN_KERNEL extern "C" void
-static void wsync() { g_bar->arrive_and_wait(); }  // a warp's exchange: the block barrier is stronger
 #define CL_KERNEL3 extern "C" void
 #define CL_KERNEL1 extern "C" void
 #define GS_KERNEL extern "C" void
@@ -387,33 +384,6 @@ int main() {
                 std::printf("FAIL counters not reset\n");
                 std::exit(1);
             }
-        // One-launch kernels with 16 words per thread, same data.
-        std::vector<u64> out_w(a.size(), ~0ull), back_w(a.size(), ~0ull);
-        launch_cluster(dim3{CL, L, C}, W16_THREADS, [&] {
-            ntt_fwd_w16(P(a), M(out_w), PR(T), WPP(T.twf), WPP(T.reduce), off, n, cs, n, cs, 0, 0,
-                        off, 0);
-        });
-        expect_eq("forward NTT 2 x 3 limbs (w16, one launch)", out_w, want);
-        launch_cluster(dim3{CL, L, C}, W16_THREADS, [&] {
-            ntt_inv_w16(P(out_w), M(back_w), PR(T), WPP(T.twi), WPP(T.n_inv), off, n, cs, n, cs);
-        });
-        expect_eq("inverse NTT round trip (w16, one launch)", back_w, a);
-        // The same 16-words-per-thread transforms as two launches without clusters.
-        std::vector<u64> out_w2(a.size(), ~0ull), back_w2(a.size(), ~0ull);
-        launch(dim3{CL, L, C}, W16_THREADS, [&] {
-            ntt_fwd_w16c(P(a), M(out_w2), PR(T), WPP(T.twf), WPP(T.reduce), off, n, cs, n, cs, 0,
-                         0, off, 0);
-        });
-        launch(dim3{CL, L, C}, W16_THREADS,
-               [&] { ntt_fwd_w16r(M(out_w2), M(out_w2), PR(T), WPP(T.twf), off, n, cs, n, cs); });
-        expect_eq("forward NTT 2 x 3 limbs (w16, two launches)", out_w2, want);
-        launch(dim3{CL, L, C}, W16_THREADS,
-               [&] { ntt_inv_w16r(P(out_w2), M(back_w2), PR(T), WPP(T.twi), off, n, cs, n, cs); });
-        launch(dim3{CL, L, C}, W16_THREADS, [&] {
-            ntt_inv_w16c(M(back_w2), M(back_w2), PR(T), WPP(T.twi), WPP(T.n_inv), off, n, cs, n,
-                         cs);
-        });
-        expect_eq("inverse NTT round trip (w16, two launches)", back_w2, a);
         // Non-canonical inputs below 2^64 on the forward path (the pre-step reduces any word).
         std::vector<u64> big(a.size()), out_big(a.size(), ~0ull);
         for (size_t i = 0; i < a.size(); i++) big[i] = a[i] + QS[off + (i / NN) % L] * (rng() % 7);
@@ -422,18 +392,6 @@ int main() {
                        0, off, 0);
         });
         expect_eq("forward NTT of unreduced words (cluster)", out_big, want);
-        std::fill(out_big.begin(), out_big.end(), ~0ull);
-        launch_cluster(dim3{CL, L, C}, W16_THREADS, [&] {
-            ntt_fwd_w16(P(big), M(out_big), PR(T), WPP(T.twf), WPP(T.reduce), off, n, cs, n, cs, 0,
-                        0, off, 0);
-        });
-        expect_eq("forward NTT of unreduced words (w16)", out_big, want);
-        std::fill(out_big.begin(), out_big.end(), ~0ull);
-        launch_cluster(dim3{CL, L, C}, W16_THREADS, [&] {
-            ntt_fwd_w16(P(a), M(out_big), PR(T), WPP(T.twf), nullptr, off, n, cs, n, cs, 0, 0, off,
-                        0);
-        });
-        expect_eq("forward NTT, canonical input, no pre-step (w16)", out_big, want);
         // Canonical input without the pre-step (pre == nullptr), both kernel paths.
         std::vector<u64> out_raw(a.size(), ~0ull), out_raw2(a.size(), ~0ull);
         launch_cluster(dim3{CL, L, C}, CL_THREADS, [&] {

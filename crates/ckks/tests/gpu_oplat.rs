@@ -273,11 +273,7 @@ fn oplat_table_on_the_gpu() {
     for (suffix, kernels) in [
         ("2pass", NttKernels::TwoPass),
         ("cl512", NttKernels::Cluster),
-        ("wide", NttKernels::Wide),
-        ("mixed", NttKernels::Mixed),
-        ("w16x2", NttKernels::WideTwoPass),
         ("clpre", NttKernels::ClusterPreload),
-        ("gsync", NttKernels::GlobalSync),
     ] {
         gpu.set_ntt_kernels(kernels);
         let mut alt = vec![
@@ -347,7 +343,7 @@ fn oplat_table_on_the_gpu() {
         }
     }
     table.push_str(&format!(
-        "(rows without a suffix: NttKernels::{default:?}; /2pass two-pass, /cl512 8 x 512-thread clusters, /wide 8 x 128-thread clusters with 16 words per thread, /mixed wide NTT ops + cl512 key switch, /w16x2 the 16-word transforms as two launches without clusters, /clpre cl512 with twiddles preloaded into registers, /gsync one cooperative launch without clusters)\n"
+        "(rows without a suffix: NttKernels::{default:?}; /2pass two-pass, /cl512 8 x 512-thread clusters, /clpre the same with twiddles preloaded into registers)\n"
     ));
     eprintln!("{table}");
     if let Ok(out) = std::env::var("OUT") {

@@ -36,19 +36,16 @@ fn fixture() -> Option<Fixture> {
     }
 }
 
-/// Runs `body` once per NTT kernel choice (two-pass, the 512-thread cluster kernels, the
-/// 16-words-per-thread kernels in clusters everywhere or as two launches, and the default mix), with a label for each; checks
+/// Runs `body` once per NTT kernel choice (two-pass, the cluster kernels with and without
+/// preloaded twiddles, and the default one-launch kernels without clusters), with a label for each; checks
 /// that the driver accepted the cluster launches (a refused one would turn the engine to
 /// two-pass and test that path again).
 fn on_both_kernel_paths(fx: &Fixture, mut body: impl FnMut(&str)) {
     for kernels in [
         NttKernels::Cluster,
-        NttKernels::Wide,
         NttKernels::TwoPass,
-        NttKernels::WideTwoPass,
         NttKernels::ClusterPreload,
         NttKernels::GlobalSync,
-        NttKernels::Mixed,
     ] {
         fx.gpu.set_ntt_kernels(kernels);
         body(&format!("{kernels:?}"));
@@ -445,6 +442,9 @@ fn results_become_resident_values_on_cuda_and_come_back() {
         .gpu
         .coefficient_domain_to_ntt_domain(&fx.up(&ct), s)
         .expect("gpu ntt");
+    // The device value reports the engine's device (cuda:0 here).
+    assert_eq!(r.location(), fx.gpu.location());
+    assert_eq!(r.location(), ResidencyLocation::Cuda(0));
     let res = fx
         .gpu
         .to_resident_ciphertext(&r, &mem, s)

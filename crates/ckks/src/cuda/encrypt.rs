@@ -494,6 +494,7 @@ impl CudaEngine {
         drv(op, scratch.drop_async(stream))?;
         Ok(GpuCiphertext {
             buf: DevWords::Owned(out),
+            device: self.device,
             context: self.context_id,
             level,
             scale,

@@ -91,7 +91,7 @@ fn drv<T>(op: &'static str, r: cust::error::CudaResult<T>) -> Result<T> {
 }
 
 /// Every kernel of `kernels/ckks.cu` the engine launches, in the order of [`K`].
-const KERNELS: [&str; 29] = [
+const KERNELS: [&str; 23] = [
     "ntt_fwd_cols",
     "ntt_fwd_rows",
     "ntt_inv_rows",
@@ -111,12 +111,6 @@ const KERNELS: [&str; 29] = [
     "ntt_fwd_cl",
     "ntt_inv_cl",
     "ks_inner_cl",
-    "ntt_fwd_w16",
-    "ntt_inv_w16",
-    "ntt_fwd_w16c",
-    "ntt_fwd_w16r",
-    "ntt_inv_w16r",
-    "ntt_inv_w16c",
     "ntt_fwd_clr",
     "ntt_inv_clr",
     "ntt_fwd_gs",
@@ -147,12 +141,6 @@ enum K {
     NttFwdCl,
     NttInvCl,
     KsInnerCl,
-    NttFwdW16,
-    NttInvW16,
-    NttFwdW16c,
-    NttFwdW16r,
-    NttInvW16r,
-    NttInvW16c,
     NttFwdClr,
     NttInvClr,
     NttFwdGs,
@@ -187,8 +175,6 @@ const MAX_ARGS: usize = 16;
 const CL_BLOCKS: u32 = 8;
 /// Threads per block of the cluster kernels (`CL_THREADS`).
 const CL_THREADS: u32 = 512;
-/// Threads per block of the 16-words-per-thread cluster NTT kernels (`W16_THREADS`).
-const W16_THREADS: u32 = 128;
 /// Limbs (grid y x z) one launch of the `*_gs` NTT kernels may span: two counters each.
 const SYNC_SLOTS: usize = 256;
 /// Counter regions the `*_gs` launches rotate through, so that launches running at the same
@@ -196,34 +182,24 @@ const SYNC_SLOTS: usize = 256;
 const SYNC_REGIONS: usize = 16;
 
 /// Which kernels run the engine's NTTs and key switches. Every choice gives the same words;
-/// they differ in speed (docs/perf.md) and in what the driver must support (thread-block
-/// clusters, compute capability 9.0).
+/// they differ in speed (docs/perf.md, decision 0503) and in what the driver must support.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum NttKernels {
     /// Two launches per NTT (column pass, row pass) and per key-switch half; no clusters.
     TwoPass,
-    /// One launch per NTT: clusters of 8 blocks x 512 threads, 4 words per thread
-    /// (`ntt_fwd_cl`/`ntt_inv_cl`), also for the key switch's ModUp.
+    /// One launch per NTT: thread-block clusters of 8 blocks x 512 threads per limb, the
+    /// transpose through distributed shared memory (`ntt_fwd_cl`/`ntt_inv_cl`), also for the
+    /// key switch's ModUp.
     Cluster,
-    /// One launch per NTT: clusters of 8 blocks x 128 threads, 16 words per thread in registers
-    /// (`ntt_fwd_w16`/`ntt_inv_w16`), for the NTT operations and for the key switch's ModUp.
-    Wide,
-    /// [`NttKernels::Wide`] for the NTT operations (domain changes, encryption, decryption),
-    /// [`NttKernels::Cluster`] for the key switch's ModUp (the default).
-    Mixed,
-    /// The 16-words-per-thread transforms as two launches without clusters (a column pass and
-    /// a row pass, 8 blocks x 128 threads per limb each) for the NTT operations,
-    /// [`NttKernels::Cluster`] for the key switch's ModUp.
-    WideTwoPass,
     /// [`NttKernels::Cluster`] with every twiddle of a phase loaded into registers before the
-    /// phase (`ntt_fwd_clr`/`ntt_inv_clr`, one block per SM) for the NTT operations, the
-    /// 512-thread cluster kernels for the key switch's ModUp.
+    /// phase (`ntt_fwd_clr`/`ntt_inv_clr`, one block per SM) for the NTT operations; the
+    /// key switch as [`NttKernels::Cluster`].
     ClusterPreload,
-    /// One launch per NTT operation without clusters: the 8 blocks of a limb exchange their
-    /// first-phase results through the output in global memory and meet on counters
-    /// (`ntt_fwd_gs`/`ntt_inv_gs`, launched cooperatively so every block is resident; a launch
-    /// too large for one wave runs [`NttKernels::ClusterPreload`]'s kernels instead); the
-    /// 512-thread cluster kernels for the key switch's ModUp.
+    /// The default. One launch per NTT operation without clusters: the 8 blocks of a limb
+    /// exchange their first-phase results through the output in global memory and meet on
+    /// counters (`ntt_fwd_gs`/`ntt_inv_gs`, launched cooperatively so every block is resident;
+    /// a launch too large for one wave runs [`NttKernels::ClusterPreload`]'s kernels); the key
+    /// switch as [`NttKernels::Cluster`].
     GlobalSync,
 }
 
@@ -232,11 +208,8 @@ impl NttKernels {
         match self {
             Self::TwoPass => 0,
             Self::Cluster => 1,
-            Self::Wide => 2,
-            Self::Mixed => 3,
-            Self::WideTwoPass => 4,
-            Self::ClusterPreload => 5,
-            Self::GlobalSync => 6,
+            Self::ClusterPreload => 2,
+            Self::GlobalSync => 3,
         }
     }
 
@@ -244,24 +217,18 @@ impl NttKernels {
         match code {
             0 => Self::TwoPass,
             1 => Self::Cluster,
-            2 => Self::Wide,
-            3 => Self::Mixed,
-            4 => Self::WideTwoPass,
-            5 => Self::ClusterPreload,
+            2 => Self::ClusterPreload,
             _ => Self::GlobalSync,
         }
     }
 
-    /// The choice an engine starts with: `FHELIUM_CKKS_NTT` = `two-pass`, `cluster`, `wide`,
-    /// `mixed`, `wide-two-pass`, `cluster-preload` or `global-sync` when set, else two-pass when `FHELIUM_CKKS_CLUSTERS=0`, else
-    /// [`NttKernels::Mixed`].
+    /// The choice an engine starts with: `FHELIUM_CKKS_NTT` = `two-pass`, `cluster`,
+    /// `cluster-preload` or `global-sync` when set, else two-pass when
+    /// `FHELIUM_CKKS_CLUSTERS=0`, else [`NttKernels::GlobalSync`].
     fn from_env() -> Self {
         match std::env::var("FHELIUM_CKKS_NTT").as_deref() {
             Ok("two-pass") => return Self::TwoPass,
             Ok("cluster") => return Self::Cluster,
-            Ok("wide") => return Self::Wide,
-            Ok("mixed") => return Self::Mixed,
-            Ok("wide-two-pass") => return Self::WideTwoPass,
             Ok("cluster-preload") => return Self::ClusterPreload,
             Ok("global-sync") => return Self::GlobalSync,
             _ => {}
@@ -269,17 +236,16 @@ impl NttKernels {
         if std::env::var("FHELIUM_CKKS_CLUSTERS").is_ok_and(|v| v == "0") {
             Self::TwoPass
         } else {
-            Self::Mixed
+            Self::GlobalSync
         }
     }
 
-    /// The one-launch forward and inverse NTT kernels of the NTT operations, `None` for the
-    /// two-launch choices.
+    /// The one-launch cluster forward and inverse NTT kernels of the NTT operations, `None`
+    /// for two-pass.
     fn ntt_pair(self) -> Option<(K, K)> {
         match self {
-            Self::TwoPass | Self::WideTwoPass => None,
+            Self::TwoPass => None,
             Self::Cluster => Some((K::NttFwdCl, K::NttInvCl)),
-            Self::Wide | Self::Mixed => Some((K::NttFwdW16, K::NttInvW16)),
             Self::ClusterPreload | Self::GlobalSync => Some((K::NttFwdClr, K::NttInvClr)),
         }
     }
@@ -288,12 +254,7 @@ impl NttKernels {
     fn modup(self) -> Option<K> {
         match self {
             Self::TwoPass => None,
-            Self::Cluster
-            | Self::Mixed
-            | Self::WideTwoPass
-            | Self::ClusterPreload
-            | Self::GlobalSync => Some(K::NttFwdCl),
-            Self::Wide => Some(K::NttFwdW16),
+            Self::Cluster | Self::ClusterPreload | Self::GlobalSync => Some(K::NttFwdCl),
         }
     }
 }
@@ -591,6 +552,8 @@ impl<T> std::ops::Deref for GpuView<'_, T> {
 #[derive(Debug)]
 pub struct GpuCiphertext {
     buf: DevWords,
+    // The engine's device ordinal (`cuda:N`).
+    device: u32,
     context: u64,
     level: usize,
     scale: f64,
@@ -604,6 +567,8 @@ pub struct GpuCiphertext {
 #[derive(Debug)]
 pub struct GpuPlaintext {
     buf: DevWords,
+    // The engine's device ordinal (`cuda:N`).
+    device: u32,
     context: u64,
     level: usize,
     scale: f64,
@@ -697,10 +662,10 @@ macro_rules! value_accessors {
             pub fn nbytes(&self) -> u64 {
                 (self.buf.len() * 8) as u64
             }
-            /// Always `cuda:0` (the engine's device).
+            /// The device the words are on: `cuda:N` of the engine that made the value.
             #[must_use]
             pub fn location(&self) -> ResidencyLocation {
-                ResidencyLocation::Cuda(0)
+                ResidencyLocation::Cuda(u8::try_from(self.device).unwrap_or(u8::MAX))
             }
             /// Frees the device memory in stream order (no host synchronisation), after the
             /// work already enqueued on `stream`. Dropping the value instead frees it at once,
@@ -957,9 +922,9 @@ impl CudaEngine {
     }
 
     /// Which kernels run NTTs and key switches ([`NttKernels`]; the results are the same
-    /// words for every choice). `FHELIUM_CKKS_NTT` (`two-pass`, `cluster`, `wide`, `mixed`)
-    /// or `FHELIUM_CKKS_CLUSTERS=0` (two-pass) in the environment sets an engine's first
-    /// choice, [`NttKernels::Mixed`] otherwise; a driver that refuses a cluster launch turns
+    /// words for every choice). `FHELIUM_CKKS_NTT` (`two-pass`, `cluster`, `cluster-preload`,
+    /// `global-sync`) or `FHELIUM_CKKS_CLUSTERS=0` (two-pass) in the environment sets an
+    /// engine's first choice, [`NttKernels::GlobalSync`] otherwise; a driver that refuses a cluster launch turns
     /// the engine to [`NttKernels::TwoPass`] for good (the operation then runs the two-pass
     /// kernels).
     #[must_use]
@@ -981,11 +946,11 @@ impl CudaEngine {
         self.ntt_kernels() != NttKernels::TwoPass
     }
 
-    /// `true`: the default cluster kernels ([`NttKernels::Mixed`]); `false`: the two-pass
-    /// kernels.
+    /// `true`: the default one-launch kernels ([`NttKernels::GlobalSync`]); `false`: the
+    /// two-pass kernels.
     pub fn set_cluster_kernels(&self, on: bool) {
         self.set_ntt_kernels(if on {
-            NttKernels::Mixed
+            NttKernels::GlobalSync
         } else {
             NttKernels::TwoPass
         });
@@ -1032,12 +997,14 @@ impl CudaEngine {
         let Some(kernel) = kernel else {
             return Ok(false);
         };
-        let block = if matches!(kernel, K::NttFwdW16 | K::NttInvW16) {
-            W16_THREADS
-        } else {
-            CL_THREADS
-        };
-        match self.launch(op, kernel, (CL_BLOCKS, grid.0, grid.1), block, stream, args) {
+        match self.launch(
+            op,
+            kernel,
+            (CL_BLOCKS, grid.0, grid.1),
+            CL_THREADS,
+            stream,
+            args,
+        ) {
             Ok(()) => Ok(true),
             Err(CudaBackendError::Launch { .. }) => {
                 self.set_ntt_kernels(NttKernels::TwoPass);
@@ -1173,6 +1140,7 @@ impl CudaEngine {
         self.check_rows(OP, &ct.prime_ids)?;
         Ok(GpuCiphertext {
             buf: DevWords::Owned(self.upload_words(OP, &ct.words, stream)?),
+            device: self.device,
             context: ct.context,
             level: ct.level,
             scale: ct.scale,
@@ -1198,6 +1166,7 @@ impl CudaEngine {
         self.check_rows(OP, &pt.prime_ids)?;
         Ok(GpuPlaintext {
             buf: DevWords::Owned(self.upload_words(OP, &pt.words, stream)?),
+            device: self.device,
             context: pt.context,
             level: pt.level,
             scale: pt.scale,
@@ -1288,6 +1257,7 @@ impl CudaEngine {
         Ok(GpuView {
             value: GpuCiphertext {
                 buf: self.borrowed_words(OP, &ct.words)?,
+                device: self.device,
                 context: ct.context,
                 level: ct.level,
                 scale: ct.scale,
@@ -1319,6 +1289,7 @@ impl CudaEngine {
         Ok(GpuView {
             value: GpuPlaintext {
                 buf: self.borrowed_words(OP, &pt.words)?,
+                device: self.device,
                 context: pt.context,
                 level: pt.level,
                 scale: pt.scale,
@@ -1518,6 +1489,7 @@ impl CudaEngine {
     fn like(&self, ct: &GpuCiphertext, buf: DeviceBuffer<u64>) -> GpuCiphertext {
         GpuCiphertext {
             buf: DevWords::Owned(buf),
+            device: ct.device,
             context: ct.context,
             level: ct.level,
             scale: ct.scale,
@@ -1555,19 +1527,13 @@ impl CudaEngine {
         if self.launch_cluster(op, kernel, yz, stream, &args)? {
             return Ok(());
         }
-        let (cols, rows_k, grid, block) = if kernels == NttKernels::WideTwoPass {
-            let grid = (CL_BLOCKS, yz.0, yz.1);
-            (K::NttFwdW16c, K::NttFwdW16r, grid, W16_THREADS)
-        } else {
-            let grid = (NTT_BLOCKS_PER_LIMB, yz.0, yz.1);
-            (K::NttFwdCols, K::NttFwdRows, grid, NTT_THREADS)
-        };
-        self.launch(op, cols, grid, block, stream, &args)?;
+        let grid = (NTT_BLOCKS_PER_LIMB, yz.0, yz.1);
+        self.launch(op, K::NttFwdCols, grid, NTT_THREADS, stream, &args)?;
         self.launch(
             op,
-            rows_k,
+            K::NttFwdRows,
             grid,
-            block,
+            NTT_THREADS,
             stream,
             &[
                 Arg::U64(f.dst),
@@ -1606,17 +1572,11 @@ impl CudaEngine {
         if self.launch_cluster(op, kernel, yz, stream, &args[..len])? {
             return Ok(());
         }
-        let (rows_k, cols, grid, block) = if kernels == NttKernels::WideTwoPass {
-            let grid = (CL_BLOCKS, yz.0, yz.1);
-            (K::NttInvW16r, K::NttInvW16c, grid, W16_THREADS)
-        } else {
-            let grid = (NTT_BLOCKS_PER_LIMB, yz.0, yz.1);
-            (K::NttInvRows, K::NttInvCols, grid, NTT_THREADS)
-        };
+        let grid = (NTT_BLOCKS_PER_LIMB, yz.0, yz.1);
         let (rargs, rlen) = v.args(v.src, v.dst, primes, twi, None);
-        self.launch(op, rows_k, grid, block, stream, &rargs[..rlen])?;
+        self.launch(op, K::NttInvRows, grid, NTT_THREADS, stream, &rargs[..rlen])?;
         let (cargs, clen) = v.args(v.dst, v.dst, primes, twi, Some(v.post));
-        self.launch(op, cols, grid, block, stream, &cargs[..clen])
+        self.launch(op, K::NttInvCols, grid, NTT_THREADS, stream, &cargs[..clen])
     }
 
     /// Forward NTT of `comps x limbs` dense rows from `src` (row stride N, component stride
@@ -2509,6 +2469,7 @@ impl CudaEngine {
         drv(OP, upl.drop_async(stream))?;
         Ok(GpuCiphertext {
             buf: DevWords::Owned(out),
+            device: self.device,
             context: self.context_id,
             level,
             scale: pt.scale,
@@ -2695,12 +2656,6 @@ mod tests {
             K::NttFwdCl,
             K::NttInvCl,
             K::KsInnerCl,
-            K::NttFwdW16,
-            K::NttInvW16,
-            K::NttFwdW16c,
-            K::NttFwdW16r,
-            K::NttInvW16r,
-            K::NttInvW16c,
             K::NttFwdClr,
             K::NttInvClr,
             K::NttFwdGs,
