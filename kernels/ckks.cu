@@ -736,13 +736,14 @@ __device__ __forceinline__ unsigned ld_acquire(const unsigned* p) {
 }
 #endif
 // The blocks of one limb meet (the *_gs kernels, launched cooperatively so every block is
-// resident): every thread's global writes are released, thread 0 counts this block in ctr[0]
-// and waits until all CL blocks are counted, then the last block to leave resets both counters
-// for the next launch that uses them.
+// resident), as cooperative groups' grid barrier does: after the block barrier, thread 0's
+// fence releases every global write the block made before it (fences are cumulative), thread 0
+// counts this block in ctr[0] and waits (acquire) until all CL blocks are counted, then the
+// last block to leave resets both counters for the next launch that uses them.
 __device__ __forceinline__ void limb_sync(unsigned* ctr) {
-    __threadfence();
     __syncthreads();
     if (threadIdx.x == 0) {
+        __threadfence();
         atomicAdd(&ctr[0], 1u);
         while (ld_acquire(&ctr[0]) < CL) {
         }
