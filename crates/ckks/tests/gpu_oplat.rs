@@ -37,6 +37,26 @@ const FHELIUM_US: [(&str, f64); 10] = [
     ("relinearize", 1688.5),
 ];
 
+/// FHElium's medians from the peer's `peer-oplat.txt` (lines `op median p10 p90`) when
+/// `FHELIUM_PEER_OPLAT` names one: the same device call's figures for the ratio column.
+fn peer_oplat() -> Vec<(String, f64)> {
+    let Ok(path) = std::env::var("FHELIUM_PEER_OPLAT") else {
+        return Vec::new();
+    };
+    let text = std::fs::read_to_string(&path).unwrap_or_default();
+    text.lines()
+        .filter_map(|l| {
+            let mut it = l.split_whitespace();
+            let name = it.next()?;
+            let med: f64 = it.next()?.parse().ok()?;
+            FHELIUM_US
+                .iter()
+                .any(|(n, _)| *n == name)
+                .then(|| (name.to_string(), med))
+        })
+        .collect()
+}
+
 fn percentile(sorted: &[f64], p: f64) -> f64 {
     let idx = ((sorted.len() - 1) as f64 * p).round() as usize;
     sorted[idx]
@@ -316,18 +336,27 @@ fn oplat_table_on_the_gpu() {
     }
     gpu.set_ntt_kernels(default);
 
+    let same_call = peer_oplat();
     let mut table = String::from(
         "preset=slots8192-scale40-levels7-int64 device=cuda:0 (fhelium-rs CudaEngine, CUDA events, 200 after 20 warm-ups, 4 keys x 4 ciphertexts)\n",
+    );
+    table.push_str(if same_call.is_empty() {
+        "fhelium_us: FHElium's figures in reference/fhelium-h200/oplat.txt\n"
+    } else {
+        "fhelium_us: FHElium timed in the same device call (FHELIUM_PEER_OPLAT)\n"
     );
     table.push_str(&format!(
         "{:<24} {:>10} {:>9} {:>9} {:>12} {:>8} {:>10} {:>9}\n",
         "op", "median_us", "p10", "p90", "fhelium_us", "ratio", "submit_us", "burst_us"
     ));
     for (name, r) in &rows {
-        let peer = FHELIUM_US
+        let op = name.split('/').next();
+        let peer = same_call
             .iter()
-            .find(|(n, _)| name.split('/').next() == Some(*n))
-            .map_or(f64::NAN, |p| p.1);
+            .find(|(n, _)| op == Some(n.as_str()))
+            .map(|p| p.1)
+            .or_else(|| FHELIUM_US.iter().find(|(n, _)| op == Some(*n)).map(|p| p.1))
+            .unwrap_or(f64::NAN);
         match r {
             Some(((med, p10, p90), diag)) => {
                 let (sub, burst) = diag.map_or((f64::NAN, f64::NAN), |d| (d.submit_us, d.burst_us));
