@@ -344,7 +344,7 @@ fn oplat_table_on_the_gpu() {
         "fhelium_us: FHElium's figures in reference/fhelium-h200/oplat.txt\n"
     } else {
         "fhelium_us: FHElium timed in the same device call (FHELIUM_PEER_OPLAT)\n"
-    );
+    });
     table.push_str(&format!(
         "{:<24} {:>10} {:>9} {:>9} {:>12} {:>8} {:>10} {:>9}\n",
         "op", "median_us", "p10", "p90", "fhelium_us", "ratio", "submit_us", "burst_us"
