@@ -177,9 +177,12 @@ const CL_BLOCKS: u32 = 8;
 const CL_THREADS: u32 = 512;
 /// Limbs (grid y x z) one launch of the `*_gs` NTT kernels may span: two counters each.
 const SYNC_SLOTS: usize = 256;
-/// Counter regions the `*_gs` launches rotate through, so that launches running at the same
-/// time on different streams never share counters (each region is reset by its own launch).
-const SYNC_REGIONS: usize = 16;
+/// Counter regions the `*_gs` launches rotate through (each region is reset by the launch that
+/// used it), so that launches running at the same time on different streams do not share
+/// counters. A region comes back after 63 other `*_gs` launches on the engine; launches that
+/// far apart in submission order never run at the same time in practice (a level-0 ciphertext
+/// NTT fills the GPU, and a cooperative launch starts only when all its blocks fit).
+const SYNC_REGIONS: usize = 64;
 
 /// Which kernels run the engine's NTTs and key switches. Every choice gives the same words;
 /// they differ in speed (docs/perf.md, decision 0503) and in what the driver must support.
