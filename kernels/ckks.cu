@@ -1015,8 +1015,8 @@ __device__ __forceinline__ void cl_inv_ntt(u64* s, const WP* tw, u64 q, Load4 lo
 
 // Forward NTT kernels with the arguments and input modes of ntt_fwd_cols (plain, signed lift,
 // automorphism gather, balanced ModUp lift), one launch, output canonical, grid (CL, limbs,
-// components), CL_THREADS threads: V = 0 ntt_fwd_cl (clusters of CL), V = 3 ntt_fwd_clr (the
-// same with the twiddles preloaded), V = 4 ntt_fwd_gs (no clusters, global exchange).
+// components), CL_THREADS threads: V = 0 ntt_fwd_cl (clusters of CL), V = 1 ntt_fwd_clr (the
+// same with the twiddles preloaded), V = 2 ntt_fwd_gs (no clusters, global exchange).
 template <int V>
 __device__ __forceinline__ void ntt_fwd_entry(
     const u64* __restrict__ in, u64* __restrict__ out, const Prime* __restrict__ primes,
@@ -1052,9 +1052,9 @@ __device__ __forceinline__ void ntt_fwd_entry(
     };
     auto store2 = [&](uint32_t pos, u64 x0, u64 x1) { st2(dst + pos, x0, x1); };
     const WP* tw = twf + (u64)pid * NN;
-    if constexpr (V == 0 || V == 3) {
-        cl_fwd_ntt<V == 3>(s, tw, p.q, load, store2);
-    } else if constexpr (V == 4) {
+    if constexpr (V < 2) {
+        cl_fwd_ntt<V == 1>(s, tw, p.q, load, store2);
+    } else {
         // ctr: the launch's counter pairs (y, z) = limb; tdst: the output limb itself.
         cl_fwd_ntt<true, true>(s, tw, p.q, load, store2, dst,
                                sync_ctr + 2 * (z * gridDim.y + y));
@@ -1070,17 +1070,17 @@ __device__ __forceinline__ void ntt_fwd_entry(
     in, out, primes, twf, pre, prime_off, in_ys, in_zs, out_ys, out_zs, mode, ginv, src_off, src_by_z
 
 CL_KERNEL3 ntt_fwd_cl(NTT_FWD_PARAMS) { ntt_fwd_entry<0>(NTT_FWD_ARGS); }
-CL_KERNEL1 ntt_fwd_clr(NTT_FWD_PARAMS) { ntt_fwd_entry<3>(NTT_FWD_ARGS); }
+CL_KERNEL1 ntt_fwd_clr(NTT_FWD_PARAMS) { ntt_fwd_entry<1>(NTT_FWD_ARGS); }
 // ntt_fwd_clr without clusters: the blocks of a limb exchange the column results through the
 // output limb in global memory (L2) and meet on counters in sync_ctr (two per limb); launched
 // cooperatively. Grid (CL, limbs, components), CL_THREADS threads.
 GS_KERNEL ntt_fwd_gs(NTT_FWD_PARAMS, unsigned* sync_ctr) {
-    ntt_fwd_entry<4>(NTT_FWD_ARGS, sync_ctr);
+    ntt_fwd_entry<2>(NTT_FWD_ARGS, sync_ctr);
 }
 
 // Inverse NTT, then x * post[pid] (canonical), one launch, grid (CL, limbs, components),
-// CL_THREADS threads: V = 0 ntt_inv_cl (clusters of CL), V = 2 ntt_inv_clr (twiddles
-// preloaded), V = 3 ntt_inv_gs (no clusters, global exchange).
+// CL_THREADS threads: V = 0 ntt_inv_cl (clusters of CL), V = 1 ntt_inv_clr (twiddles
+// preloaded), V = 2 ntt_inv_gs (no clusters, global exchange).
 template <int V>
 __device__ __forceinline__ void ntt_inv_entry(
     const u64* __restrict__ in, u64* __restrict__ out, const Prime* __restrict__ primes,
@@ -1095,8 +1095,8 @@ __device__ __forceinline__ void ntt_inv_entry(
     u64* dst = out + z * out_zs + y * out_ys;
     auto load4 = [&](uint32_t pos, u64 (&x)[4]) { ld4(src + pos, x); };
     auto store = [&](uint32_t pos, u64 x) { dst[pos] = shoup(x, pw.w, pw.wp, q); };
-    if constexpr (V == 0 || V == 2) {
-        cl_inv_ntt<V == 2>(s, twi + (u64)pid * NN, q, load4, store);
+    if constexpr (V < 2) {
+        cl_inv_ntt<V == 1>(s, twi + (u64)pid * NN, q, load4, store);
     } else {
         cl_inv_ntt<true, true>(s, twi + (u64)pid * NN, q, load4, store, dst,
                                sync_ctr + 2 * (z * gridDim.y + y));
@@ -1110,10 +1110,10 @@ __device__ __forceinline__ void ntt_inv_entry(
 #define NTT_INV_ARGS in, out, primes, twi, post, prime_off, in_ys, in_zs, out_ys, out_zs
 
 CL_KERNEL ntt_inv_cl(NTT_INV_PARAMS) { ntt_inv_entry<0>(NTT_INV_ARGS); }
-CL_KERNEL1 ntt_inv_clr(NTT_INV_PARAMS) { ntt_inv_entry<2>(NTT_INV_ARGS); }
+CL_KERNEL1 ntt_inv_clr(NTT_INV_PARAMS) { ntt_inv_entry<1>(NTT_INV_ARGS); }
 // ntt_inv_clr without clusters, as ntt_fwd_gs (the row results go through the output limb).
 GS_KERNEL ntt_inv_gs(NTT_INV_PARAMS, unsigned* sync_ctr) {
-    ntt_inv_entry<3>(NTT_INV_ARGS, sync_ctr);
+    ntt_inv_entry<2>(NTT_INV_ARGS, sync_ctr);
 }
 
 // Key switching after ntt_fwd_cl's ModUp: acc[c][y] = INTT(sum_d ext[d][y] * key[d][c][pid])

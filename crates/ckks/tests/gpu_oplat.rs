@@ -290,33 +290,57 @@ fn oplat_table_on_the_gpu() {
     // The same NTT and key-switch ops on the other kernel choices, for comparison in the same
     // run (see `NttKernels`).
     let default = gpu.ntt_kernels();
-    for (suffix, kernels) in [
-        ("2pass", NttKernels::TwoPass),
-        ("cl512", NttKernels::Cluster),
-        ("clpre", NttKernels::ClusterPreload),
+    for (names, kernels) in [
+        (
+            [
+                "coefficient_to_ntt/2pass",
+                "ntt_to_coefficient/2pass",
+                "rotate_with_key/2pass",
+                "relinearize/2pass",
+            ],
+            NttKernels::TwoPass,
+        ),
+        (
+            [
+                "coefficient_to_ntt/cl512",
+                "ntt_to_coefficient/cl512",
+                "rotate_with_key/cl512",
+                "relinearize/cl512",
+            ],
+            NttKernels::Cluster,
+        ),
+        (
+            [
+                "coefficient_to_ntt/clpre",
+                "ntt_to_coefficient/clpre",
+                "rotate_with_key/clpre",
+                "relinearize/clpre",
+            ],
+            NttKernels::ClusterPreload,
+        ),
     ] {
         gpu.set_ntt_kernels(kernels);
-        let mut alt = vec![
+        let alt = [
             (
-                "coefficient_to_ntt",
+                names[0],
                 time_op(&s, |i| {
                     gpu.coefficient_domain_to_ntt_domain(&cts[i % SETS], &s)
                 }),
             ),
             (
-                "ntt_to_coefficient",
+                names[1],
                 time_op(&s, |i| {
                     gpu.ntt_domain_to_coefficient_domain(&ntts[i % SETS], &s)
                 }),
             ),
             (
-                "rotate_with_key",
+                names[2],
                 time_op(&s, |i| {
                     gpu.rotate_with_key(&cts[i % SETS], &keys[(i / SETS + i) % SETS], &s)
                 }),
             ),
             (
-                "relinearize",
+                names[3],
                 time_op(&s, |i| {
                     gpu.relinearize_with_key(&prods[i % SETS], &rlks[(i / SETS + i) % SETS], &s)
                 }),
@@ -327,11 +351,8 @@ fn oplat_table_on_the_gpu() {
             kernels,
             "the driver refused a cluster launch"
         );
-        for (name, t) in alt.drain(..) {
-            rows.push((
-                Box::leak(format!("{name}/{suffix}").into_boxed_str()),
-                Some(t),
-            ));
+        for (name, t) in alt {
+            rows.push((name, Some(t)));
         }
     }
     gpu.set_ntt_kernels(default);
