@@ -734,22 +734,30 @@ __device__ __forceinline__ unsigned ld_acquire(const unsigned* p) {
     asm volatile("ld.acquire.gpu.global.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
     return v;
 }
+__device__ __forceinline__ unsigned ld_relaxed(const unsigned* p) {
+    unsigned v;
+    asm volatile("ld.relaxed.gpu.global.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
+    return v;
+}
 #endif
 // The blocks of one limb meet (the *_gs kernels, launched cooperatively so every block is
 // resident), as cooperative groups' grid barrier does: after the block barrier, thread 0's
 // fence releases every global write the block made before it (fences are cumulative), thread 0
-// counts this block in ctr[0] and waits (acquire) until all CL blocks are counted, then the
-// last block to leave resets both counters for the next launch that uses them.
-__device__ __forceinline__ void limb_sync(unsigned* ctr) {
+// counts this block in ctr[0] and waits (acquire) until the count reaches `target`.
+// The counter is never reset: each launch that uses it adds exactly CL, so it holds a multiple
+// of CL between launches, and a block that has not arrived yet reads a value in
+// [base, base + CL - 1] where base is that multiple (limb_target, at the block's start: at most
+// CL - 1 others can have arrived). The wait compares modulo 2^32 (the counter may wrap). No
+// round trip to L2 is spent on resetting, and the launch needs nothing from the host.
+__device__ __forceinline__ unsigned limb_target(const unsigned* ctr) {
+    return (ld_relaxed(ctr) & ~(unsigned)(CL - 1)) + CL;
+}
+__device__ __forceinline__ void limb_sync(unsigned* ctr, unsigned target) {
     __syncthreads();
     if (threadIdx.x == 0) {
         __threadfence();
         atomicAdd(&ctr[0], 1u);
-        while (ld_acquire(&ctr[0]) < CL) {
-        }
-        if (atomicAdd(&ctr[1], 1u) == CL - 1) {
-            atomicExch(&ctr[0], 0u);
-            atomicExch(&ctr[1], 0u);
+        while ((int)(ld_acquire(&ctr[0]) - target) < 0) {
         }
     }
     __syncthreads();
@@ -791,6 +799,10 @@ __device__ __forceinline__ void cl_fwd_ntt(u64* s, const WP* tw, u64 q, Load loa
                                            u64* tdst = nullptr, unsigned* ctr = nullptr) {
     const uint32_t tid = threadIdx.x;
     const uint32_t k = GS ? blockIdx.x : cl_rank();
+    unsigned target = 0;  // GS: the count limb_sync waits for (read before arriving)
+    if constexpr (GS) {
+        if (threadIdx.x == 0) target = limb_target(ctr);
+    }
     u64* A = s;              // column phase: A[tix<false>(c, a)], column k * 16 + c
     u64* Bt = s + CL_WORDS;  // row phase: Bt[tix<true>(r, b)], row k * 16 + r
     // Column phase: thread -> (column c, quad qc); row phase: thread -> (row r, quad qr).
@@ -862,7 +874,7 @@ __device__ __forceinline__ void cl_fwd_ntt(u64* s, const WP* tw, u64 q, Load loa
         for (int e = 0; e < 2; e++) rtw2[e] = ldwp(tw + Bl * 64 + qr + 32 * e);
     }
     if constexpr (GS) {
-        limb_sync(ctr);  // every column of the limb is in tdst
+        limb_sync(ctr, target);  // every column of the limb is in tdst
     } else {
         cl_sync();  // every column tile of the cluster is complete and visible
     }
@@ -910,6 +922,10 @@ __device__ __forceinline__ void cl_inv_ntt(u64* s, const WP* tw, u64 q, Load4 lo
                                            u64* tdst = nullptr, unsigned* ctr = nullptr) {
     const uint32_t tid = threadIdx.x;
     const uint32_t k = GS ? blockIdx.x : cl_rank();
+    unsigned target = 0;  // GS: the count limb_sync waits for (read before arriving)
+    if constexpr (GS) {
+        if (threadIdx.x == 0) target = limb_target(ctr);
+    }
     u64* Bt = s;             // row phase: Bt[tix<true>(r, b)], row k * 16 + r
     u64* A = s + CL_WORDS;   // column phase: A[tix<false>(c, a)], column k * 16 + c
     const uint32_t c = (tid / 256) * 8 + tid % 8, qc = (tid % 256) / 8;
@@ -974,7 +990,7 @@ __device__ __forceinline__ void cl_inv_ntt(u64* s, const WP* tw, u64 q, Load4 lo
         ctw2 = ldwp(tw + 1);
     }
     if constexpr (GS) {
-        limb_sync(ctr);  // every row of the limb is in tdst
+        limb_sync(ctr, target);  // every row of the limb is in tdst
     } else {
         cl_sync();
     }

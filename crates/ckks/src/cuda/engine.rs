@@ -175,10 +175,12 @@ const MAX_ARGS: usize = 16;
 const CL_BLOCKS: u32 = 8;
 /// Threads per block of the cluster kernels (`CL_THREADS`).
 const CL_THREADS: u32 = 512;
-/// Limbs (grid y x z) one launch of the `*_gs` NTT kernels may span: two counters each.
+/// Limbs (grid y x z) one launch of the `*_gs` NTT kernels may span: two counter words each
+/// (the kernels use the first).
 const SYNC_SLOTS: usize = 256;
-/// Counter regions the `*_gs` launches rotate through (each region is reset by the launch that
-/// used it), so that launches running at the same time on different streams do not share
+/// Counter regions the `*_gs` launches rotate through (a limb's counter only grows, by the
+/// number of blocks per limb in each launch that uses it; the kernel reads its target at the
+/// start, so no launch resets anything), so that launches running at the same time on different streams do not share
 /// counters. A region comes back after 63 other `*_gs` launches on the engine; launches that
 /// far apart in submission order never run at the same time in practice (a level-0 ciphertext
 /// NTT fills the GPU, and a cooperative launch starts only when all its blocks fit).
@@ -756,7 +758,8 @@ pub struct CudaEngine {
     rng: Mutex<Csprng>,
     // Keeps the primary context retained for the engine's lifetime; dropped last.
     _cu: CuContext,
-    // Counters of the `*_gs` NTT kernels: SYNC_REGIONS x SYNC_SLOTS x 2, zero between launches.
+    // Counters of the `*_gs` NTT kernels: SYNC_REGIONS x SYNC_SLOTS x 2, zeroed once here; each
+    // holds a multiple of CL_BLOCKS between launches.
     sync_ctr: DeviceBuffer<u32>,
     sync_gen: std::sync::atomic::AtomicUsize,
     // Blocks of the `*_gs` kernels the device holds at once (cooperative launch limit).

@@ -1,0 +1,206 @@
+// Standalone timing harness for the one-launch NTT kernels of kernels/ckks.cu (experiments, not
+// part of the build): includes a copy of ckks.cu (a variant made by variants.py), launches
+// ntt_fwd_gs / ntt_inv_gs cooperatively on a 2-component, 8-limb ciphertext of random words and
+// prints the back-to-back time per launch and the median single-launch event time. Built and run
+// on the H200 with its nvcc: nvcc -arch=sm_90 -O3 -I<variant dir> ntt_bench.cu.
+#include "ckks_v.cu"
+#include <cuda_runtime.h>
+#include <algorithm>
+#include <cstdio>
+#include <random>
+#include <vector>
+#include <cstdlib>
+
+#define CK(x)                                                                     \
+    do {                                                                          \
+        cudaError_t e = (x);                                                      \
+        if (e != cudaSuccess) {                                                   \
+            printf("%s:%d %s\n", __FILE__, __LINE__, cudaGetErrorString(e));      \
+            return 1;                                                             \
+        }                                                                         \
+    } while (0)
+
+// A plain copy with the same grid: the memory floor of one pass over the ciphertext.
+extern "C" __global__ void __launch_bounds__(512) copy_ct(const u64* in, u64* out) {
+    const uint32_t blk = (blockIdx.z * gridDim.y + blockIdx.y) * gridDim.x + blockIdx.x;
+    const u64* s = in + (u64)blk * 2048;
+    u64* d = out + (u64)blk * 2048;
+    ulonglong2 a = reinterpret_cast<const ulonglong2*>(s)[threadIdx.x];
+    ulonglong2 b = reinterpret_cast<const ulonglong2*>(s)[threadIdx.x + 512];
+    reinterpret_cast<ulonglong2*>(d)[threadIdx.x] = a;
+    reinterpret_cast<ulonglong2*>(d)[threadIdx.x + 512] = b;
+}
+
+// Same grid, block size and static shared memory as the NTT kernels, no work: launch cost.
+extern "C" __global__ void __launch_bounds__(512, 1) nop_ct(u64* out) {
+    __shared__ u64 sh[2 * CL_WORDS];
+    sh[threadIdx.x] = threadIdx.x;
+    __syncthreads();
+    if (threadIdx.x == 0 && blockIdx.x == 0 && blockIdx.y == 0 && blockIdx.z == 0) out[0] = sh[5];
+}
+
+int main(int argc, char** argv) {
+    const int limbs = argc > 2 ? atoi(argv[1]) : 8, comps = argc > 2 ? atoi(argv[2]) : 2, sets = 4;
+    const size_t words = (size_t)comps * limbs * NN;
+    std::mt19937_64 rng(42);
+    std::vector<Prime> primes(9);
+    for (int i = 0; i < 9; i++) {
+        u64 q = ((1ull << 40) + 2 * 16384 * (u64)(i + 1) * 7919ull) | 1;
+        if (i == 0) q = (1ull << 60) - 2 * 16384 * 1234567ull + 1;
+        primes[i].q = q;
+        primes[i].qinv_neg = 0;
+        primes[i].red_wp = (u64)(((unsigned __int128)1 << 64) / q);
+        primes[i].pad = 0;
+    }
+    std::vector<WP> tw((size_t)9 * NN), post(9);
+    for (int i = 0; i < 9; i++) {
+        for (int j = 0; j < NN; j++) {
+            u64 w = rng() % primes[i].q;
+            tw[(size_t)i * NN + j] = WP{w, (u64)(((unsigned __int128)w << 64) / primes[i].q)};
+        }
+        u64 w = rng() % primes[i].q;
+        post[i] = WP{w, (u64)(((unsigned __int128)w << 64) / primes[i].q)};
+    }
+    std::vector<u64> h(words * sets);
+    for (size_t i = 0; i < h.size(); i++) h[i] = rng() % primes[(i / NN) % limbs].q;
+    u64 *in, *out;
+    Prime* dp;
+    WP *dtw, *dpost;
+    unsigned* ctr;
+    CK(cudaMalloc(&in, words * sets * 8));
+    CK(cudaMalloc(&out, words * sets * 8));
+    CK(cudaMalloc(&dp, 9 * sizeof(Prime)));
+    CK(cudaMalloc(&dtw, tw.size() * sizeof(WP)));
+    CK(cudaMalloc(&dpost, 9 * sizeof(WP)));
+    CK(cudaMalloc(&ctr, 64 * 64 * 2 * 4));
+    CK(cudaMemset(ctr, 0, 64 * 64 * 2 * 4));
+    CK(cudaMemcpy(in, h.data(), words * sets * 8, cudaMemcpyHostToDevice));
+    CK(cudaMemcpy(dp, primes.data(), 9 * sizeof(Prime), cudaMemcpyHostToDevice));
+    CK(cudaMemcpy(dtw, tw.data(), tw.size() * sizeof(WP), cudaMemcpyHostToDevice));
+    CK(cudaMemcpy(dpost, post.data(), 9 * sizeof(WP), cudaMemcpyHostToDevice));
+    cudaStream_t st;
+    CK(cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking));
+    cudaEvent_t e0, e1;
+    CK(cudaEventCreate(&e0));
+    CK(cudaEventCreate(&e1));
+    dim3 grid(8, limbs, comps);
+    int region = 0;
+    auto launch = [&](int which, int set) -> cudaError_t {
+        const u64* src = in + (size_t)set * words;
+        u64* dst = out + (size_t)set * words;
+        unsigned* c = ctr + (region++ % 64) * 64 * 2;
+        const WP* nopre = nullptr;
+        uint32_t off = 0, mode = 0, ginv = 0, soff = 0, sbz = 0;
+        u64 ys = NN, zs = (u64)limbs * NN;
+        if (which == 0) {
+            void* args[] = {&src, &dst, &dp, &dtw, &nopre, &off, &ys, &zs, &ys, &zs,
+                            &mode, &ginv, &soff, &sbz, &c};
+            return cudaLaunchCooperativeKernel((void*)ntt_fwd_gs, grid, dim3(512), args, 0, st);
+        } else if (which == 1) {
+            void* args[] = {&src, &dst, &dp, &dtw, &dpost, &off, &ys, &zs, &ys, &zs, &c};
+            return cudaLaunchCooperativeKernel((void*)ntt_inv_gs, grid, dim3(512), args, 0, st);
+        } else if (which == 2) {
+            void* args[] = {&src, &dst};
+            return cudaLaunchKernel((void*)copy_ct, grid, dim3(512), args, 0, st);
+        } else if (which == 3) {
+            void* args[] = {&dst};
+            return cudaLaunchKernel((void*)nop_ct, grid, dim3(512), args, 0, st);
+        } else if (which == 5) {
+            // The cluster kernel with twiddles preloaded (clusters of 8, compiled in).
+            void* args[] = {&src, &dst, &dp, &dtw, &nopre, &off, &ys, &zs, &ys, &zs,
+                            &mode, &ginv, &soff, &sbz};
+            return cudaLaunchKernel((void*)ntt_fwd_clr, grid, dim3(512), args, 0, st);
+        } else {
+            // The forward kernel by a plain launch (every block fits at once on an idle GPU).
+            void* args[] = {&src, &dst, &dp, &dtw, &nopre, &off, &ys, &zs, &ys, &zs,
+                            &mode, &ginv, &soff, &sbz, &c};
+            return cudaLaunchKernel((void*)ntt_fwd_gs, grid, dim3(512), args, 0, st);
+        }
+    };
+    const char* names[] = {"fwd", "inv", "copy", "nop", "fwd-plain", "fwd-clr"};
+    {
+        cudaLaunchConfig_t cfg = {};
+        cfg.gridDim = grid;
+        cfg.blockDim = dim3(512);
+        cudaLaunchAttribute at[1];
+        at[0].id = cudaLaunchAttributeClusterDimension;
+        at[0].val.clusterDim.x = 8;
+        at[0].val.clusterDim.y = 1;
+        at[0].val.clusterDim.z = 1;
+        cfg.attrs = at;
+        cfg.numAttrs = 1;
+        int n = -1;
+        cudaError_t e = cudaOccupancyMaxActiveClusters(&n, (void*)ntt_fwd_clr, &cfg);
+        printf("limbs %d comps %d: max active clusters of ntt_fwd_clr %d (%s)\n", limbs, comps, n,
+               cudaGetErrorString(e));
+    }
+    for (int which = 0; which < 6; which++) {
+        for (int i = 0; i < 50; i++) CK(launch(which, i % sets));
+        CK(cudaStreamSynchronize(st));
+        const int burst = 400;
+        CK(cudaEventRecord(e0, st));
+        for (int i = 0; i < burst; i++) CK(launch(which, i % sets));
+        CK(cudaEventRecord(e1, st));
+        CK(cudaEventSynchronize(e1));
+        float ms;
+        CK(cudaEventElapsedTime(&ms, e0, e1));
+        std::vector<float> single;
+        for (int i = 0; i < 200; i++) {
+            CK(cudaStreamSynchronize(st));
+            CK(cudaEventRecord(e0, st));
+            CK(launch(which, i % sets));
+            CK(cudaEventRecord(e1, st));
+            CK(cudaEventSynchronize(e1));
+            float s;
+            CK(cudaEventElapsedTime(&s, e0, e1));
+            single.push_back(s * 1000.f);
+        }
+        std::sort(single.begin(), single.end());
+        printf("%-5s burst_us %7.2f  single_median_us %7.2f  p10 %7.2f\n", names[which],
+               ms * 1000.f / burst, single[100], single[20]);
+    }
+#ifdef HAS_MARKS
+    // Per-block timeline of single forward launches: phase 1 (start -> before the limb
+    // barrier), the barrier, phase 2 (-> end), in SM cycles; start / end skew across blocks in
+    // globaltimer ns.
+    const int nb = 8 * limbs * comps;
+    std::vector<double> p1, bar, p2, skew_s, skew_e, total, fence, arrive, spin;
+    for (int it = 0; it < 50; it++) {
+        CK(cudaStreamSynchronize(st));
+        CK(launch(0, it % sets));
+        CK(cudaStreamSynchronize(st));
+        std::vector<unsigned long long> m(nb * 16);
+        CK(cudaMemcpyFromSymbol(m.data(), g_marks, nb * 16 * 8));
+        unsigned long long s0 = ~0ull, s1 = 0, e0_ = ~0ull, e1_ = 0;
+        for (int b = 0; b < nb; b++) {
+            const unsigned long long* r = &m[b * 16];
+            fence.push_back((double)(r[9] - r[3]));
+            arrive.push_back((double)(r[11] - r[9]));
+            spin.push_back((double)(r[13] - r[11]));
+            p1.push_back((double)(r[3] - r[1]));
+            bar.push_back((double)(r[5] - r[3]));
+            p2.push_back((double)(r[7] - r[5]));
+            s0 = std::min(s0, r[0]);
+            s1 = std::max(s1, r[0]);
+            e0_ = std::min(e0_, r[6]);
+            e1_ = std::max(e1_, r[6]);
+        }
+        skew_s.push_back((double)(s1 - s0));
+        skew_e.push_back((double)(e1_ - e0_));
+        total.push_back((double)(e1_ - s0));
+    }
+    auto med = [](std::vector<double> v, double p) {
+        std::sort(v.begin(), v.end());
+        return v[(size_t)((v.size() - 1) * p)];
+    };
+    printf("cycles p10/p50/p90: phase1 %.0f/%.0f/%.0f  barrier %.0f/%.0f/%.0f  phase2 %.0f/%.0f/%.0f\n",
+           med(p1, .1), med(p1, .5), med(p1, .9), med(bar, .1), med(bar, .5), med(bar, .9),
+           med(p2, .1), med(p2, .5), med(p2, .9));
+    printf("barrier cycles p10/p50/p90: to fence done %.0f/%.0f/%.0f  arrive %.0f/%.0f/%.0f  spin %.0f/%.0f/%.0f\n",
+           med(fence, .1), med(fence, .5), med(fence, .9), med(arrive, .1), med(arrive, .5),
+           med(arrive, .9), med(spin, .1), med(spin, .5), med(spin, .9));
+    printf("globaltimer ns median: start skew %.0f  end skew %.0f  first start -> last end %.0f\n",
+           med(skew_s, .5), med(skew_e, .5), med(total, .5));
+#endif
+    return 0;
+}

@@ -1,0 +1,64 @@
+"""Writes variants of kernels/ckks.cu for kernels/bench/ntt_bench.cu into <out>/<name>/ckks_v.cu.
+
+Timing experiments only: several variants compute wrong results on purpose (they leave a part
+out to show what it costs); the bit-exact checks live in crates/ckks/tests/gpu_ops.rs.
+"""
+import pathlib
+import sys
+
+src = pathlib.Path(__file__).resolve().parent.parent.joinpath("ckks.cu").read_text()
+out = pathlib.Path(sys.argv[1])
+
+FENCE = "        __threadfence();\n        atomicAdd(&ctr[0], 1u);\n"
+REL = ('        asm volatile("red.release.gpu.global.add.u32 [%0], 1;" :: "l"(&ctr[0]) : "memory");\n')
+SYNC_BODY = src[src.index("__device__ __forceinline__ void limb_sync(unsigned* ctr, unsigned target) {"):]
+SYNC_BODY = SYNC_BODY[: SYNC_BODY.index("\n}\n") + 3]
+SHOUP = "    return x * w - hi * q;  // in [0, 2q)"
+
+variants = {
+    "base": src,
+    "rel": src.replace(FENCE, REL),
+    "nofence": src.replace(FENCE, "        atomicAdd(&ctr[0], 1u);\n"),
+    "nosync": src.replace(
+        SYNC_BODY,
+        "__device__ __forceinline__ void limb_sync(unsigned* ctr, unsigned target) { (void)ctr; (void)target; __syncthreads(); }\n",
+    ),
+    "noarith": src.replace(SHOUP, "    (void)hi; return x + w;"),
+}
+MARKS = r"""
+__device__ unsigned long long g_marks[4096 * 16];
+#define MARK(i)                                                                              \
+    if (threadIdx.x == 0) {                                                                  \
+        unsigned long long t_, c_;                                                           \
+        asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t_));                               \
+        c_ = clock64();                                                                      \
+        const uint32_t b_ = (blockIdx.z * gridDim.y + blockIdx.y) * gridDim.x + blockIdx.x;  \
+        g_marks[b_ * 16 + 2 * (i)] = t_;                                                      \
+        g_marks[b_ * 16 + 2 * (i) + 1] = c_;                                                  \
+    }
+"""
+START = "    const uint32_t k = GS ? blockIdx.x : cl_rank();\n"
+SYNC = "        limb_sync(ctr, target);  // every column of the limb is in tdst\n"
+END = "        if constexpr (!GS) cl_wait();  // no block leaves while another may still read its tile\n"
+timed = src.replace("typedef long long i64;\n", "typedef long long i64;\n" + MARKS, 1)
+timed = timed.replace(START, START + "    if constexpr (GS) { MARK(0); }\n", 1)
+timed = timed.replace(SYNC, "        MARK(1);\n" + SYNC + "        MARK(2);\n", 1)
+timed = timed.replace(END, END + "        if constexpr (GS) { MARK(3); }\n", 1)
+# The barrier split: after the fence (4), after the arrival (5), after the wait (6).
+timed = timed.replace(
+    "        __threadfence();\n        atomicAdd(&ctr[0], 1u);\n        while ((int)(ld_acquire(&ctr[0]) - target) < 0) {\n        }\n",
+    "        __threadfence();\n        MARK(4);\n        atomicAdd(&ctr[0], 1u);\n        MARK(5);\n"
+    "        while ((int)(ld_acquire(&ctr[0]) - target) < 0) {\n        }\n        MARK(6);\n",
+)
+assert "MARK(6)" in timed
+timed = timed.replace("typedef long long i64;\n" + MARKS, "typedef long long i64;\n", 1)
+timed = timed.replace("#include <stdint.h>\n", "#include <stdint.h>\n" + MARKS, 1)
+variants["timed"] = timed
+
+for name, text in variants.items():
+    if name != "base" and text == src:
+        sys.exit(f"variant {name}: pattern not found")
+    d = out / name
+    d.mkdir(parents=True, exist_ok=True)
+    (d / "ckks_v.cu").write_text(text)
+    print(name)
