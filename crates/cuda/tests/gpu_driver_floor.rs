@@ -37,8 +37,9 @@ fn median(v: &mut [f64]) -> f64 {
     v[v.len() / 2]
 }
 
-/// (event median, host submission median) of `op` in microseconds.
-fn time(stream: &Stream, mut op: impl FnMut()) -> (f64, f64) {
+/// (event median, host submission median) of `op` in microseconds; a buffer `op` returns is
+/// freed on the stream after the end event (outside both timings).
+fn time(stream: &Stream, mut op: impl FnMut() -> Option<DeviceBuffer<u64>>) -> (f64, f64) {
     let mut ev = Vec::with_capacity(SAMPLES);
     let mut host = Vec::with_capacity(SAMPLES);
     for i in 0..WARMUP + SAMPLES {
@@ -47,9 +48,12 @@ fn time(stream: &Stream, mut op: impl FnMut()) -> (f64, f64) {
         let end = Event::new(EventFlags::DEFAULT).expect("event");
         start.record(stream).expect("record");
         let t = std::time::Instant::now();
-        op();
+        let keep = op();
         let h = t.elapsed().as_secs_f64() * 1e6;
         end.record(stream).expect("record");
+        if let Some(buf) = keep {
+            buf.drop_async(stream).expect("free");
+        }
         end.synchronize().expect("event sync");
         if i >= WARMUP {
             ev.push(f64::from(end.elapsed_time_f32(&start).expect("elapsed")) * 1000.0);
@@ -153,7 +157,28 @@ fn driver_floor_of_one_call() {
         d_out.copy_from(&poison[..]).unwrap();
     };
     let mut rows: Vec<(&str, f64, f64)> = Vec::new();
-    rows.push(("events only", time(&stream, || {}).0, 0.0));
+    // The engine's setting: the default pool keeps freed memory (no release at synchronisation).
+    let mut pool: cust::sys::CUmemoryPool = std::ptr::null_mut();
+    let threshold: u64 = u64::MAX;
+    // SAFETY: `pool` receives the current device's default pool handle, and the attribute
+    // value is a u64 as CU_MEMPOOL_ATTR_RELEASE_THRESHOLD requires; both outlive the calls.
+    #[allow(unsafe_code)]
+    unsafe {
+        let dev = cust::device::Device::get_device(0).expect("device 0");
+        assert_eq!(
+            cust::sys::cuDeviceGetDefaultMemPool(&mut pool, dev.as_raw()),
+            cust::sys::cudaError_enum::CUDA_SUCCESS
+        );
+        assert_eq!(
+            cust::sys::cuMemPoolSetAttribute(
+                pool,
+                cust::sys::CUmemPool_attribute::CU_MEMPOOL_ATTR_RELEASE_THRESHOLD,
+                std::ptr::from_ref(&threshold).cast_mut().cast(),
+            ),
+            cust::sys::cudaError_enum::CUDA_SUCCESS
+        );
+    }
+    rows.push(("events only", time(&stream, || None).0, 0.0));
     for (name, words) in [("alloc+free 1 ct (2 MiB)", CT_WORDS), ("alloc+free 8 B", 1)] {
         let (e, h) = time(&stream, || {
             // SAFETY: the words are never read; the buffer goes back on the same stream.
@@ -161,9 +186,18 @@ fn driver_floor_of_one_call() {
             let buf =
                 unsafe { DeviceBuffer::<u64>::uninitialized_async(words, &stream) }.expect("alloc");
             buf.drop_async(&stream).expect("free");
+            None
         });
         rows.push((name, e, h));
     }
+    let (e, h) = time(&stream, || {
+        // SAFETY: the words are never read; `time` frees the buffer on the same stream.
+        #[allow(unsafe_code)]
+        let buf =
+            unsafe { DeviceBuffer::<u64>::uninitialized_async(CT_WORDS, &stream) }.expect("alloc");
+        Some(buf)
+    });
+    rows.push(("alloc 1 ct (freed outside the timing)", e, h));
     for (name, grid, block, coop) in [
         ("launch 1 x 256", 1, 256, false),
         ("launch 128 x 512", 128, 512, false),
@@ -171,6 +205,7 @@ fn driver_floor_of_one_call() {
     ] {
         let (e, h) = time(&stream, || {
             launch(&func, &stream, pa, pb, po, pq, n, grid, block, coop);
+            None
         });
         check(name);
         rows.push((name, e, h));
@@ -181,7 +216,7 @@ fn driver_floor_of_one_call() {
         let buf =
             unsafe { DeviceBuffer::<u64>::uninitialized_async(CT_WORDS, &stream) }.expect("alloc");
         launch(&func, &stream, pa, pb, po, pq, n, 128, 512, true);
-        buf.drop_async(&stream).expect("free");
+        Some(buf)
     });
     check("alloc + cooperative launch");
     rows.push(("alloc 1 ct + launch 128 x 512 coop", e, h));
