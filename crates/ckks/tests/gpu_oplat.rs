@@ -356,6 +356,33 @@ fn oplat_table_on_the_gpu() {
         }
     }
     gpu.set_ntt_kernels(default);
+    // Without the engine's buffer recycling: every result from the stream-ordered pool.
+    let recycling = gpu.recycling();
+    gpu.set_recycling(false);
+    let pool = [
+        (
+            "coefficient_to_ntt/pool",
+            time_op(&s, |i| {
+                gpu.coefficient_domain_to_ntt_domain(&cts[i % SETS], &s)
+            }),
+        ),
+        (
+            "multiply_plaintext/pool",
+            time_op(&s, |i| {
+                gpu.multiply_plaintext(&ntts[i % SETS], &pts[(i + 1) % SETS], &s)
+            }),
+        ),
+        (
+            "rotate_with_key/pool",
+            time_op(&s, |i| {
+                gpu.rotate_with_key(&cts[i % SETS], &keys[(i / SETS + i) % SETS], &s)
+            }),
+        ),
+    ];
+    gpu.set_recycling(recycling);
+    for (name, t) in pool {
+        rows.push((name, Some(t)));
+    }
 
     let same_call = peer_oplat();
     let mut table = String::from(
@@ -393,7 +420,7 @@ fn oplat_table_on_the_gpu() {
         }
     }
     table.push_str(&format!(
-        "(rows without a suffix: NttKernels::{default:?}; /2pass two-pass, /cl512 8 x 512-thread clusters, /clpre the same with twiddles preloaded into registers)\n"
+        "(rows without a suffix: NttKernels::{default:?}; /2pass two-pass, /cl512 8 x 512-thread clusters, /clpre the same with twiddles preloaded into registers; /pool without the engine's buffer recycling)\n"
     ));
     eprintln!("{table}");
     if let Ok(out) = std::env::var("OUT") {

@@ -126,6 +126,72 @@ fn ntt_both_directions_match_cpu_at_several_levels() {
     }
 }
 
+/// A result freed in stream order is reused by the next allocation of its length on the same
+/// stream (not on another stream); outputs written into a recycled buffer are still exact
+/// (the recycled buffer is poisoned first); turning recycling off empties the bins.
+#[test]
+fn freed_results_are_recycled_on_their_stream_only() {
+    let Some(fx) = fixture() else { return };
+    fx.gpu.set_recycling(true);
+    fx.gpu.set_recycling(false); // start from empty bins
+    fx.gpu.set_recycling(true);
+    let ct = fresh(&fx.cpu, 7, 0);
+    let want = fx
+        .cpu
+        .coefficient_domain_to_ntt_domain(&ct)
+        .expect("cpu ntt");
+    let d = fx.up(&ct);
+    fx.stream.synchronize().expect("sync"); // `other` reads `d` too
+    let first = fx
+        .gpu
+        .coefficient_domain_to_ntt_domain(&d, &fx.stream)
+        .expect("ntt");
+    first.free_async(&fx.stream).expect("free");
+    assert_eq!(
+        fx.gpu.recycled_buffers(),
+        1,
+        "the freed result waits in the bins"
+    );
+    let other = fx.gpu.stream().expect("stream");
+    let elsewhere = fx
+        .gpu
+        .coefficient_domain_to_ntt_domain(&d, &other)
+        .expect("ntt on another stream");
+    assert_eq!(
+        fx.gpu.recycled_buffers(),
+        1,
+        "another stream must not take it"
+    );
+    let host = fx
+        .gpu
+        .download_ciphertext(&elsewhere, &other)
+        .expect("download");
+    common::assert_same_words("ntt on another stream", &host, &want);
+    elsewhere.free_async(&other).expect("free");
+    assert_eq!(fx.gpu.recycled_buffers(), 2);
+    // poison_pool poisons the waiting buffer of this stream, so an unwritten word would show.
+    fx.check("ntt into a recycled buffer", &want, || {
+        let r = fx.gpu.coefficient_domain_to_ntt_domain(&d, &fx.stream);
+        assert_eq!(
+            fx.gpu.recycled_buffers(),
+            1,
+            "this stream's buffer was taken"
+        );
+        r
+    });
+    other.synchronize().expect("sync");
+    fx.gpu.set_recycling(false);
+    assert!(!fx.gpu.recycling());
+    assert_eq!(fx.gpu.recycled_buffers(), 0, "off empties the bins");
+    let r = fx
+        .gpu
+        .coefficient_domain_to_ntt_domain(&d, &fx.stream)
+        .expect("ntt");
+    r.free_async(&fx.stream).expect("free");
+    assert_eq!(fx.gpu.recycled_buffers(), 0, "off: frees go to the pool");
+    fx.gpu.set_recycling(true);
+}
+
 #[test]
 fn add_subtract_negate_match_cpu() {
     let Some(fx) = fixture() else { return };

@@ -25,8 +25,8 @@ use num_complex::Complex64;
 use parking_lot::Mutex;
 
 use super::{
-    dev_ptr, drv, launch_raw, Arg, CudaBackendError, CudaEngine, DevWords, GpuCiphertext,
-    GpuPublicKey, GpuSecretKey, Kernel, Result, KERNEL_N,
+    dev_ptr, drv, launch_raw, Arg, CudaBackendError, CudaEngine, GpuCiphertext, GpuPublicKey,
+    GpuSecretKey, Kernel, Result, KERNEL_N,
 };
 use crate::arith::Modulus;
 use crate::context::Context;
@@ -491,9 +491,9 @@ impl CudaEngine {
                 Arg::U32(level as u32),
             ],
         )?;
-        drv(op, scratch.drop_async(stream))?;
+        self.recycle(op, scratch, stream)?;
         Ok(GpuCiphertext {
-            buf: DevWords::Owned(out),
+            buf: self.owned(out),
             device: self.device,
             context: self.context_id,
             level,
@@ -612,7 +612,7 @@ impl CudaEngine {
                 reason: format!("device-to-host copy failed: {rc:?}"),
             });
         }
-        drv(OP, scratch.drop_async(stream))?;
+        self.recycle(OP, scratch, stream)?;
         drv(OP, stream.synchronize())?;
         Ok(slot.host.as_slice()[..slots]
             .iter()

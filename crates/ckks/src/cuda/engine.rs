@@ -4,6 +4,7 @@
 //! synchronisation; only [`CudaEngine::download_ciphertext`] waits for the stream.
 
 use std::ffi::c_void;
+use std::sync::Arc;
 
 use cust::context::Context as CuContext;
 use cust::device::Device;
@@ -17,6 +18,7 @@ use crate::context::Context;
 use crate::encoding::Encoder;
 use crate::error::CkksError;
 use crate::keys::{KeySwitchKey, PublicKey, RelinearizationKey, RotationKey, SecretKey};
+use crate::recycle::{Bins, Sized64};
 use crate::sampling::Csprng;
 use crate::storage::Words;
 use crate::values::{Ciphertext, Domain, ModulusBasis, Plaintext, PlaintextRepresentation};
@@ -481,28 +483,63 @@ impl InvNtt {
 #[derive(Debug)]
 enum DevWords {
     Owned(DeviceBuffer<u64>),
-    Borrowed { ptr: u64, len: usize },
+    /// An engine allocation that goes back to the engine's bins when freed in stream order.
+    Recycled(DeviceBuffer<u64>, Arc<Recycler>),
+    Borrowed {
+        ptr: u64,
+        len: usize,
+    },
+}
+
+/// The engine's recycling bins ([`crate::recycle`]).
+type Recycler = Bins<DeviceBuffer<u64>>;
+
+impl Sized64 for DeviceBuffer<u64> {
+    fn words(&self) -> usize {
+        self.len()
+    }
+}
+
+/// The bins' key of a stream: its handle.
+fn stream_key(stream: &Stream) -> usize {
+    stream.as_inner() as usize
+}
+
+/// Keeps `buf` in `bins` for the next allocation of its length on `stream`, or frees it in
+/// stream order when recycling is off or the bins are full.
+fn recycle_into(
+    bins: &Recycler,
+    buf: DeviceBuffer<u64>,
+    stream: &Stream,
+) -> cust::error::CudaResult<()> {
+    match bins.put(stream_key(stream), buf) {
+        Ok(()) => Ok(()),
+        Err(buf) => buf.drop_async(stream),
+    }
 }
 
 impl DevWords {
     fn len(&self) -> usize {
         match self {
-            Self::Owned(b) => b.len(),
+            Self::Owned(b) | Self::Recycled(b, _) => b.len(),
             Self::Borrowed { len, .. } => *len,
         }
     }
 
     fn ptr(&self) -> u64 {
         match self {
-            Self::Owned(b) => b.as_device_ptr().as_raw(),
+            Self::Owned(b) | Self::Recycled(b, _) => b.as_device_ptr().as_raw(),
             Self::Borrowed { ptr, .. } => *ptr,
         }
     }
 
-    /// Frees an owned allocation in stream order; a borrowed view frees nothing.
+    /// Frees an owned allocation in stream order (an engine allocation goes back to the
+    /// engine's bins for the next allocation of its length on `stream`); a borrowed view frees
+    /// nothing.
     fn drop_async(self, stream: &Stream) -> cust::error::CudaResult<()> {
         match self {
             Self::Owned(b) => b.drop_async(stream),
+            Self::Recycled(b, bins) => recycle_into(&bins, b, stream),
             Self::Borrowed { .. } => Ok(()),
         }
     }
@@ -510,7 +547,7 @@ impl DevWords {
     /// Copies every word to `host` (synchronous; `host.len() == self.len()`).
     fn copy_to(&self, host: &mut [u64]) -> cust::error::CudaResult<()> {
         match self {
-            Self::Owned(b) => b.copy_to(host),
+            Self::Owned(b) | Self::Recycled(b, _) => b.copy_to(host),
             Self::Borrowed { ptr, len } => {
                 debug_assert_eq!(host.len(), *len);
                 // SAFETY: `ptr` is a live device allocation of `len` words (kept alive by the
@@ -756,6 +793,10 @@ pub struct CudaEngine {
     enc: encrypt::EncodeState,
     default_scale: f64,
     rng: Mutex<Csprng>,
+    // Result and scratch buffers freed in stream order, for the next allocation of their
+    // length on the same stream (crate::recycle). Before `_cu`: its buffers are freed while
+    // the context is still retained (values hold clones and may free theirs later).
+    recycler: Arc<Recycler>,
     // Keeps the primary context retained for the engine's lifetime; dropped last.
     _cu: CuContext,
     // Counters of the `*_gs` NTT kernels: SYNC_REGIONS x SYNC_SLOTS x 2, zeroed once here; each
@@ -887,6 +928,9 @@ impl CudaEngine {
                 Some(s) => Csprng::from_seed(s, context.config.sigma),
                 None => Csprng::from_os(context.config.sigma),
             }),
+            recycler: Arc::new(Recycler::new(
+                std::env::var("FHELIUM_CKKS_RECYCLE").map_or(true, |v| v != "0"),
+            )),
             _cu: cu,
             sync_ctr: drv(
                 OP,
@@ -1062,13 +1106,52 @@ impl CudaEngine {
         }
     }
 
+    /// A buffer of `words` words for work on `stream`: one the engine recycled from an earlier
+    /// stream-ordered free on the same stream (no driver call), or a new stream-ordered
+    /// allocation from the device's pool.
     fn alloc(&self, op: &'static str, words: usize, stream: &Stream) -> Result<DeviceBuffer<u64>> {
+        if let Some(buf) = self.recycler.take(stream_key(stream), words) {
+            return Ok(buf);
+        }
         // SAFETY: the buffer is used only by work enqueued on `stream` after this call (or
         // after the stream is synchronised), and every word is written by a kernel before it
         // is read.
         drv(op, unsafe {
             DeviceBuffer::uninitialized_async(words, stream)
         })
+    }
+
+    /// Frees a scratch buffer in stream order: into the bins for the next allocation of its
+    /// length on `stream`, or back to the pool.
+    fn recycle(&self, op: &'static str, buf: DeviceBuffer<u64>, stream: &Stream) -> Result<()> {
+        drv(op, recycle_into(&self.recycler, buf, stream))
+    }
+
+    /// An engine value's words: freed into the engine's bins by `free_async`.
+    fn owned(&self, buf: DeviceBuffer<u64>) -> DevWords {
+        DevWords::Recycled(buf, Arc::clone(&self.recycler))
+    }
+
+    /// Whether freed results and scratch are kept for reuse on the same stream (on unless
+    /// `FHELIUM_CKKS_RECYCLE=0` was set when the engine was made).
+    #[must_use]
+    pub fn recycling(&self) -> bool {
+        self.recycler.enabled()
+    }
+
+    /// Turns recycling of freed buffers on or off. Off frees the buffers waiting in the bins
+    /// (synchronously: `cuMemFree` waits for the device) and from then on every free goes back
+    /// to the device's pool and every allocation comes from it.
+    pub fn set_recycling(&self, on: bool) {
+        for (_, buf) in self.recycler.set_enabled(on) {
+            drop(buf);
+        }
+    }
+
+    /// Buffers waiting in the engine's recycling bins.
+    #[must_use]
+    pub fn recycled_buffers(&self) -> usize {
+        self.recycler.len()
     }
 
     // -----------------------------------------------------------------------------------
@@ -1145,7 +1228,7 @@ impl CudaEngine {
         self.check_context(OP, ct.context)?;
         self.check_rows(OP, &ct.prime_ids)?;
         Ok(GpuCiphertext {
-            buf: DevWords::Owned(self.upload_words(OP, &ct.words, stream)?),
+            buf: self.owned(self.upload_words(OP, &ct.words, stream)?),
             device: self.device,
             context: ct.context,
             level: ct.level,
@@ -1171,7 +1254,7 @@ impl CudaEngine {
         }
         self.check_rows(OP, &pt.prime_ids)?;
         Ok(GpuPlaintext {
-            buf: DevWords::Owned(self.upload_words(OP, &pt.words, stream)?),
+            buf: self.owned(self.upload_words(OP, &pt.words, stream)?),
             device: self.device,
             context: pt.context,
             level: pt.level,
@@ -1417,12 +1500,25 @@ impl CudaEngine {
     /// Fills `words` words of the stream-ordered pool with `0xFF` bytes and frees them again, so
     /// that the next allocations on `stream` most likely reuse poisoned memory (tests use this
     /// to catch output words a kernel forgets to write).
+    ///
+    /// The buffers waiting in the engine's recycling bins for `stream` are poisoned too (they
+    /// are what the next allocations on `stream` take first).
     pub fn poison_pool(&self, words: usize, stream: &Stream) -> Result<()> {
         const OP: &str = "poison_pool";
-        let mut b = self.alloc(OP, words, stream)?;
+        // SAFETY: the buffer is only written (memset below, ordered on `stream`) and freed.
+        let mut b = drv(OP, unsafe {
+            DeviceBuffer::<u64>::uninitialized_async(words, stream)
+        })?;
         // SAFETY: `b` is a live allocation of `words` words, ordered on `stream`.
         drv(OP, unsafe { b.set_8_async(0xFF, stream) })?;
-        drv(OP, b.drop_async(stream))
+        drv(OP, b.drop_async(stream))?;
+        for mut buf in self.recycler.take_all(stream_key(stream)) {
+            // SAFETY: `buf` was freed in stream order on `stream`, so the memset runs after
+            // every earlier use of it.
+            drv(OP, unsafe { buf.set_8_async(0xFF, stream) })?;
+            self.recycle(OP, buf, stream)?;
+        }
+        Ok(())
     }
 
     // -----------------------------------------------------------------------------------
@@ -1494,7 +1590,7 @@ impl CudaEngine {
 
     fn like(&self, ct: &GpuCiphertext, buf: DeviceBuffer<u64>) -> GpuCiphertext {
         GpuCiphertext {
-            buf: DevWords::Owned(buf),
+            buf: self.owned(buf),
             device: ct.device,
             context: ct.context,
             level: ct.level,
@@ -2174,7 +2270,7 @@ impl CudaEngine {
                 Arg::U32(ginv),
             ],
         )?;
-        drv(op, scratch.drop_async(stream))?;
+        self.recycle(op, scratch, stream)?;
         Ok(out)
     }
 
@@ -2279,7 +2375,7 @@ impl CudaEngine {
             limbs,
             stream,
         )?;
-        drv(OP, coeff.drop_async(stream))?;
+        self.recycle(OP, coeff, stream)?;
         let mut r = self.like(ct, out);
         r.components = 2;
         r.domain = Domain::Coefficient;
@@ -2443,7 +2539,7 @@ impl CudaEngine {
                 ],
             )?;
         }
-        drv(OP, vhat.drop_async(stream))?;
+        self.recycle(OP, vhat, stream)?;
         self.ntt_inverse_raw(
             OP,
             dev_ptr(&out),
@@ -2472,9 +2568,9 @@ impl CudaEngine {
                 ],
             )?;
         }
-        drv(OP, upl.drop_async(stream))?;
+        self.recycle(OP, upl, stream)?;
         Ok(GpuCiphertext {
-            buf: DevWords::Owned(out),
+            buf: self.owned(out),
             device: self.device,
             context: self.context_id,
             level,
@@ -2587,7 +2683,7 @@ impl CudaEngine {
         drv(OP, stream.synchronize())?;
         let mut phase = vec![0u64; 2 * KERNEL_N];
         drv(OP, tmp.copy_to(&mut phase[..]))?;
-        drv(OP, tmp.drop_async(stream))?;
+        self.recycle(OP, tmp, stream)?;
         let a = self.q_primes[nq - 2];
         let b = self.q_primes[nq - 1];
         let mb = crate::arith::Modulus::new(b).ok_or_else(|| CudaBackendError::Unsupported {

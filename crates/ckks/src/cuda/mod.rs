@@ -8,16 +8,21 @@
 //!
 //! Design (see `docs/crates/ckks.md` and decisions 0500-0502):
 //! * one `CudaEngine` per device: module, twiddles and every per-prime constant uploaded once;
-//! * every operation takes the stream it runs on, allocates its result and scratch from the
-//!   device's stream-ordered pool and never synchronises the host;
-//! * NTT = one launch over all limbs and components: a thread-block cluster of 8 blocks per
-//!   limb, columns then rows of the 128 x 128 view, the transpose through distributed shared
-//!   memory; by default 16 words per thread in registers with one warp-level exchange per
-//!   phase (`ntt_fwd_w16`/`ntt_inv_w16`, decision 0503); key switching = three launches (ModUp fused with a whole
-//!   forward NTT per target row and digit, the key inner product fused with a whole inverse NTT
-//!   per target row and component, ModDown fused with the final additions). The two-pass
-//!   kernels of the first version (a column and a row pass per NTT, four launches per key
-//!   switch) remain as the fallback; [`NttKernels`] and [`CudaEngine::set_ntt_kernels`] choose.
+//! * every operation takes the stream it runs on, allocates its result and scratch in stream
+//!   order and never synchronises the host; buffers freed with `free_async` (and the engine's
+//!   own scratch) are recycled for the next allocation of their length on the same stream
+//!   (`crate::recycle`, [`CudaEngine::set_recycling`]), the device's stream-ordered pool
+//!   serves the rest;
+//! * NTT = one launch over all limbs and components: 8 blocks of 512 threads per limb, columns
+//!   then rows of the 128 x 128 view. By default (`NttKernels::GlobalSync`, decision 0503)
+//!   the blocks of a limb exchange the transpose through the output limb in L2 and meet on a
+//!   per-limb counter, in one cooperative launch; the thread-block-cluster kernels (the
+//!   transpose through distributed shared memory) are the other one-launch choice. Key
+//!   switching = three launches (ModUp fused with a whole forward NTT per target row and
+//!   digit, the key inner product fused with a whole inverse NTT per target row and
+//!   component, ModDown fused with the final additions). The two-pass kernels of the first
+//!   version (a column and a row pass per NTT, four launches per key switch) remain as the
+//!   fallback; [`NttKernels`] and [`CudaEngine::set_ntt_kernels`] choose.
 //!
 //! This is the one module of the crate allowed `unsafe`, each block with a `// SAFETY:` note.
 #![allow(unsafe_code)]
