@@ -24,6 +24,14 @@ variants = {
         "__device__ __forceinline__ void limb_sync(unsigned* ctr, unsigned target) { (void)ctr; (void)target; __syncthreads(); }\n",
     ),
     "noarith": src.replace(SHOUP, "    (void)hi; return x + w;"),
+    "ksunroll2": src.replace(
+        "#pragma unroll 1\n            for (uint32_t d = d0; d < d1; d++) {",
+        "#pragma unroll 2\n            for (uint32_t d = d0; d < d1; d++) {",
+    ),
+    "ksunroll": src.replace(
+        "#pragma unroll 1\n            for (uint32_t d = d0; d < d1; d++) {",
+        "#pragma unroll 4\n            for (uint32_t d = d0; d < d1; d++) {",
+    ),
 }
 MARKS = r"""
 __device__ unsigned long long g_marks[4096 * 16];

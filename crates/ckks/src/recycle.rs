@@ -26,8 +26,8 @@ use std::sync::Mutex;
 
 /// At most this many buffers wait in an engine's bins.
 pub(crate) const RECYCLE_MAX_BUFFERS: usize = 32;
-/// At most this many 64-bit words (512 MiB) wait in an engine's bins.
-pub(crate) const RECYCLE_MAX_WORDS: usize = 64 << 20;
+/// At most this many 64-bit words (64 MiB) wait in an engine's bins.
+pub(crate) const RECYCLE_MAX_WORDS: usize = 8 << 20;
 
 /// Something the bins can hold: a length in words.
 pub(crate) trait Sized64 {
