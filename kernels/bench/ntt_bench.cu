@@ -62,7 +62,7 @@ int main(int argc, char** argv) {
         post[i] = WP{w, (u64)(((unsigned __int128)w << 64) / primes[i].q)};
     }
     std::vector<u64> h(words * sets);
-    for (size_t i = 0; i < h.size(); i++) h[i] = rng() % primes[(i / NN) % limbs].q;
+    for (size_t i = 0; i < h.size(); i++) h[i] = rng() % primes[(i / NN) % limbs % 9].q;
     u64 *in, *out;
     Prime* dp;
     WP *dtw, *dpost;
@@ -97,7 +97,7 @@ int main(int argc, char** argv) {
     cudaEvent_t e0, e1;
     CK(cudaEventCreate(&e0));
     CK(cudaEventCreate(&e1));
-    dim3 grid(8, limbs, comps);
+    dim3 grid(8, limbs, comps);  // prime ids 0..limbs-1: at most 9 limbs have their own prime
     int region = 0;
     auto launch = [&](int which, int set) -> cudaError_t {
         const u64* src = in + (size_t)set * words;
