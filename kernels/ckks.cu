@@ -753,10 +753,6 @@ __device__ __forceinline__ unsigned limb_target(const unsigned* ctr) {
     return (ld_relaxed(ctr) & ~(unsigned)(CL - 1)) + CL;
 }
 __device__ __forceinline__ void limb_sync(unsigned* ctr, unsigned target) {
-    // Every warp first waits for its own stores to reach L2, as soon as it arrives, while the
-    // block's slower warps still compute; thread 0's fence after the block barrier then finds
-    // little left to drain (it stays for the release pattern cooperative groups use).
-    __threadfence();
     __syncthreads();
     if (threadIdx.x == 0) {
         __threadfence();
