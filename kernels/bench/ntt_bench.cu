@@ -174,6 +174,20 @@ int main(int argc, char** argv) {
         cudaError_t e = cudaOccupancyMaxActiveClusters(&n, (void*)ntt_fwd_clr, &cfg);
         printf("limbs %d comps %d: max active clusters of ntt_fwd_clr %d (%s)\n", limbs, comps, n,
                cudaGetErrorString(e));
+        // Key switching's cluster kernels (ModUp: 72 clusters at level 0; inner: 18).
+        cfg.gridDim = dim3(8, 9, 8);
+        e = cudaOccupancyMaxActiveClusters(&n, (void*)ntt_fwd_cl, &cfg);
+        printf("max active clusters of ntt_fwd_cl (ModUp, 72 clusters) %d (%s)\n", n,
+               cudaGetErrorString(e));
+        cfg.gridDim = dim3(8, 9, 2);
+        e = cudaOccupancyMaxActiveClusters(&n, (void*)ks_inner_cl, &cfg);
+        printf("max active clusters of ks_inner_cl (18 clusters) %d (%s)\n", n,
+               cudaGetErrorString(e));
+        int bps = 0;
+        cudaOccupancyMaxActiveBlocksPerMultiprocessor(&bps, (void*)ntt_fwd_cl, 512, 0);
+        printf("ntt_fwd_cl blocks per SM %d; ", bps);
+        cudaOccupancyMaxActiveBlocksPerMultiprocessor(&bps, (void*)ks_inner_cl, 512, 0);
+        printf("ks_inner_cl blocks per SM %d\n", bps);
     }
     for (int which = 0; which < 9; which++) {
         if (limbs != 8 && which >= 6) break;
