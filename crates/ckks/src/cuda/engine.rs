@@ -180,10 +180,10 @@ const CL_THREADS: u32 = 512;
 /// Limbs (grid y x z) one launch of the `*_gs` NTT kernels may span: two counter words each
 /// (the kernels use the first).
 const SYNC_SLOTS: usize = 256;
-/// Counter regions the `*_gs` launches rotate through (a limb's counter only grows, by the
+/// Counter regions the `*_gs` launches rotate through, so that launches running at the same
+/// time on different streams do not share counters (a limb's counter only grows, by the
 /// number of blocks per limb in each launch that uses it; the kernel reads its target at the
-/// start, so no launch resets anything), so that launches running at the same time on different streams do not share
-/// counters. A region comes back after 63 other `*_gs` launches on the engine; launches that
+/// start, so no launch resets anything). A region comes back after 63 other `*_gs` launches on the engine; launches that
 /// far apart in submission order never run at the same time in practice (a level-0 ciphertext
 /// NTT fills the GPU, and a cooperative launch starts only when all its blocks fit).
 const SYNC_REGIONS: usize = 64;
