@@ -710,8 +710,10 @@ macro_rules! value_accessors {
                 ResidencyLocation::Cuda(u8::try_from(self.device).unwrap_or(u8::MAX))
             }
             /// Frees the device memory in stream order (no host synchronisation), after the
-            /// work already enqueued on `stream`. Dropping the value instead frees it at once,
-            /// which synchronises.
+            /// work already enqueued on `stream`: the engine keeps the buffer for the next
+            /// result of the same size on `stream` ([`CudaEngine::set_recycling`]), or gives it
+            /// back to the device's pool. Dropping the value instead frees it at once, which
+            /// synchronises.
             pub fn free_async(self, stream: &Stream) -> Result<()> {
                 drv("free_async", self.buf.drop_async(stream))
             }
