@@ -9,6 +9,8 @@
 //! `FHELIUM_REQUIRE_GPU=1`.
 #![cfg(feature = "cuda")]
 
+mod common;
+
 use cust::event::{Event, EventFlags};
 use cust::function::Function;
 use cust::memory::{DeviceBuffer, DevicePointer};
@@ -19,18 +21,6 @@ const WARMUP: usize = 20;
 const SAMPLES: usize = 200;
 /// Words of one ciphertext of the preset at the top level (2 x 8 x 16384).
 const CT_WORDS: usize = 2 * 8 * 16384;
-
-fn device_or_skip() -> Option<Context> {
-    let required = std::env::var("FHELIUM_REQUIRE_GPU").is_ok_and(|v| v == "1");
-    match cust::quick_init() {
-        Ok(ctx) => Some(ctx),
-        Err(e) => {
-            assert!(!required, "FHELIUM_REQUIRE_GPU=1 but no CUDA device: {e}");
-            eprintln!("skipped: no CUDA device available ({e})");
-            None
-        }
-    }
-}
 
 fn median(v: &mut [f64]) -> f64 {
     v.sort_by(f64::total_cmp);
@@ -128,7 +118,9 @@ fn launch(
 
 #[test]
 fn driver_floor_of_one_call() {
-    let Some(_ctx) = device_or_skip() else { return };
+    let Some(_ctx) = common::device_or_skip() else {
+        return;
+    };
     let q: u64 = 1_099_510_054_913;
     let n: u32 = 16384;
     let mut rng = rand_chacha::ChaCha20Rng::seed_from_u64(0xf100);

@@ -4,24 +4,16 @@
 //! `FHELIUM_REQUIRE_GPU=1` (set by the GPU bundle's run-all.sh) makes a missing device a failure.
 #![cfg(feature = "cuda")]
 
+mod common;
+
 use cust::prelude::*;
 use rand::{Rng, SeedableRng};
 
-fn device_or_skip() -> Option<Context> {
-    let required = std::env::var("FHELIUM_REQUIRE_GPU").is_ok_and(|v| v == "1");
-    match cust::quick_init() {
-        Ok(ctx) => Some(ctx),
-        Err(e) => {
-            assert!(!required, "FHELIUM_REQUIRE_GPU=1 but no CUDA device: {e}");
-            eprintln!("skipped: no CUDA device available ({e})");
-            None
-        }
-    }
-}
-
 #[test]
 fn modadd_kernel_matches_cpu_on_random_limbs() {
-    let Some(_ctx) = device_or_skip() else { return };
+    let Some(_ctx) = common::device_or_skip() else {
+        return;
+    };
     let moduli: [u64; 3] = [
         1_099_510_054_913,
         1_099_515_691_009,
