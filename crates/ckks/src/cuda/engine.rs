@@ -1145,9 +1145,7 @@ impl CudaEngine {
     /// (synchronously: `cuMemFree` waits for the device) and from then on every free goes back
     /// to the device's pool and every allocation comes from it.
     pub fn set_recycling(&self, on: bool) {
-        for (_, buf) in self.recycler.set_enabled(on) {
-            drop(buf);
-        }
+        drop(self.recycler.set_enabled(on));
     }
 
     /// Buffers waiting in the engine's recycling bins.
