@@ -763,38 +763,6 @@ __device__ __forceinline__ void limb_sync(unsigned* ctr, unsigned target) {
     __syncthreads();
 }
 
-// The other way for the blocks of a limb to meet (the *_gx kernels): no counter and no fence.
-// The first phase's words go to an exchange slot that holds XCHG_EMPTY in every word between
-// launches; each word is its own flag. A second-phase reader polls its words until none is
-// XCHG_EMPTY (8-byte aligned strong accesses are single-copy atomic, so a word read is either
-// empty or the writer's value; a value is < 4q < 2^63, never XCHG_EMPTY) and then empties them
-// again: every word of the slot is written once and read once per launch, and launches on one
-// stream run one after the other, so the next launch finds the slot empty. Launched
-// cooperatively, as the *_gs kernels (a reader waits on blocks that must be resident).
-#define XCHG_EMPTY 0xFFFFFFFFFFFFFFFFull
-#ifndef FHE_EMU
-__device__ __forceinline__ void xput(u64* p, u64 v) {
-    asm volatile("st.relaxed.gpu.global.u64 [%0], %1;" ::"l"(p), "l"(v));
-}
-__device__ __forceinline__ u64 xget(const u64* p) {
-    u64 v;
-    asm volatile("ld.relaxed.gpu.global.u64 %0, [%1];" : "=l"(v) : "l"(p));
-    return v;
-}
-#endif
-// Takes the four exchange words p[0], p[stride], p[2 stride], p[3 stride] (all loads in flight
-// at once, then a poll per word still empty) and leaves them empty.
-__device__ __forceinline__ void xtake4(u64* p, uint32_t stride, u64 (&x)[4]) {
-#pragma unroll
-    for (int e = 0; e < 4; e++) x[e] = xget(p + e * stride);
-#pragma unroll
-    for (int e = 0; e < 4; e++) {
-        while (x[e] == XCHG_EMPTY) x[e] = xget(p + e * stride);
-    }
-#pragma unroll
-    for (int e = 0; e < 4; e++) xput(p + e * stride, XCHG_EMPTY);
-}
-
 // Middle forward radix-4 rounds on a shared tile (ROW: row tile, else column tile).
 template <bool ROW>
 __device__ __forceinline__ void fwd_tile_round(u64* s, uint32_t line, uint32_t qd, uint32_t h,
@@ -826,13 +794,13 @@ __device__ __forceinline__ void inv_tile_round(u64* s, uint32_t line, uint32_t q
 // phase (the column phase's with the data loads, the row phase's before the cluster barrier),
 // so no round waits on a twiddle load (~44 more registers: one block per SM); otherwise each
 // round loads its own (prefetched into L1 at the start).
-template <bool PRE, int GS = 0, class Load, class Store2>
+template <bool PRE, bool GS = false, class Load, class Store2>
 __device__ __forceinline__ void cl_fwd_ntt(u64* s, const WP* tw, u64 q, Load load, Store2 store2,
                                            u64* tdst = nullptr, unsigned* ctr = nullptr) {
     const uint32_t tid = threadIdx.x;
     const uint32_t k = GS ? blockIdx.x : cl_rank();
     unsigned target = 0;  // GS: the count limb_sync waits for (read before arriving)
-    if constexpr (GS == 1) {
+    if constexpr (GS) {
         if (threadIdx.x == 0) target = limb_target(ctr);
     }
     u64* A = s;              // column phase: A[tix<false>(c, a)], column k * 16 + c
@@ -890,10 +858,7 @@ __device__ __forceinline__ void cl_fwd_ntt(u64* s, const WP* tw, u64 q, Load loa
             const uint32_t p = qc + e * 32;
             u64 x0 = A[tix<false>(c, 2 * p)], x1 = A[tix<false>(c, 2 * p + 1)];
             ct_bfly(x0, x1, PRE ? ctw2[e] : ldwp(tw + 64 + p), q);
-            if constexpr (GS == 2) {
-                xput(tdst + 2 * p * SUB + col, x0);
-                xput(tdst + (2 * p + 1) * SUB + col, x1);
-            } else if constexpr (GS == 1) {
+            if constexpr (GS) {
                 tdst[2 * p * SUB + col] = x0;
                 tdst[(2 * p + 1) * SUB + col] = x1;
             } else {
@@ -908,26 +873,25 @@ __device__ __forceinline__ void cl_fwd_ntt(u64* s, const WP* tw, u64 q, Load loa
 #pragma unroll
         for (int e = 0; e < 2; e++) rtw2[e] = ldwp(tw + Bl * 64 + qr + 32 * e);
     }
-    if constexpr (GS == 1) {
+    if constexpr (GS) {
         limb_sync(ctr, target);  // every column of the limb is in tdst
-    } else if constexpr (GS == 0) {
+    } else {
         cl_sync();  // every column tile of the cluster is complete and visible
     }
     {
         // Row phase, round 1 reading the cluster's column tiles (or the limb's columns in tdst).
         u64 x[4];
-        if constexpr (GS == 2) xtake4(tdst + row * SUB + qr, 32, x);
 #pragma unroll
-        for (int e = 0; e < 4 && GS != 2; e++) {
+        for (int e = 0; e < 4; e++) {
             const uint32_t b = qr + e * 32;
-            if constexpr (GS == 1) {
+            if constexpr (GS) {
                 x[e] = ldcg(tdst + row * SUB + b);
             } else {
                 x[e] = *cl_map(A + tix<false>(b % CL_LINES, row), b / CL_LINES);
             }
         }
         fwd_quad(x, PRE ? rtw[0] : row_tw(0), q);
-        if constexpr (GS == 0) cl_arrive_relaxed();  // this block is done reading the others' tiles
+        if constexpr (!GS) cl_arrive_relaxed();  // this block is done reading the others' tiles
 #pragma unroll
         for (int e = 0; e < 4; e++) Bt[tix<true>(r, qr + e * 32)] = x[e];
         hsync();
@@ -945,7 +909,7 @@ __device__ __forceinline__ void cl_fwd_ntt(u64* s, const WP* tw, u64 q, Load loa
             x1 = csub(x1, 2 * q);
             store2(row * SUB + 2 * p, csub(x0, q), csub(x1, q));
         }
-        if constexpr (GS == 0) cl_wait();  // no block leaves while another may still read its tile
+        if constexpr (!GS) cl_wait();  // no block leaves while another may still read its tile
     }
 }
 
@@ -953,13 +917,13 @@ __device__ __forceinline__ void cl_fwd_ntt(u64* s, const WP* tw, u64 q, Load loa
 // indices pos .. pos + 3 (pos a multiple of 4), `store(pos, x)` takes the output (lazy < 2q,
 // before any post-scaling) at coefficient index pos. PRE as for cl_fwd_ntt (the row phase's
 // twiddles with the data loads, the column phase's before the cluster barrier).
-template <bool PRE, int GS = 0, class Load4, class Store>
+template <bool PRE, bool GS = false, class Load4, class Store>
 __device__ __forceinline__ void cl_inv_ntt(u64* s, const WP* tw, u64 q, Load4 load4, Store store,
                                            u64* tdst = nullptr, unsigned* ctr = nullptr) {
     const uint32_t tid = threadIdx.x;
     const uint32_t k = GS ? blockIdx.x : cl_rank();
     unsigned target = 0;  // GS: the count limb_sync waits for (read before arriving)
-    if constexpr (GS == 1) {
+    if constexpr (GS) {
         if (threadIdx.x == 0) target = limb_target(ctr);
     }
     u64* Bt = s;             // row phase: Bt[tix<true>(r, b)], row k * 16 + r
@@ -1011,10 +975,7 @@ __device__ __forceinline__ void cl_inv_ntt(u64* s, const WP* tw, u64 q, Load4 lo
             const uint32_t p = qr + e * 32;
             u64 x0 = Bt[tix<true>(r, p)], x1 = Bt[tix<true>(r, p + 64)];
             gs_bfly(x0, x1, PRE ? rtw2 : ldwp(tw + Bl), q);
-            if constexpr (GS == 2) {
-                xput(tdst + row * SUB + p, x0);
-                xput(tdst + row * SUB + p + 64, x1);
-            } else if constexpr (GS == 1) {
+            if constexpr (GS) {
                 tdst[row * SUB + p] = x0;
                 tdst[row * SUB + p + 64] = x1;
             } else {
@@ -1028,9 +989,9 @@ __device__ __forceinline__ void cl_inv_ntt(u64* s, const WP* tw, u64 q, Load4 lo
         for (int i = 0; i < 3; i++) ctw[i] = col_tw(i);
         ctw2 = ldwp(tw + 1);
     }
-    if constexpr (GS == 1) {
+    if constexpr (GS) {
         limb_sync(ctr, target);  // every row of the limb is in tdst
-    } else if constexpr (GS == 0) {
+    } else {
         cl_sync();
     }
     {
@@ -1038,18 +999,17 @@ __device__ __forceinline__ void cl_inv_ntt(u64* s, const WP* tw, u64 q, Load4 lo
         u64 x[4];
         // Rows 4qc .. 4qc + 3 all live in block (4 qc) / 16.
         const uint32_t src = (4 * qc) / CL_LINES;
-        if constexpr (GS == 2) xtake4(tdst + 4 * qc * SUB + col, SUB, x);
 #pragma unroll
-        for (int e = 0; e < 4 && GS != 2; e++) {
+        for (int e = 0; e < 4; e++) {
             const uint32_t a = 4 * qc + e;
-            if constexpr (GS == 1) {
+            if constexpr (GS) {
                 x[e] = ldcg(tdst + a * SUB + col);
             } else {
                 x[e] = *cl_map(Bt + tix<true>(a % CL_LINES, col), src);
             }
         }
         inv_quad(x, PRE ? ctw[0] : col_tw(0), q);
-        if constexpr (GS == 0) cl_arrive_relaxed();
+        if constexpr (!GS) cl_arrive_relaxed();
 #pragma unroll
         for (int e = 0; e < 4; e++) A[tix<false>(c, 4 * qc + e)] = x[e];
         hsync();
@@ -1065,7 +1025,7 @@ __device__ __forceinline__ void cl_inv_ntt(u64* s, const WP* tw, u64 q, Load4 lo
             store(p * SUB + col, x0);
             store((p + 64) * SUB + col, x1);
         }
-        if constexpr (GS == 0) cl_wait();
+        if constexpr (!GS) cl_wait();
     }
 }
 
@@ -1078,7 +1038,7 @@ __device__ __forceinline__ void ntt_fwd_entry(
     const u64* __restrict__ in, u64* __restrict__ out, const Prime* __restrict__ primes,
     const WP* __restrict__ twf, const WP* __restrict__ pre, uint32_t prime_off, u64 in_ys,
     u64 in_zs, u64 out_ys, u64 out_zs, uint32_t mode, uint32_t ginv, uint32_t src_off,
-    uint32_t src_by_z, unsigned* sync_ctr = nullptr, u64* xchg = nullptr) {
+    uint32_t src_by_z, unsigned* sync_ctr = nullptr) {
     CL_SHARED(s);
     const uint32_t y = blockIdx.y, z = blockIdx.z;
     const uint32_t pid = prime_off + y;
@@ -1110,12 +1070,10 @@ __device__ __forceinline__ void ntt_fwd_entry(
     const WP* tw = twf + (u64)pid * NN;
     if constexpr (V < 2) {
         cl_fwd_ntt<V == 1>(s, tw, p.q, load, store2);
-    } else if constexpr (V == 2) {
-        // ctr: the launch's counter pairs (y, z) = limb; tdst: the output limb itself.
-        cl_fwd_ntt<true, 1>(s, tw, p.q, load, store2, dst, sync_ctr + 2 * (z * gridDim.y + y));
     } else {
-        // tdst: the limb's exchange slot.
-        cl_fwd_ntt<true, 2>(s, tw, p.q, load, store2, xchg + (u64)(z * gridDim.y + y) * NN);
+        // ctr: the launch's counter pairs (y, z) = limb; tdst: the output limb itself.
+        cl_fwd_ntt<true, true>(s, tw, p.q, load, store2, dst,
+                               sync_ctr + 2 * (z * gridDim.y + y));
     }
 }
 
@@ -1135,9 +1093,6 @@ CL_KERNEL1 ntt_fwd_clr(NTT_FWD_PARAMS) { ntt_fwd_entry<1>(NTT_FWD_ARGS); }
 GS_KERNEL ntt_fwd_gs(NTT_FWD_PARAMS, unsigned* sync_ctr) {
     ntt_fwd_entry<2>(NTT_FWD_ARGS, sync_ctr);
 }
-// ntt_fwd_gs with the exchange words as flags (xtake4): xchg holds one empty slot of N words
-// per limb (grid y x z); launched cooperatively.
-GS_KERNEL ntt_fwd_gx(NTT_FWD_PARAMS, u64* xchg) { ntt_fwd_entry<3>(NTT_FWD_ARGS, nullptr, xchg); }
 
 // Inverse NTT, then x * post[pid] (canonical), one launch, grid (CL, limbs, components),
 // CL_THREADS threads: V = 0 ntt_inv_cl (clusters of CL), V = 1 ntt_inv_clr (twiddles
@@ -1146,7 +1101,7 @@ template <int V>
 __device__ __forceinline__ void ntt_inv_entry(
     const u64* __restrict__ in, u64* __restrict__ out, const Prime* __restrict__ primes,
     const WP* __restrict__ twi, const WP* __restrict__ post, uint32_t prime_off, u64 in_ys,
-    u64 in_zs, u64 out_ys, u64 out_zs, unsigned* sync_ctr = nullptr, u64* xchg = nullptr) {
+    u64 in_zs, u64 out_ys, u64 out_zs, unsigned* sync_ctr = nullptr) {
     CL_SHARED(s);
     const uint32_t y = blockIdx.y, z = blockIdx.z;
     const uint32_t pid = prime_off + y;
@@ -1158,12 +1113,9 @@ __device__ __forceinline__ void ntt_inv_entry(
     auto store = [&](uint32_t pos, u64 x) { dst[pos] = shoup(x, pw.w, pw.wp, q); };
     if constexpr (V < 2) {
         cl_inv_ntt<V == 1>(s, twi + (u64)pid * NN, q, load4, store);
-    } else if constexpr (V == 2) {
-        cl_inv_ntt<true, 1>(s, twi + (u64)pid * NN, q, load4, store, dst,
-                            sync_ctr + 2 * (z * gridDim.y + y));
     } else {
-        cl_inv_ntt<true, 2>(s, twi + (u64)pid * NN, q, load4, store,
-                            xchg + (u64)(z * gridDim.y + y) * NN);
+        cl_inv_ntt<true, true>(s, twi + (u64)pid * NN, q, load4, store, dst,
+                               sync_ctr + 2 * (z * gridDim.y + y));
     }
 }
 
@@ -1179,8 +1131,6 @@ CL_KERNEL1 ntt_inv_clr(NTT_INV_PARAMS) { ntt_inv_entry<1>(NTT_INV_ARGS); }
 GS_KERNEL ntt_inv_gs(NTT_INV_PARAMS, unsigned* sync_ctr) {
     ntt_inv_entry<2>(NTT_INV_ARGS, sync_ctr);
 }
-// ntt_inv_gs with the exchange words as flags, as ntt_fwd_gx.
-GS_KERNEL ntt_inv_gx(NTT_INV_PARAMS, u64* xchg) { ntt_inv_entry<3>(NTT_INV_ARGS, nullptr, xchg); }
 
 // Key switching after ntt_fwd_cl's ModUp: acc[c][y] = INTT(sum_d ext[d][y] * key[d][c][pid])
 // * ks_post, one cluster per (target row y, component c). ext: [digits][rows][N] canonical NTT

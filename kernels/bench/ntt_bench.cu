@@ -74,9 +74,6 @@ int main(int argc, char** argv) {
     CK(cudaMalloc(&dpost, 9 * sizeof(WP)));
     CK(cudaMalloc(&ctr, 64 * 64 * 2 * 4));
     CK(cudaMemset(ctr, 0, 64 * 64 * 2 * 4));
-    u64* xchg;  // exchange slots of the *_gx kernels: every word empty (all ones) between launches
-    CK(cudaMalloc(&xchg, words * 8));
-    CK(cudaMemset(xchg, 0xFF, words * 8));
     CK(cudaMemcpy(in, h.data(), words * sets * 8, cudaMemcpyHostToDevice));
     CK(cudaMemcpy(dp, primes.data(), 9 * sizeof(Prime), cudaMemcpyHostToDevice));
     CK(cudaMemcpy(dtw, tw.data(), tw.size() * sizeof(WP), cudaMemcpyHostToDevice));
@@ -153,13 +150,6 @@ int main(int argc, char** argv) {
             void* args[] = {&ks_acc, &a0, &a1, &dst, &dp, &dpost, &off, &L, &g};
             return cudaLaunchKernel((void*)ks_moddown, dim3(NN / 256, limbs, 2), dim3(256), args,
                                     0, st);
-        } else if (which == 9) {
-            void* args[] = {&src, &dst, &dp, &dtw, &nopre, &off, &ys, &zs, &ys, &zs,
-                            &mode, &ginv, &soff, &sbz, &xchg};
-            return cudaLaunchCooperativeKernel((void*)ntt_fwd_gx, grid, dim3(512), args, 0, st);
-        } else if (which == 10) {
-            void* args[] = {&src, &dst, &dp, &dtw, &dpost, &off, &ys, &zs, &ys, &zs, &xchg};
-            return cudaLaunchCooperativeKernel((void*)ntt_inv_gx, grid, dim3(512), args, 0, st);
         } else {
             // The forward kernel by a plain launch (every block fits at once on an idle GPU).
             void* args[] = {&src, &dst, &dp, &dtw, &nopre, &off, &ys, &zs, &ys, &zs,
@@ -168,7 +158,7 @@ int main(int argc, char** argv) {
         }
     };
     const char* names[] = {"fwd", "inv", "copy", "nop", "fwd-plain", "fwd-clr", "ks-modup",
-                           "ks-inner", "ks-moddown", "fwd-gx", "inv-gx"};
+                           "ks-inner", "ks-moddown"};
     {
         cudaLaunchConfig_t cfg = {};
         cfg.gridDim = grid;
@@ -199,8 +189,8 @@ int main(int argc, char** argv) {
         cudaOccupancyMaxActiveBlocksPerMultiprocessor(&bps, (void*)ks_inner_cl, 512, 0);
         printf("ks_inner_cl blocks per SM %d\n", bps);
     }
-    for (int which = 0; which < 11; which++) {
-        if (limbs != 8 && which >= 6 && which <= 8) continue;
+    for (int which = 0; which < 9; which++) {
+        if (limbs != 8 && which >= 6) break;
         for (int i = 0; i < 50; i++) CK(launch(which, i % sets));
         CK(cudaStreamSynchronize(st));
         const int burst = 400;
@@ -224,28 +214,6 @@ int main(int argc, char** argv) {
         std::sort(single.begin(), single.end());
         printf("%-10s burst_us %7.2f  single_median_us %7.2f  p10 %7.2f\n", names[which],
                ms * 1000.f / burst, single[100], single[20]);
-    }
-    // The flag-exchange kernels give the words of the counter kernels (set 0, both directions).
-    {
-        std::vector<u64> r0(words), r1(words);
-        for (int pair = 0; pair < 2; pair++) {
-            CK(launch(pair == 0 ? 0 : 1, 0));
-            CK(cudaStreamSynchronize(st));
-            CK(cudaMemcpy(r0.data(), out, words * 8, cudaMemcpyDeviceToHost));
-            CK(cudaMemset(out, 0, words * 8));
-            CK(launch(pair == 0 ? 9 : 10, 0));
-            CK(cudaStreamSynchronize(st));
-            CK(cudaMemcpy(r1.data(), out, words * 8, cudaMemcpyDeviceToHost));
-            std::vector<u64> x(words);
-            CK(cudaMemcpy(x.data(), xchg, words * 8, cudaMemcpyDeviceToHost));
-            size_t bad = 0, dirty = 0;
-            for (size_t i = 0; i < words; i++) {
-                bad += r0[i] != r1[i];
-                dirty += x[i] != ~0ull;
-            }
-            printf("%s-gx vs %s-gs: %zu of %zu words differ, %zu exchange words not empty\n",
-                   pair == 0 ? "fwd" : "inv", pair == 0 ? "fwd" : "inv", bad, words, dirty);
-        }
     }
 #ifdef HAS_MARKS
     // Per-block timeline of single forward launches: phase 1 (start -> before the limb

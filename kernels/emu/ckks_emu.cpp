@@ -86,12 +86,6 @@ static unsigned ld_acquire(const unsigned* p) { return __atomic_load_n(p, __ATOM
 static unsigned ld_relaxed(const unsigned* p) { return __atomic_load_n(p, __ATOMIC_RELAXED); }
 static unsigned atomicAdd(unsigned* p, unsigned v) { return __atomic_fetch_add(p, v, __ATOMIC_ACQ_REL); }
 static void __threadfence() { __atomic_thread_fence(__ATOMIC_SEQ_CST); }
-static void xput(unsigned long long* p, unsigned long long v) {
-    __atomic_store_n(p, v, __ATOMIC_RELAXED);
-}
-static unsigned long long xget(const unsigned long long* p) {
-    return __atomic_load_n(p, __ATOMIC_RELAXED);
-}
 #define CL_SHARED(name)                                  \
     static u64 name##_all[CL][2 * CL_WORDS];             \
     u64* name = name##_all[cl_rank()];                   \
@@ -394,27 +388,6 @@ int main() {
                 std::printf("FAIL counter %zu: %u after 4 launches from %u\n", i, ctr[i], ctr0[i]);
                 std::exit(1);
             }
-        // The same with the exchange words as flags: one slot of N words per limb, empty before
-        // and (checked) after every launch.
-        std::vector<u64> xchg((size_t)L * C * NN, XCHG_EMPTY);
-        std::vector<u64> out_x(a.size(), ~0ull), back_x(a.size(), ~0ull);
-        for (int rep = 0; rep < 2; rep++) {
-            launch_cluster(dim3{CL, L, C}, CL_THREADS, [&] {
-                ntt_fwd_gx(P(a), M(out_x), PR(T), WPP(T.twf), WPP(T.reduce), off, n, cs, n, cs, 0,
-                           0, off, 0, xchg.data());
-            });
-            expect_eq("forward NTT 2 x 3 limbs (flag exchange)", out_x, want);
-            launch_cluster(dim3{CL, L, C}, CL_THREADS, [&] {
-                ntt_inv_gx(P(out_x), M(back_x), PR(T), WPP(T.twi), WPP(T.n_inv), off, n, cs, n,
-                           cs, xchg.data());
-            });
-            expect_eq("inverse NTT round trip (flag exchange)", back_x, a);
-            for (size_t i = 0; i < xchg.size(); i++)
-                if (xchg[i] != XCHG_EMPTY) {
-                    std::printf("FAIL exchange word %zu not empty after a launch\n", i);
-                    std::exit(1);
-                }
-        }
         // Non-canonical inputs below 2^64 on the forward path (the pre-step reduces any word).
         std::vector<u64> big(a.size()), out_big(a.size(), ~0ull);
         for (size_t i = 0; i < a.size(); i++) big[i] = a[i] + QS[off + (i / NN) % L] * (rng() % 7);
