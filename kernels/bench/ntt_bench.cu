@@ -150,6 +150,17 @@ int main(int argc, char** argv) {
             void* args[] = {&ks_acc, &a0, &a1, &dst, &dp, &dpost, &off, &L, &g};
             return cudaLaunchKernel((void*)ks_moddown, dim3(NN / 256, limbs, 2), dim3(256), args,
                                     0, st);
+        } else if (which == 9 || which == 10) {
+            // ModUp without the automorphism (9: lift and pre-step kept; 10: a plain forward
+            // NTT of the same 72 limbs, no pre-step): what the gather and the lift cost.
+            const u64* c1 = src + (u64)limbs * NN;
+            u64* ext = ks_ext;
+            uint32_t g = 0, one = which == 9 ? 1 : 0;
+            const WP* pre = which == 9 ? dpost : nullptr;
+            u64 zero = 0, n = NN, rn = 9ull * NN;
+            void* args[] = {&c1, &ext, &dp, &dtw, &pre, &off, &zero, &n, &n, &rn,
+                            &mode, &g, &soff, &one};
+            return cudaLaunchKernel((void*)ntt_fwd_cl, dim3(8, 9, 8), dim3(512), args, 0, st);
         } else {
             // The forward kernel by a plain launch (every block fits at once on an idle GPU).
             void* args[] = {&src, &dst, &dp, &dtw, &nopre, &off, &ys, &zs, &ys, &zs,
@@ -158,7 +169,7 @@ int main(int argc, char** argv) {
         }
     };
     const char* names[] = {"fwd", "inv", "copy", "nop", "fwd-plain", "fwd-clr", "ks-modup",
-                           "ks-inner", "ks-moddown"};
+                           "ks-inner", "ks-moddown", "modup-noaut", "modup-raw"};
     {
         cudaLaunchConfig_t cfg = {};
         cfg.gridDim = grid;
@@ -189,7 +200,7 @@ int main(int argc, char** argv) {
         cudaOccupancyMaxActiveBlocksPerMultiprocessor(&bps, (void*)ks_inner_cl, 512, 0);
         printf("ks_inner_cl blocks per SM %d\n", bps);
     }
-    for (int which = 0; which < 9; which++) {
+    for (int which = 0; which < 11; which++) {
         if (limbs != 8 && which >= 6) break;
         for (int i = 0; i < 50; i++) CK(launch(which, i % sets));
         CK(cudaStreamSynchronize(st));
@@ -214,6 +225,24 @@ int main(int argc, char** argv) {
         std::sort(single.begin(), single.end());
         printf("%-10s burst_us %7.2f  single_median_us %7.2f  p10 %7.2f\n", names[which],
                ms * 1000.f / burst, single[100], single[20]);
+    }
+    // Hashes of what the forward, inverse and ModUp kernels wrote for set 0, to compare variants
+    // that must agree word for word.
+    {
+        auto hash = [](const std::vector<u64>& v) {
+            u64 h = 1469598103934665603ull;
+            for (u64 x : v) h = (h ^ x) * 1099511628211ull;
+            return h;
+        };
+        const int kinds[3] = {0, 1, 6};
+        for (int w : kinds) {
+            if (limbs != 8 && w == 6) break;
+            CK(launch(w, 0));
+            CK(cudaStreamSynchronize(st));
+            std::vector<u64> v(w == 6 ? (size_t)8 * 9 * NN : words);
+            CK(cudaMemcpy(v.data(), w == 6 ? ks_ext : out, v.size() * 8, cudaMemcpyDeviceToHost));
+            printf("hash %-8s %016llx\n", names[w], hash(v));
+        }
     }
 #ifdef HAS_MARKS
     // Per-block timeline of single forward launches: phase 1 (start -> before the limb
