@@ -590,7 +590,7 @@ __device__ __forceinline__ const u64* cl_map(const u64* p, uint32_t rank) {
 #endif
 
 #ifndef FHE_EMU
-// Four consecutive words at a 32-byte aligned address (two 16-byte loads); two at a 16-byte
+// Four consecutive words at a 32-byte aligned address (two 16-byte loads), two at a 16-byte
 // aligned one (one 16-byte store).
 __device__ __forceinline__ void ld4(const u64* __restrict__ p, u64 (&x)[4]) {
     const ulonglong2 a = reinterpret_cast<const ulonglong2*>(p)[0];
@@ -602,6 +602,11 @@ __device__ __forceinline__ void ld4(const u64* __restrict__ p, u64 (&x)[4]) {
 }
 __device__ __forceinline__ void st2(u64* p, u64 x0, u64 x1) {
     reinterpret_cast<ulonglong2*>(p)[0] = make_ulonglong2(x0, x1);
+}
+__device__ __forceinline__ void ld2sh(const u64* p, u64& x0, u64& x1) {
+    const ulonglong2 v = reinterpret_cast<const ulonglong2*>(p)[0];
+    x0 = v.x;
+    x1 = v.y;
 }
 #endif
 
@@ -771,57 +776,6 @@ __device__ __forceinline__ void fwd_tile_round(u64* s, uint32_t line, uint32_t q
     for (int e = 0; e < 4; e++) s[tix<ROW>(line, j0 + e * (h / 2))] = x[e];
 }
 
-// The last two rounds of a forward phase without a barrier between them: the radix-4 round of
-// half-spans 4 and 2 on the quad fwd_j0(qd, 4) + {0, 2, 4, 6} of the tile, then the radix-2
-// round of half-span 1. The partner of each word is in the thread of quad qd ^ 1 (lane ^ lx:
-// 8 in the column phase, 1 in the row phase), so the two threads swap two words each in
-// registers (shfl) instead of a shared-memory round and a barrier: the even-qd thread ends with
-// the pairs (2pb, 2pb + 1) and (2pb + 2, 2pb + 3), the odd one with the next two, pb =
-// fwd_pair(qd). y = {pair 0 low, pair 0 high, pair 1 low, pair 1 high}, lazy < 4q.
-__device__ __forceinline__ uint32_t fwd_pair(uint32_t qd) { return (qd / 2) * 4 + 2 * (qd & 1); }
-template <bool ROW>
-__device__ __forceinline__ void fwd_last(const u64* s, uint32_t line, uint32_t qd, uint32_t lx,
-                                         Tw3 w, WP w20, WP w21, u64 q, u64 (&y)[4]) {
-    const uint32_t j0 = fwd_j0(qd, 4);
-    u64 x[4];
-#pragma unroll
-    for (int e = 0; e < 4; e++) x[e] = s[tix<ROW>(line, j0 + 2 * e)];
-    fwd_quad(x, w, q);
-    const bool odd = (qd & 1) != 0;
-    const u64 ra = __shfl_xor_sync(0xFFFFFFFFu, odd ? x[0] : x[2], lx);
-    const u64 rb = __shfl_xor_sync(0xFFFFFFFFu, odd ? x[1] : x[3], lx);
-    y[0] = odd ? ra : x[0];
-    y[1] = odd ? x[2] : ra;
-    y[2] = odd ? rb : x[1];
-    y[3] = odd ? x[3] : rb;
-    ct_bfly(y[0], y[1], w20, q);
-    ct_bfly(y[2], y[3], w21, q);
-}
-
-// The same for the inverse's row phase: the radix-4 round of half-spans 16 and 32 on the quad
-// inv_j0(qd, 16) + {0, 16, 32, 48}, then the radix-2 round of half-span 64 (one twiddle w2),
-// whose partner is in quad qd ^ 16 (lane ^ 16). The thread of qd < 16 ends with the pairs
-// (p, p + 64) for p = qd and qd + 16, the other with p = qd - 16 + 32 and qd - 16 + 48
-// (inv_pair(qd) + {0, 16}). y as for fwd_last, lazy < 2q.
-__device__ __forceinline__ uint32_t inv_pair(uint32_t qd) { return (qd % 16) + 2 * (qd & 16); }
-__device__ __forceinline__ void inv_last_row(const u64* s, uint32_t line, uint32_t qd, Tw3 w,
-                                             WP w2, u64 q, u64 (&y)[4]) {
-    const uint32_t j0 = inv_j0(qd, 16);
-    u64 x[4];
-#pragma unroll
-    for (int e = 0; e < 4; e++) x[e] = s[tix<true>(line, j0 + 16 * e)];
-    inv_quad(x, w, q);
-    const bool up = (qd & 16) != 0;
-    const u64 ra = __shfl_xor_sync(0xFFFFFFFFu, up ? x[0] : x[2], 16);
-    const u64 rb = __shfl_xor_sync(0xFFFFFFFFu, up ? x[1] : x[3], 16);
-    y[0] = up ? ra : x[0];
-    y[1] = up ? x[2] : ra;
-    y[2] = up ? rb : x[1];
-    y[3] = up ? x[3] : rb;
-    gs_bfly(y[0], y[1], w2, q);
-    gs_bfly(y[2], y[3], w2, q);
-}
-
 template <bool ROW>
 __device__ __forceinline__ void inv_tile_round(u64* s, uint32_t line, uint32_t qd, uint32_t h,
                                                Tw3 w, u64 q) {
@@ -870,11 +824,13 @@ __device__ __forceinline__ void cl_fwd_ntt(u64* s, const WP* tw, u64 q, Load loa
         fwd_pf(tw, 1, 64, qc);
         fwd_pf(tw, 1, 16, fwd_j0(qc, 16));
         fwd_pf(tw, 1, 4, fwd_j0(qc, 4));
-        pf(tw + 64 + fwd_pair(qc));
+        pf(tw + 64 + qc);
+        pf(tw + 64 + qc + 32);
         fwd_pf(tw, Bl, 64, qr);
         fwd_pf(tw, Bl, 16, fwd_j0(qr, 16));
         fwd_pf(tw, Bl, 4, fwd_j0(qr, 4));
-        pf(tw + Bl * 64 + fwd_pair(qr));
+        pf(tw + Bl * 64 + qr);
+        pf(tw + Bl * 64 + qr + 32);
     }
     {
         // Column phase, round 1 straight from global memory.
@@ -886,7 +842,7 @@ __device__ __forceinline__ void cl_fwd_ntt(u64* s, const WP* tw, u64 q, Load loa
 #pragma unroll
             for (int i = 0; i < 3; i++) ctw[i] = col_tw(i);
 #pragma unroll
-            for (int e = 0; e < 2; e++) ctw2[e] = ldwp(tw + 64 + fwd_pair(qc) + e);
+            for (int e = 0; e < 2; e++) ctw2[e] = ldwp(tw + 64 + qc + 32 * e);
         }
         fwd_quad(x, PRE ? ctw[0] : col_tw(0), q);
 #pragma unroll
@@ -894,15 +850,14 @@ __device__ __forceinline__ void cl_fwd_ntt(u64* s, const WP* tw, u64 q, Load loa
         hsync();
         fwd_tile_round<false>(A, c, qc, 16, PRE ? ctw[1] : col_tw(1), q);
         hsync();
-        // The last radix-4 round and the radix-2 round of half-span 1 (pairs (2p, 2p + 1)).
-        u64 y[4];
-        fwd_last<false>(A, c, qc, 8, PRE ? ctw[2] : col_tw(2),
-                        PRE ? ctw2[0] : ldwp(tw + 64 + fwd_pair(qc)),
-                        PRE ? ctw2[1] : ldwp(tw + 64 + fwd_pair(qc) + 1), q, y);
+        fwd_tile_round<false>(A, c, qc, 4, PRE ? ctw[2] : col_tw(2), q);
+        hsync();
+        // Radix-2 half-span 1: pairs (2p, 2p + 1), p = qc and qc + 32.
 #pragma unroll
         for (int e = 0; e < 2; e++) {
-            const uint32_t p = fwd_pair(qc) + e;
-            const u64 x0 = y[2 * e], x1 = y[2 * e + 1];
+            const uint32_t p = qc + e * 32;
+            u64 x0 = A[tix<false>(c, 2 * p)], x1 = A[tix<false>(c, 2 * p + 1)];
+            ct_bfly(x0, x1, PRE ? ctw2[e] : ldwp(tw + 64 + p), q);
             if constexpr (GS) {
                 tdst[2 * p * SUB + col] = x0;
                 tdst[(2 * p + 1) * SUB + col] = x1;
@@ -916,7 +871,7 @@ __device__ __forceinline__ void cl_fwd_ntt(u64* s, const WP* tw, u64 q, Load loa
 #pragma unroll
         for (int i = 0; i < 3; i++) rtw[i] = row_tw(i);
 #pragma unroll
-        for (int e = 0; e < 2; e++) rtw2[e] = ldwp(tw + Bl * 64 + fwd_pair(qr) + e);
+        for (int e = 0; e < 2; e++) rtw2[e] = ldwp(tw + Bl * 64 + qr + 32 * e);
     }
     if constexpr (GS) {
         limb_sync(ctr, target);  // every column of the limb is in tdst
@@ -942,14 +897,14 @@ __device__ __forceinline__ void cl_fwd_ntt(u64* s, const WP* tw, u64 q, Load loa
         hsync();
         fwd_tile_round<true>(Bt, r, qr, 16, PRE ? rtw[1] : row_tw(1), q);
         hsync();
-        u64 y[4];
-        fwd_last<true>(Bt, r, qr, 1, PRE ? rtw[2] : row_tw(2),
-                       PRE ? rtw2[0] : ldwp(tw + Bl * 64 + fwd_pair(qr)),
-                       PRE ? rtw2[1] : ldwp(tw + Bl * 64 + fwd_pair(qr) + 1), q, y);
+        fwd_tile_round<true>(Bt, r, qr, 4, PRE ? rtw[2] : row_tw(2), q);
+        hsync();
 #pragma unroll
         for (int e = 0; e < 2; e++) {
-            const uint32_t p = fwd_pair(qr) + e;
-            u64 x0 = y[2 * e], x1 = y[2 * e + 1];
+            const uint32_t p = qr + e * 32;
+            u64 x0, x1;
+            ld2sh(Bt + tix<true>(r, 2 * p), x0, x1);
+            ct_bfly(x0, x1, PRE ? rtw2[e] : ldwp(tw + Bl * 64 + p), q);
             x0 = csub(x0, 2 * q);
             x1 = csub(x1, 2 * q);
             store2(row * SUB + 2 * p, csub(x0, q), csub(x1, q));
@@ -1012,13 +967,14 @@ __device__ __forceinline__ void cl_inv_ntt(u64* s, const WP* tw, u64 q, Load4 lo
         hsync();
         inv_tile_round<true>(Bt, r, qr, 4, PRE ? rtw[1] : row_tw(1), q);
         hsync();
-        // The last radix-4 round and the radix-2 round of half-span 64 (pairs (p, p + 64)).
-        u64 y[4];
-        inv_last_row(Bt, r, qr, PRE ? rtw[2] : row_tw(2), PRE ? rtw2 : ldwp(tw + Bl), q, y);
+        inv_tile_round<true>(Bt, r, qr, 16, PRE ? rtw[2] : row_tw(2), q);
+        hsync();
+        // Radix-2 half-span 64: pairs (p, p + 64), p = qr and qr + 32.
 #pragma unroll
         for (int e = 0; e < 2; e++) {
-            const uint32_t p = inv_pair(qr) + 16 * e;
-            const u64 x0 = y[2 * e], x1 = y[2 * e + 1];
+            const uint32_t p = qr + e * 32;
+            u64 x0 = Bt[tix<true>(r, p)], x1 = Bt[tix<true>(r, p + 64)];
+            gs_bfly(x0, x1, PRE ? rtw2 : ldwp(tw + Bl), q);
             if constexpr (GS) {
                 tdst[row * SUB + p] = x0;
                 tdst[row * SUB + p + 64] = x1;

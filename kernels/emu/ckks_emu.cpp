@@ -67,19 +67,9 @@ static const T* cl_map(const T* p, unsigned rank) {
 static void ld4(const unsigned long long* p, unsigned long long (&x)[4]) {
     for (int i = 0; i < 4; i++) x[i] = p[i];
 }
-// Warp shuffles: the 32 threads of a warp meet on the warp's barrier around a slot exchange.
-struct Warp {
-    std::barrier<> bar{32};
-    unsigned long long slot[32];
-};
-static thread_local Warp* g_warp = nullptr;
-static unsigned long long __shfl_xor_sync(unsigned, unsigned long long v, int lane_mask) {
-    const unsigned lane = threadIdx.x % 32;
-    g_warp->slot[lane] = v;
-    g_warp->bar.arrive_and_wait();
-    const unsigned long long r = g_warp->slot[lane ^ (unsigned)lane_mask];
-    g_warp->bar.arrive_and_wait();
-    return r;
+static void ld2sh(const unsigned long long* p, unsigned long long& x0, unsigned long long& x1) {
+    x0 = p[0];
+    x1 = p[1];
 }
 static void st2(unsigned long long* p, unsigned long long x0, unsigned long long x1) {
     p[0] = x0;
@@ -143,13 +133,11 @@ static void launch_cluster(dim3 grid, unsigned threads, const std::function<void
     for (unsigned i = 0; i < 2 * CL; i++)
         hbars.push_back(new std::barrier<>((std::ptrdiff_t)(threads / 2)));
     std::barrier<> cbar((std::ptrdiff_t)(threads * CL));
-    std::vector<Warp> warps(CL * threads / 32);
     std::vector<std::thread> ts;
     for (unsigned b = 0; b < CL; b++)
         for (unsigned t = 0; t < threads; t++) {
             ts.emplace_back([&, b, t] {
                 g_bar = bars[b];
-                g_warp = &warps[(b * threads + t) / 32];
                 g_hbar = hbars[2 * b + t / (threads / 2)];
                 g_cbar = &cbar;
                 threadIdx = dim3{t, 0, 0};
