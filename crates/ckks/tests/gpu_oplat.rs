@@ -383,6 +383,39 @@ fn oplat_table_on_the_gpu() {
     for (name, t) in pool {
         rows.push((name, Some(t)));
     }
+    // Without launch graphs: every kernel by cuLaunchKernel / cuLaunchCooperativeKernel.
+    let graphs = gpu.graph_launches();
+    gpu.set_graph_launches(false);
+    let direct = [
+        (
+            "coefficient_to_ntt/direct",
+            time_op(&s, |i| {
+                gpu.coefficient_domain_to_ntt_domain(&cts[i % SETS], &s)
+            }),
+        ),
+        (
+            "ntt_to_coefficient/direct",
+            time_op(&s, |i| {
+                gpu.ntt_domain_to_coefficient_domain(&ntts[i % SETS], &s)
+            }),
+        ),
+        (
+            "multiply_plaintext/direct",
+            time_op(&s, |i| {
+                gpu.multiply_plaintext(&ntts[i % SETS], &pts[(i + 1) % SETS], &s)
+            }),
+        ),
+        (
+            "rotate_with_key/direct",
+            time_op(&s, |i| {
+                gpu.rotate_with_key(&cts[i % SETS], &keys[(i / SETS + i) % SETS], &s)
+            }),
+        ),
+    ];
+    gpu.set_graph_launches(graphs);
+    for (name, t) in direct {
+        rows.push((name, Some(t)));
+    }
 
     let same_call = peer_oplat();
     let mut table = String::from(
@@ -420,7 +453,7 @@ fn oplat_table_on_the_gpu() {
         }
     }
     table.push_str(&format!(
-        "(rows without a suffix: NttKernels::{default:?}; /2pass two-pass, /cl512 8 x 512-thread clusters, /clpre the same with twiddles preloaded into registers; /pool without the engine's buffer recycling)\n"
+        "(rows without a suffix: NttKernels::{default:?}; /2pass two-pass, /cl512 8 x 512-thread clusters, /clpre the same with twiddles preloaded into registers; /pool without the engine's buffer recycling; /direct without launch graphs)\n"
     ));
     eprintln!("{table}");
     if let Ok(out) = std::env::var("OUT") {

@@ -192,6 +192,74 @@ fn freed_results_are_recycled_on_their_stream_only() {
     fx.gpu.set_recycling(true);
 }
 
+/// Launch graphs (decision 0505): with them on, every launch of an operation replays a graph
+/// and the words are the CPU's at several levels, on two streams, with repeated and changing
+/// arguments; with them off no launch goes through a graph and the words are the same.
+#[test]
+fn graph_launches_replay_every_kernel_and_change_no_word() {
+    let Some(fx) = fixture() else { return };
+    fx.gpu.set_ntt_kernels(NttKernels::GlobalSync);
+    fx.gpu.set_graph_launches(true);
+    assert!(fx.gpu.graph_launches(), "the driver refused a launch graph");
+    let key = fx
+        .cpu
+        .create_rotation_key(1, fx.cpu.secret_key())
+        .expect("rotation key");
+    let dkey = fx
+        .gpu
+        .upload_rotation_key(&key, &fx.stream)
+        .expect("upload key");
+    let other = fx.gpu.stream().expect("stream");
+    for level in [0usize, 3] {
+        let ct = fresh(&fx.cpu, 11, level);
+        let want_ntt = fx
+            .cpu
+            .coefficient_domain_to_ntt_domain(&ct)
+            .expect("cpu ntt");
+        let want_rot = fx.cpu.rotate_with_key(&ct, &key).expect("cpu rotate");
+        let d = fx.up(&ct);
+        fx.stream.synchronize().expect("sync"); // `other` reads `d` too
+        for (on, label) in [(true, "graphs"), (false, "direct"), (true, "graphs again")] {
+            fx.gpu.set_graph_launches(on);
+            for _ in 0..2 {
+                // The same arguments twice (the second launch needs no update), then the
+                // rotation's three kernels.
+                let before = fx.gpu.graph_replays();
+                fx.check(&format!("ntt L{level} ({label})"), &want_ntt, || {
+                    fx.gpu.coefficient_domain_to_ntt_domain(&d, &fx.stream)
+                });
+                let launched = fx.gpu.graph_replays() - before;
+                assert_eq!(
+                    launched,
+                    u64::from(on),
+                    "ntt L{level} ({label}): one launch"
+                );
+                let before = fx.gpu.graph_replays();
+                fx.check(&format!("rotate L{level} ({label})"), &want_rot, || {
+                    fx.gpu.rotate_with_key(&d, &dkey, &fx.stream)
+                });
+                let launched = fx.gpu.graph_replays() - before;
+                assert_eq!(
+                    launched,
+                    3 * u64::from(on),
+                    "rotate L{level} ({label}): three launches"
+                );
+            }
+            let r = fx
+                .gpu
+                .rotate_with_key(&d, &dkey, &other)
+                .expect("rotate on another stream");
+            let host = fx.gpu.download_ciphertext(&r, &other).expect("download");
+            common::assert_same_words(
+                &format!("rotate L{level} on another stream ({label})"),
+                &host,
+                &want_rot,
+            );
+        }
+    }
+    fx.gpu.set_graph_launches(true);
+}
+
 #[test]
 fn add_subtract_negate_match_cpu() {
     let Some(fx) = fixture() else { return };

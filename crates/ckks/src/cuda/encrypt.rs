@@ -221,6 +221,7 @@ impl CudaEngine {
         args: &[Arg],
     ) -> Result<()> {
         launch_raw(
+            &self.graphs,
             op,
             self.enc.kernels[kernel as usize],
             ENC_KERNELS[kernel as usize],

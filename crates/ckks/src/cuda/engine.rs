@@ -28,6 +28,9 @@ use parking_lot::Mutex;
 // CudaEngine` block in a child module, so it reaches the engine's launch helpers and tables.
 #[path = "encrypt.rs"]
 mod encrypt;
+// Launches replayed through one-node CUDA graphs (decision 0505).
+#[path = "graphs.rs"]
+mod graphs;
 
 /// PTX of `kernels/ckks.cu`, embedded at build time.
 pub const CKKS_PTX: &str = include_str!("../../../../kernels/ptx/ckks.ptx");
@@ -278,15 +281,18 @@ unsafe impl Send for Kernel {}
 unsafe impl Sync for Kernel {}
 
 /// One kernel argument.
-#[derive(Clone, Copy)]
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
 enum Arg {
     U64(u64),
     U32(u32),
 }
 
 /// Launches `kernel` (named `name` in errors) on `stream` with `args` marshalled into a stack
-/// array: the one `cuLaunchKernel` call site of the CUDA engine (both modules).
+/// array, through its launch graph when `graphs` takes it: the one launch call site of the
+/// CUDA engine (both modules).
+#[allow(clippy::too_many_arguments)]
 fn launch_raw(
+    graphs: &graphs::LaunchGraphs,
     op: &'static str,
     kernel: Kernel,
     name: &str,
@@ -295,13 +301,14 @@ fn launch_raw(
     stream: &Stream,
     args: &[Arg],
 ) -> Result<()> {
-    launch_raw_as(op, kernel, name, grid, block, stream, args, false)
+    launch_raw_as(graphs, op, kernel, name, grid, block, stream, args, false)
 }
 
 /// [`launch_raw`], or a cooperative launch (`cuLaunchCooperativeKernel`: every block resident
 /// at once, or the launch fails without enqueueing anything).
 #[allow(clippy::too_many_arguments)]
 fn launch_raw_as(
+    graphs: &graphs::LaunchGraphs,
     op: &'static str,
     kernel: Kernel,
     name: &str,
@@ -324,13 +331,47 @@ fn launch_raw_as(
             Arg::U32(v) => std::ptr::from_ref(v).cast_mut().cast::<c_void>(),
         };
     }
+    let rc = if let Some(rc) = graphs.launch(
+        kernel.0,
+        grid,
+        block,
+        stream.as_inner(),
+        &mut ptrs,
+        args,
+        cooperative,
+    ) {
+        rc
+    } else {
+        launch_direct(kernel, grid, block, stream, &mut ptrs, cooperative)
+    };
+    if rc == cust::sys::cudaError_enum::CUDA_SUCCESS {
+        Ok(())
+    } else {
+        Err(CudaBackendError::Launch {
+            op,
+            kernel: name.to_string(),
+            code: format!("{rc:?}"),
+        })
+    }
+}
+
+/// `cuLaunchKernel` / `cuLaunchCooperativeKernel` with the argument pointers of
+/// [`launch_raw_as`].
+fn launch_direct(
+    kernel: Kernel,
+    grid: (u32, u32, u32),
+    block: u32,
+    stream: &Stream,
+    ptrs: &mut [*mut c_void; MAX_ARGS],
+    cooperative: bool,
+) -> cust::sys::CUresult {
     // SAFETY: every pointer argument is a live device allocation sized for the kernel's grid
     // (checked by the callers from the value shapes), the scalar arguments match the kernel's
-    // parameter types one for one (the first `args.len()` entries of `ptrs`; f64 parameters
-    // are passed as their bit patterns, which the driver copies byte for byte), and `args`
-    // outlives the call (the driver copies the parameter values at launch).
+    // parameter types one for one (the first entries of `ptrs`, pointing to the caller's
+    // `args`; f64 parameters are passed as their bit patterns, which the driver copies byte for
+    // byte), and the values outlive the call (the driver copies them at launch).
     // (For a cooperative launch the same holds; the driver checks residency itself.)
-    let rc = unsafe {
+    unsafe {
         if cooperative {
             cust::sys::cuLaunchCooperativeKernel(
                 kernel.0,
@@ -359,15 +400,6 @@ fn launch_raw_as(
                 std::ptr::null_mut(),
             )
         }
-    };
-    if rc == cust::sys::cudaError_enum::CUDA_SUCCESS {
-        Ok(())
-    } else {
-        Err(CudaBackendError::Launch {
-            op,
-            kernel: name.to_string(),
-            code: format!("{rc:?}"),
-        })
     }
 }
 
@@ -771,6 +803,8 @@ impl GpuSwitchKey {
 pub struct CudaEngine {
     device: u32,
     kernels: [Kernel; KERNELS.len()],
+    // Launch graphs of both modules' kernels (decision 0505); destroyed before the modules.
+    graphs: graphs::LaunchGraphs,
     // Which kernels run NTTs and key switches ([`NttKernels::code`]); set to two-pass for good
     // if the driver ever refuses a cluster launch.
     ntt_kernels: std::sync::atomic::AtomicU8,
@@ -907,6 +941,7 @@ impl CudaEngine {
         Ok(Self {
             device,
             kernels,
+            graphs: graphs::LaunchGraphs::from_env(),
             ntt_kernels: std::sync::atomic::AtomicU8::new(NttKernels::from_env().code()),
             _module: module,
             context_id: context.id,
@@ -991,6 +1026,29 @@ impl CudaEngine {
             .store(kernels.code(), std::sync::atomic::Ordering::Relaxed);
     }
 
+    /// Turns launch graphs on or off for the launches enqueued after this call (decision
+    /// 0505): on (the default, unless `FHELIUM_CKKS_GRAPHS=0` was set when the engine was
+    /// made), each kernel launch replays a one-node CUDA graph kept per (kernel, grid, stream)
+    /// with its arguments updated, which costs less host time than a direct launch; off,
+    /// every launch calls `cuLaunchKernel` / `cuLaunchCooperativeKernel`. The results are the
+    /// same words either way.
+    pub fn set_graph_launches(&self, on: bool) {
+        self.graphs.set_enabled(on);
+    }
+
+    /// Whether launches go through launch graphs: on, and the driver has not refused to build
+    /// one (after a refusal the engine launches directly for good).
+    #[must_use]
+    pub fn graph_launches(&self) -> bool {
+        self.graphs.enabled()
+    }
+
+    /// How many kernel launches went through a launch graph since the engine was made.
+    #[must_use]
+    pub fn graph_replays(&self) -> u64 {
+        self.graphs.replays()
+    }
+
     /// Whether NTTs and key switches run one-launch thread-block-cluster kernels (any
     /// [`NttKernels`] but [`NttKernels::TwoPass`]).
     #[must_use]
@@ -1024,6 +1082,7 @@ impl CudaEngine {
             });
         };
         launch_raw(
+            &self.graphs,
             op,
             self.kernels[slot],
             KERNELS[slot],
@@ -1093,6 +1152,7 @@ impl CudaEngine {
         all[..args.len()].copy_from_slice(args);
         all[args.len()] = Arg::U64(ctr);
         match launch_raw_as(
+            &self.graphs,
             op,
             self.kernels[kernel as usize],
             KERNELS[kernel as usize],
