@@ -257,7 +257,41 @@ fn graph_launches_replay_every_kernel_and_change_no_word() {
             );
         }
     }
+    // A loop over the same input whose results go back to the recycling bins launches the
+    // same arguments every time from the second iteration on: those replay the graph as it is
+    // (no new graph), and the words stay exact.
     fx.gpu.set_graph_launches(true);
+    fx.gpu.set_recycling(true);
+    let ct = fresh(&fx.cpu, 12, 0);
+    let want = fx
+        .cpu
+        .coefficient_domain_to_ntt_domain(&ct)
+        .expect("cpu ntt");
+    let d = fx.up(&ct);
+    let mut graphs_after_two = 0;
+    for i in 0..20 {
+        let r = fx
+            .gpu
+            .coefficient_domain_to_ntt_domain(&d, &fx.stream)
+            .expect("ntt");
+        if i == 19 {
+            let host = fx
+                .gpu
+                .download_ciphertext(&r, &fx.stream)
+                .expect("download");
+            common::assert_same_words("ntt in a recycling loop", &host, &want);
+        }
+        r.free_async(&fx.stream).expect("free");
+        if i == 1 {
+            graphs_after_two = fx.gpu.graph_count();
+        }
+    }
+    assert!(graphs_after_two > 0, "graphs were built");
+    assert_eq!(
+        fx.gpu.graph_count(),
+        graphs_after_two,
+        "repeated arguments must replay an existing graph"
+    );
 }
 
 #[test]

@@ -183,12 +183,14 @@ const CL_THREADS: u32 = 512;
 /// Limbs (grid y x z) one launch of the `*_gs` NTT kernels may span: two counter words each
 /// (the kernels use the first).
 const SYNC_SLOTS: usize = 256;
-/// Counter regions the `*_gs` launches rotate through, so that launches running at the same
-/// time on different streams do not share counters (a limb's counter only grows, by the
-/// number of blocks per limb in each launch that uses it; the kernel reads its target at the
-/// start, so no launch resets anything). A region comes back after 63 other `*_gs` launches on the engine; launches that
-/// far apart in submission order never run at the same time in practice (a level-0 ciphertext
-/// NTT fills the GPU, and a cooperative launch starts only when all its blocks fit).
+/// Counter regions of the `*_gs` launches, so that launches running at the same time on
+/// different streams do not share counters (a limb's counter only grows, by the number of
+/// blocks per limb in each launch that uses it; the kernel reads its target at the start, so
+/// no launch resets anything). The lower half goes to the first 32 streams, one each (their
+/// launches run one after the other); launches on further streams rotate through the upper
+/// half, where a region comes back after 31 other such launches: launches that far apart in
+/// submission order never run at the same time in practice (a level-0 ciphertext NTT fills
+/// the GPU, and a cooperative launch starts only when all its blocks fit).
 const SYNC_REGIONS: usize = 64;
 
 /// Which kernels run the engine's NTTs and key switches. Every choice gives the same words;
@@ -839,6 +841,11 @@ pub struct CudaEngine {
     // holds a multiple of CL_BLOCKS between launches.
     sync_ctr: DeviceBuffer<u32>,
     sync_gen: std::sync::atomic::AtomicUsize,
+    // The counter region each stream's `*_gs` launches use (assigned on a stream's first such
+    // launch, while regions last): launches on one stream run one after the other, so they
+    // share a region safely, and their arguments repeat (launch graphs replay them as they
+    // are). Streams beyond SYNC_REGIONS take the rotating regions from `sync_gen`.
+    sync_streams: Mutex<std::collections::HashMap<usize, usize>>,
     // Blocks of the `*_gs` kernels the device holds at once (cooperative launch limit).
     gs_capacity: u32,
 }
@@ -974,6 +981,7 @@ impl CudaEngine {
                 DeviceBuffer::from_slice(&vec![0u32; SYNC_REGIONS * SYNC_SLOTS * 2]),
             )?,
             sync_gen: std::sync::atomic::AtomicUsize::new(0),
+            sync_streams: Mutex::new(std::collections::HashMap::new()),
             gs_capacity,
         })
     }
@@ -1047,6 +1055,13 @@ impl CudaEngine {
     #[must_use]
     pub fn graph_replays(&self) -> u64 {
         self.graphs.replays()
+    }
+
+    /// How many launch graphs the engine holds (at most 8 per kernel, grid and stream; each
+    /// replays the argument list of its last launch without an update).
+    #[must_use]
+    pub fn graph_count(&self) -> usize {
+        self.graphs.built()
     }
 
     /// Whether NTTs and key switches run one-launch thread-block-cluster kernels (any
@@ -1140,10 +1155,7 @@ impl CudaEngine {
         if limbs > SYNC_SLOTS || CL_BLOCKS as usize * limbs > self.gs_capacity as usize {
             return Ok(false);
         }
-        let region = self
-            .sync_gen
-            .fetch_add(1, std::sync::atomic::Ordering::Relaxed)
-            % SYNC_REGIONS;
+        let region = self.sync_region(stream);
         let ctr = self.sync_ctr.as_device_ptr().as_raw() + (region * SYNC_SLOTS * 2 * 4) as u64;
         let mut all = [Arg::U32(0); MAX_ARGS];
         if args.len() >= MAX_ARGS {
@@ -1166,6 +1178,29 @@ impl CudaEngine {
             Err(CudaBackendError::Launch { .. }) => Ok(false),
             Err(e) => Err(e),
         }
+    }
+
+    /// The `*_gs` counter region for a launch on `stream`: the stream's own (see
+    /// `sync_streams`), or the next rotating one when every region is taken. Regions
+    /// 0..SYNC_REGIONS/2 go to streams, the upper half rotates, so a stream's region is never
+    /// one a rotating launch uses.
+    fn sync_region(&self, stream: &Stream) -> usize {
+        let own = SYNC_REGIONS / 2;
+        {
+            let mut map = self.sync_streams.lock();
+            let next = map.len();
+            if let Some(&r) = map.get(&stream_key(stream)) {
+                return r;
+            }
+            if next < own {
+                map.insert(stream_key(stream), next);
+                return next;
+            }
+        }
+        own + self
+            .sync_gen
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+            % (SYNC_REGIONS - own)
     }
 
     /// A buffer of `words` words for work on `stream`: one the engine recycled from an earlier

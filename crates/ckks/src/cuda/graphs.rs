@@ -4,10 +4,12 @@
 //! host time before the GPU sees the kernel; updating the parameters of an instantiated
 //! one-node graph and launching it costs ~2.2 us, and launching it again with the same
 //! parameters ~1.75 us (`kernels/bench/launch_bench.cu`, run 17). For an operation timed as one
-//! call on an idle stream, that host time is latency. So the engine keeps one executable graph
-//! per (kernel, grid, block, launch kind, stream): the first launch of such a shape builds it,
-//! later launches update its kernel parameters when they differ from the last ones and launch
-//! it. A graph launch is ordered on its stream exactly as a direct launch (and behind earlier
+//! call on an idle stream, that host time is latency. So the engine keeps executable graphs per
+//! (kernel, grid, block, launch kind, stream), up to `PER_SHAPE` of them, each holding the
+//! arguments of one launch: a launch whose arguments one of them holds replays it as it is
+//! (the engine's buffer recycling makes the same buffers come back, e.g. in a loop over a
+//! pipeline); otherwise a new graph is built while the shape has fewer than `PER_SHAPE`, else
+//! the least recently used one gets the new arguments. A graph launch is ordered on its stream exactly as a direct launch (and behind earlier
 //! launches of the same graph, which are on the same stream by construction); parameter
 //! updates affect only later launches, so updating a graph that is still running is safe.
 //! Anything the driver refuses (building, instantiating or updating a graph) sends that launch,
@@ -23,8 +25,10 @@ use parking_lot::Mutex;
 
 use super::{Arg, MAX_ARGS};
 
-/// Most graphs one engine keeps; launches of further shapes go direct.
+/// Most graphs one engine keeps; launches that would need more go direct.
 const MAX_GRAPHS: usize = 512;
+/// Most graphs per shape (distinct argument lists replayed without an update).
+const PER_SHAPE: usize = 8;
 
 /// What one executable graph launches: everything of a launch but its argument values.
 #[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
@@ -41,8 +45,18 @@ struct Slot {
     graph: cu::CUgraph,
     node: cu::CUgraphNode,
     exec: cu::CUgraphExec,
-    // `None`: unknown (a failed update), so the next launch updates.
+    // `None`: unknown (a failed update), so no launch matches it until it is updated.
     args: Option<([Arg; MAX_ARGS], usize)>,
+    // When it was last launched (the `Graphs::clock` value): the least recent is updated.
+    used: u64,
+}
+
+/// Every graph, by shape, with a launch clock.
+#[derive(Default)]
+struct Graphs {
+    by_shape: HashMap<Shape, Vec<Slot>>,
+    count: usize,
+    clock: u64,
 }
 
 // SAFETY: the graph, node and exec handles are driver handles that any thread may use with the
@@ -55,7 +69,7 @@ pub(super) struct LaunchGraphs {
     on: AtomicBool,
     // Set when the driver refused to build a graph: every launch goes direct from then on.
     broken: AtomicBool,
-    slots: Mutex<HashMap<Shape, Slot>>,
+    graphs: Mutex<Graphs>,
     replays: AtomicU64,
 }
 
@@ -66,7 +80,7 @@ impl LaunchGraphs {
         Self {
             on: AtomicBool::new(on),
             broken: AtomicBool::new(false),
-            slots: Mutex::new(HashMap::new()),
+            graphs: Mutex::new(Graphs::default()),
             replays: AtomicU64::new(0),
         }
     }
@@ -124,25 +138,26 @@ impl LaunchGraphs {
             kernelParams: ptrs.as_mut_ptr(),
             extra: std::ptr::null_mut(),
         };
-        let mut slots = self.slots.lock();
-        if !slots.contains_key(&shape) {
-            if slots.len() >= MAX_GRAPHS {
-                return None;
-            }
+        let want = Some((held, args.len()));
+        let mut graphs = self.graphs.lock();
+        graphs.clock += 1;
+        let now = graphs.clock;
+        let total = graphs.count;
+        let mut built = false;
+        let list = graphs.by_shape.entry(shape).or_default();
+        let i = if let Some(i) = list.iter().position(|s| s.args == want) {
+            i
+        } else if list.len() < PER_SHAPE && total < MAX_GRAPHS {
             let Some(slot) = build(&params, cooperative) else {
                 self.broken.store(true, Ordering::Relaxed);
                 return None;
             };
-            slots.insert(
-                shape,
-                Slot {
-                    args: Some((held, args.len())),
-                    ..slot
-                },
-            );
-        }
-        let slot = slots.get_mut(&shape)?;
-        if slot.args != Some((held, args.len())) {
+            list.push(Slot { args: want, ..slot });
+            built = true;
+            list.len() - 1
+        } else {
+            // The least recently launched graph of the shape takes the new arguments.
+            let (i, slot) = list.iter_mut().enumerate().min_by_key(|(_, s)| s.used)?;
             // SAFETY: `slot.exec` and `slot.node` are live handles of one instantiated graph
             // (built by `build`, destroyed only in `drop`); `params.kernelParams` points to
             // `args.len()` pointers to live argument values matching the kernel's parameters
@@ -153,16 +168,27 @@ impl LaunchGraphs {
                 slot.args = None;
                 return None;
             }
-            slot.args = Some((held, args.len()));
+            slot.args = want;
+            i
+        };
+        if built {
+            graphs.count += 1;
         }
+        let slot = graphs.by_shape.get_mut(&shape)?.get_mut(i)?;
+        slot.used = now;
         // SAFETY: `slot.exec` is a live instantiated graph whose one kernel node holds this
-        // launch's function, grid, block and arguments (set above); `stream` is the caller's
-        // live stream of the engine's context.
+        // launch's function, grid, block and arguments (built or updated with them above);
+        // `stream` is the caller's live stream of the engine's context.
         let rc = unsafe { cu::cuGraphLaunch(slot.exec, stream) };
         if rc == cu::cudaError_enum::CUDA_SUCCESS {
             self.replays.fetch_add(1, Ordering::Relaxed);
         }
         Some(rc)
+    }
+
+    /// Graphs built so far (all shapes).
+    pub(super) fn built(&self) -> usize {
+        self.graphs.lock().count
     }
 }
 
@@ -217,12 +243,19 @@ fn build(params: &cu::CUDA_KERNEL_NODE_PARAMS, cooperative: bool) -> Option<Slot
         node,
         exec,
         args: None,
+        used: 0,
     })
 }
 
 impl Drop for LaunchGraphs {
     fn drop(&mut self) {
-        for (_, slot) in self.slots.get_mut().drain() {
+        for slot in self
+            .graphs
+            .get_mut()
+            .by_shape
+            .drain()
+            .flat_map(|(_, list)| list)
+        {
             // SAFETY: each handle was created by `build` and is destroyed once, here; the
             // driver finishes any launch still in flight before it frees the executable graph.
             unsafe {
