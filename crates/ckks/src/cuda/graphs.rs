@@ -9,9 +9,10 @@
 //! arguments of one launch: a launch whose arguments one of them holds replays it as it is
 //! (the engine's buffer recycling makes the same buffers come back, e.g. in a loop over a
 //! pipeline); otherwise a new graph is built while the shape has fewer than `PER_SHAPE`, else
-//! the least recently used one gets the new arguments. A graph launch is ordered on its stream exactly as a direct launch (and behind earlier
-//! launches of the same graph, which are on the same stream by construction); parameter
-//! updates affect only later launches, so updating a graph that is still running is safe.
+//! the least recently used one gets the new arguments. A graph launch is ordered on its stream
+//! exactly as a direct launch (and behind earlier launches of the same graph, which are on the
+//! same stream by construction); parameter updates affect only later launches, so updating a
+//! graph that is still running is safe.
 //! Anything the driver refuses (building, instantiating or updating a graph) sends that launch,
 //! and on a build failure every later one, down the direct path, so behaviour never depends on
 //! graph support.
