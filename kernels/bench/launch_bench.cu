@@ -9,6 +9,7 @@
 //
 // nvcc -arch=sm_90 -O3 -I<variant dir> launch_bench.cu -L<dir with libcuda.so> -lcuda
 #include "ckks_v.cu"
+#include "bench_common.cuh"
 #include <cuda.h>
 #include <cuda_runtime.h>
 #include <algorithm>
@@ -19,14 +20,6 @@
 #include <random>
 #include <vector>
 
-#define CK(x)                                                                          \
-    do {                                                                               \
-        cudaError_t e = (x);                                                           \
-        if (e != cudaSuccess) {                                                        \
-            printf("%s:%d %s\n", __FILE__, __LINE__, cudaGetErrorString(e));           \
-            return 1;                                                                  \
-        }                                                                              \
-    } while (0)
 #define CU(x)                                                                          \
     do {                                                                               \
         CUresult r = (x);                                                              \
@@ -37,13 +30,6 @@
             return 1;                                                                  \
         }                                                                              \
     } while (0)
-
-extern "C" __global__ void __launch_bounds__(512, 1) nop_ct(u64* out) {
-    __shared__ u64 sh[2 * CL_WORDS];
-    sh[threadIdx.x] = threadIdx.x;
-    __syncthreads();
-    if (threadIdx.x == 0 && blockIdx.x == 0 && blockIdx.y == 0 && blockIdx.z == 0) out[0] = sh[5];
-}
 
 int main() {
     const int limbs = 8, comps = 2, sets = 4;

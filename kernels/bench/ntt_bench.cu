@@ -4,6 +4,7 @@
 // prints the back-to-back time per launch and the median single-launch event time. Built and run
 // on the H200 with its nvcc: nvcc -arch=sm_90 -O3 -I<variant dir> ntt_bench.cu.
 #include "ckks_v.cu"
+#include "bench_common.cuh"
 #include <cuda_runtime.h>
 #include <algorithm>
 #include <cstdio>
@@ -11,14 +12,6 @@
 #include <vector>
 #include <cstdlib>
 
-#define CK(x)                                                                     \
-    do {                                                                          \
-        cudaError_t e = (x);                                                      \
-        if (e != cudaSuccess) {                                                   \
-            printf("%s:%d %s\n", __FILE__, __LINE__, cudaGetErrorString(e));      \
-            return 1;                                                             \
-        }                                                                         \
-    } while (0)
 
 // A plain copy with the same grid: the memory floor of one pass over the ciphertext.
 extern "C" __global__ void __launch_bounds__(512) copy_ct(const u64* in, u64* out) {
@@ -31,13 +24,6 @@ extern "C" __global__ void __launch_bounds__(512) copy_ct(const u64* in, u64* ou
     reinterpret_cast<ulonglong2*>(d)[threadIdx.x + 512] = b;
 }
 
-// Same grid, block size and static shared memory as the NTT kernels, no work: launch cost.
-extern "C" __global__ void __launch_bounds__(512, 1) nop_ct(u64* out) {
-    __shared__ u64 sh[2 * CL_WORDS];
-    sh[threadIdx.x] = threadIdx.x;
-    __syncthreads();
-    if (threadIdx.x == 0 && blockIdx.x == 0 && blockIdx.y == 0 && blockIdx.z == 0) out[0] = sh[5];
-}
 
 int main(int argc, char** argv) {
     const int limbs = argc > 2 ? atoi(argv[1]) : 8, comps = argc > 2 ? atoi(argv[2]) : 2, sets = 4;
