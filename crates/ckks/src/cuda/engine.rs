@@ -844,7 +844,7 @@ pub struct CudaEngine {
     // The counter region each stream's `*_gs` launches use (assigned on a stream's first such
     // launch, while regions last): launches on one stream run one after the other, so they
     // share a region safely, and their arguments repeat (launch graphs replay them as they
-    // are). Streams beyond SYNC_REGIONS take the rotating regions from `sync_gen`.
+    // are). Streams beyond the first SYNC_REGIONS / 2 take the rotating regions from `sync_gen`.
     sync_streams: Mutex<std::collections::HashMap<usize, usize>>,
     // Blocks of the `*_gs` kernels the device holds at once (cooperative launch limit).
     gs_capacity: u32,

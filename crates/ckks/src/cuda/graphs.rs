@@ -140,25 +140,27 @@ impl LaunchGraphs {
             extra: std::ptr::null_mut(),
         };
         let want = Some((held, args.len()));
-        let mut graphs = self.graphs.lock();
-        graphs.clock += 1;
-        let now = graphs.clock;
-        let total = graphs.count;
-        let mut built = false;
-        let list = graphs.by_shape.entry(shape).or_default();
-        let i = if let Some(i) = list.iter().position(|s| s.args == want) {
-            i
-        } else if list.len() < PER_SHAPE && total < MAX_GRAPHS {
+        let mut guard = self.graphs.lock();
+        let Graphs {
+            by_shape,
+            count,
+            clock,
+        } = &mut *guard;
+        *clock += 1;
+        let list = by_shape.entry(shape).or_default();
+        let slot = if let Some(i) = list.iter().position(|s| s.args == want) {
+            &mut list[i]
+        } else if list.len() < PER_SHAPE && *count < MAX_GRAPHS {
             let Some(slot) = build(&params, cooperative) else {
                 self.broken.store(true, Ordering::Relaxed);
                 return None;
             };
+            *count += 1;
             list.push(Slot { args: want, ..slot });
-            built = true;
-            list.len() - 1
+            list.last_mut()?
         } else {
             // The least recently launched graph of the shape takes the new arguments.
-            let (i, slot) = list.iter_mut().enumerate().min_by_key(|(_, s)| s.used)?;
+            let slot = list.iter_mut().min_by_key(|s| s.used)?;
             // SAFETY: `slot.exec` and `slot.node` are live handles of one instantiated graph
             // (built by `build`, destroyed only in `drop`); `params.kernelParams` points to
             // `args.len()` pointers to live argument values matching the kernel's parameters
@@ -170,13 +172,9 @@ impl LaunchGraphs {
                 return None;
             }
             slot.args = want;
-            i
+            slot
         };
-        if built {
-            graphs.count += 1;
-        }
-        let slot = graphs.by_shape.get_mut(&shape)?.get_mut(i)?;
-        slot.used = now;
+        slot.used = *clock;
         // SAFETY: `slot.exec` is a live instantiated graph whose one kernel node holds this
         // launch's function, grid, block and arguments (built or updated with them above);
         // `stream` is the caller's live stream of the engine's context.
