@@ -1132,16 +1132,20 @@ GS_KERNEL ntt_inv_gs(NTT_INV_PARAMS, unsigned* sync_ctr) {
     ntt_inv_entry<2>(NTT_INV_ARGS, sync_ctr);
 }
 
-// Key switching after ntt_fwd_cl's ModUp: acc[c][y] = INTT(sum_d ext[d][y] * key[d][c][pid])
-// * ks_post, one cluster per (target row y, component c). ext: [digits][rows][N] canonical NTT
-// form; key row of digit d (prime id prime_off + d), component c, prime pid at
-// key + (prime_off + d) * key_ds + c * key_cs + pid * N. acc: [2][rows][N] canonical standard
-// form (ks_moddown's input). Grid: (CL, rows, 2).
+// Key switching after ntt_fwd_cl's ModUp: acc[c][y] = INTT(sum_d ext[d][y] * key[d][c][pid]
+// + P * addn[c][y]) * ks_post, one cluster per (target row y, component c). ext: [digits][rows]
+// [N] canonical NTT form; key row of digit d (prime id prime_off + d), component c, prime pid at
+// key + (prime_off + d) * key_ds + c * key_cs + pid * N. addn (nullptr = none): canonical NTT
+// rows of basis Q, row y of component c at addn + c * addn_cs + y * N, added times P (padd[pid]
+// = P mod q_pid) to the Q rows, so that ks_moddown's division by P returns them unscaled:
+// (P * a + x - x_P) * P^-1 = a + (x - x_P) * P^-1 (relinearize's d0, d1 need no inverse NTT).
+// acc: [2][rows][N] canonical standard form (ks_moddown's input). Grid: (CL, rows, 2).
 CL_KERNEL ks_inner_cl(const u64* __restrict__ ext, const u64* __restrict__ key,
                       u64* __restrict__ acc, const Prime* __restrict__ primes,
                       const WP* __restrict__ twi, const WP* __restrict__ post,
                       uint32_t prime_off, uint32_t digits, uint32_t rows, u64 key_ds,
-                      u64 key_cs) {
+                      u64 key_cs, const u64* __restrict__ addn, u64 addn_cs,
+                      const u64* __restrict__ padd) {
     CL_SHARED(s);
     const uint32_t y = blockIdx.y, c = blockIdx.z;
     const uint32_t pid = prime_off + y;
@@ -1170,6 +1174,14 @@ CL_KERNEL ks_inner_cl(const u64* __restrict__ ext, const u64* __restrict__ key,
             }
 #pragma unroll
             for (int i = 0; i < 4; i++) a[i] = addmod(a[i], mont_reduce(lo[i], hi[i], p), p.q);
+        }
+        if (addn != nullptr && y < digits) {
+            // mont(v, P mod q) = v * P * 2^-64: the same Montgomery factor as the products.
+            const u64 pm = padd[pid];
+            u64 v[4];
+            ld4(addn + c * addn_cs + (u64)y * NN + pos, v);
+#pragma unroll
+            for (int i = 0; i < 4; i++) a[i] = addmod(a[i], mont(v[i], pm, p), p.q);
         }
 #pragma unroll
         for (int i = 0; i < 4; i++) x[i] = a[i];

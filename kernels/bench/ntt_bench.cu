@@ -11,6 +11,7 @@
 #include <random>
 #include <vector>
 #include <cstdlib>
+#include <string>
 
 
 // A plain copy with the same grid: the memory floor of one pass over the ciphertext.
@@ -25,7 +26,68 @@ extern "C" __global__ void __launch_bounds__(512) copy_ct(const u64* in, u64* ou
 }
 
 
+// Throughput scan (`ntt_bench scan`): the cluster forward NTT (ntt_fwd_cl, up to 3 blocks per
+// SM) and the preloaded one (ntt_fwd_clr, 1 block per SM) over n limbs of one prime each in
+// turn, back to back: how the time per limb changes with the number of blocks an SM holds.
+static int scan() {
+    const int maxl = 144;
+    std::mt19937_64 rng(7);
+    std::vector<Prime> primes(9);
+    for (int i = 0; i < 9; i++) {
+        u64 q = ((1ull << 40) + 2 * 16384 * (u64)(i + 1) * 7919ull) | 1;
+        primes[i] = Prime{q, 0, (u64)(((unsigned __int128)1 << 64) / q), 0};
+    }
+    std::vector<WP> tw((size_t)9 * NN);
+    for (int i = 0; i < 9; i++)
+        for (int j = 0; j < NN; j++) {
+            u64 w = rng() % primes[i].q;
+            tw[(size_t)i * NN + j] = WP{w, (u64)(((unsigned __int128)w << 64) / primes[i].q)};
+        }
+    std::vector<u64> h((size_t)maxl * NN);
+    for (size_t i = 0; i < h.size(); i++) h[i] = rng() % primes[(i / NN) % 8].q;
+    u64 *in, *out;
+    Prime* dp;
+    WP* dtw;
+    CK(cudaMalloc(&in, h.size() * 8));
+    CK(cudaMalloc(&out, h.size() * 8));
+    CK(cudaMalloc(&dp, 9 * sizeof(Prime)));
+    CK(cudaMalloc(&dtw, tw.size() * sizeof(WP)));
+    CK(cudaMemcpy(in, h.data(), h.size() * 8, cudaMemcpyHostToDevice));
+    CK(cudaMemcpy(dp, primes.data(), 9 * sizeof(Prime), cudaMemcpyHostToDevice));
+    CK(cudaMemcpy(dtw, tw.data(), tw.size() * sizeof(WP), cudaMemcpyHostToDevice));
+    cudaStream_t st;
+    CK(cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking));
+    cudaEvent_t e0, e1;
+    CK(cudaEventCreate(&e0));
+    CK(cudaEventCreate(&e1));
+    const int ns[] = {8, 16, 24, 32, 40, 48, 56, 64, 72, 96, 120, 144};
+    for (int k = 0; k < 2; k++) {
+        for (int n : ns) {
+            const WP* nopre = nullptr;
+            uint32_t off = 0, mode = 0, ginv = 0, soff = 0, sbz = 0;
+            u64 ys = NN, zs = 8ull * NN;
+            void* args[] = {&in, &out, &dp, &dtw, &nopre, &off, &ys, &zs, &ys, &zs,
+                            &mode, &ginv, &soff, &sbz};
+            void* f = k == 0 ? (void*)ntt_fwd_cl : (void*)ntt_fwd_clr;
+            dim3 g(8, 8, n / 8);
+            for (int i = 0; i < 20; i++) CK(cudaLaunchKernel(f, g, dim3(512), args, 0, st));
+            const int burst = 200;
+            CK(cudaEventRecord(e0, st));
+            for (int i = 0; i < burst; i++) CK(cudaLaunchKernel(f, g, dim3(512), args, 0, st));
+            CK(cudaEventRecord(e1, st));
+            CK(cudaEventSynchronize(e1));
+            float ms;
+            CK(cudaEventElapsedTime(&ms, e0, e1));
+            const double us = ms * 1000.0 / burst;
+            printf("scan %-12s limbs %3d blocks %4d  burst_us %7.2f  us_per_limb %5.3f\n",
+                   k == 0 ? "ntt_fwd_cl" : "ntt_fwd_clr", n, 8 * n, us, us / n);
+        }
+    }
+    return 0;
+}
+
 int main(int argc, char** argv) {
+    if (argc > 1 && std::string(argv[1]) == "scan") return scan();
     const int limbs = argc > 2 ? atoi(argv[1]) : 8, comps = argc > 2 ? atoi(argv[2]) : 2, sets = 4;
     const size_t words = (size_t)comps * limbs * NN;
     std::mt19937_64 rng(42);
@@ -117,16 +179,27 @@ int main(int argc, char** argv) {
             u64* ext = ks_ext;
             uint32_t g = 2 * 5 + 1, one = 1;
             u64 zero = 0, n = NN, rn = 9ull * NN;
+#ifdef HAS_KEYPF
+            // The variant's ModUp also asks L2 for the key rows ks_inner_cl will read.
+            const u64* kpf = ks_key + (u64)(set % 4) * ks_key_words;
+            u64 kpf_ds = 2ull * 9 * NN, kpf_cs = 9ull * NN;
+            void* args[] = {&c1, &ext, &dp, &dtw, &dpost, &off, &zero, &n, &n, &rn,
+                            &mode, &g, &soff, &one, &kpf, &kpf_ds, &kpf_cs};
+#else
             void* args[] = {&c1, &ext, &dp, &dtw, &dpost, &off, &zero, &n, &n, &rn,
                             &mode, &g, &soff, &one};
+#endif
             return cudaLaunchKernel((void*)ntt_fwd_cl, dim3(8, 9, 8), dim3(512), args, 0, st);
         } else if (which == 7) {
             // Key inner product + inverse NTT: ks_inner_cl, grid (CL, rows 9, 2), one of 4 keys.
             const u64* key = ks_key + (u64)(set % 4) * ks_key_words;
             uint32_t digits = 8, rows = 9;
             u64 kds = 2ull * 9 * NN, kcs = 9ull * NN;
+            const u64* addn = nullptr;
+            const u64* padd = nullptr;
+            u64 addn_cs = 0;
             void* args[] = {&ks_ext, &key, &ks_acc, &dp, &dtw, &dpost, &off, &digits, &rows,
-                            &kds, &kcs};
+                            &kds, &kcs, &addn, &addn_cs, &padd};
             return cudaLaunchKernel((void*)ks_inner_cl, dim3(8, 9, 2), dim3(512), args, 0, st);
         } else if (which == 8) {
             // ModDown + adds: ks_moddown, grid (N / 256, limbs, 2).
@@ -144,8 +217,15 @@ int main(int argc, char** argv) {
             uint32_t g = 0, one = which == 9 ? 1 : 0;
             const WP* pre = which == 9 ? dpost : nullptr;
             u64 zero = 0, n = NN, rn = 9ull * NN;
+#ifdef HAS_KEYPF
+            const u64* kpf = nullptr;
+            u64 kpf_ds = 0, kpf_cs = 0;
+            void* args[] = {&c1, &ext, &dp, &dtw, &pre, &off, &zero, &n, &n, &rn,
+                            &mode, &g, &soff, &one, &kpf, &kpf_ds, &kpf_cs};
+#else
             void* args[] = {&c1, &ext, &dp, &dtw, &pre, &off, &zero, &n, &n, &rn,
                             &mode, &g, &soff, &one};
+#endif
             return cudaLaunchKernel((void*)ntt_fwd_cl, dim3(8, 9, 8), dim3(512), args, 0, st);
         } else {
             // The forward kernel by a plain launch (every block fits at once on an idle GPU).
@@ -155,7 +235,15 @@ int main(int argc, char** argv) {
         }
     };
     const char* names[] = {"fwd", "inv", "copy", "nop", "fwd-plain", "fwd-clr", "ks-modup",
-                           "ks-inner", "ks-moddown", "modup-noaut", "modup-raw"};
+                           "ks-inner", "ks-moddown", "modup-noaut", "modup-raw", "ks-chain"};
+    // Row 11: the three key-switching kernels back to back on one key, as rotate runs them.
+    auto run = [&](int which, int set) -> cudaError_t {
+        if (which != 11) return launch(which, set);
+        cudaError_t e = launch(6, set);
+        if (e == cudaSuccess) e = launch(7, set);
+        if (e == cudaSuccess) e = launch(8, set);
+        return e;
+    };
     {
         cudaLaunchConfig_t cfg = {};
         cfg.gridDim = grid;
@@ -186,13 +274,13 @@ int main(int argc, char** argv) {
         cudaOccupancyMaxActiveBlocksPerMultiprocessor(&bps, (void*)ks_inner_cl, 512, 0);
         printf("ks_inner_cl blocks per SM %d\n", bps);
     }
-    for (int which = 0; which < 11; which++) {
+    for (int which = 0; which < 12; which++) {
         if (limbs != 8 && which >= 6) break;
-        for (int i = 0; i < 50; i++) CK(launch(which, i % sets));
+        for (int i = 0; i < 50; i++) CK(run(which, i % sets));
         CK(cudaStreamSynchronize(st));
         const int burst = 400;
         CK(cudaEventRecord(e0, st));
-        for (int i = 0; i < burst; i++) CK(launch(which, i % sets));
+        for (int i = 0; i < burst; i++) CK(run(which, i % sets));
         CK(cudaEventRecord(e1, st));
         CK(cudaEventSynchronize(e1));
         float ms;
@@ -201,7 +289,7 @@ int main(int argc, char** argv) {
         for (int i = 0; i < 200; i++) {
             CK(cudaStreamSynchronize(st));
             CK(cudaEventRecord(e0, st));
-            CK(launch(which, i % sets));
+            CK(run(which, i % sets));
             CK(cudaEventRecord(e1, st));
             CK(cudaEventSynchronize(e1));
             float s;

@@ -63,6 +63,36 @@ timed = timed.replace("typedef long long i64;\n" + MARKS, "typedef long long i64
 timed = timed.replace("#include <stdint.h>\n", "#include <stdint.h>\n" + MARKS, 1)
 variants["timed"] = timed
 
+# ks_inner_cl: ask L2 for every digit's ext and key line of the thread's four words before the
+# digit loop (prefetches hold no registers), so the loop's eight rounds of loads wait on L2
+# rather than DRAM. kspf: ext and key lines; kspfk: key lines only.
+KS_LOOP = "        u64 a[4] = {0, 0, 0, 0};\n"
+PF_L2 = """        {
+            const uint32_t t4 = (pos / 4) % 4, line = pos & ~15u;
+            for (uint32_t d = t4; d < digits; d += 4) {
+                asm volatile("prefetch.global.L2 [%0];" ::"l"(k0 + d * key_ds + line));
+                EXT_PF
+            }
+        }
+"""
+variants["kspf"] = src.replace(KS_LOOP, KS_LOOP + PF_L2.replace("EXT_PF", 'asm volatile("prefetch.global.L2 [%0];" ::"l"(e0 + d * ext_ds + line));'))
+variants["kspfk"] = src.replace(KS_LOOP, KS_LOOP + PF_L2.replace("EXT_PF", ""))
+# mupf: the ModUp kernel (ntt_fwd_cl) takes the key and asks L2 for the two key rows of its
+# (digit z, target row y) at its start (256 lines per block), so ks_inner_cl reads them from L2.
+MU_OLD = "CL_KERNEL3 ntt_fwd_cl(NTT_FWD_PARAMS) { ntt_fwd_entry<0>(NTT_FWD_ARGS); }"
+MU_NEW = """#define HAS_KEYPF 1
+CL_KERNEL3 ntt_fwd_cl(NTT_FWD_PARAMS, const u64* __restrict__ kpf, u64 kpf_ds, u64 kpf_cs) {
+    if (kpf != nullptr && threadIdx.x < 256) {
+        const uint32_t L = cl_rank() * 256 + threadIdx.x;  // line of the cluster's 2048
+        const u64* a = kpf + (u64)(prime_off + blockIdx.z) * kpf_ds + (L / 1024) * kpf_cs +
+                       (u64)(prime_off + blockIdx.y) * NN + (L % 1024) * 16;
+        asm volatile("prefetch.global.L2 [%0];" ::"l"(a));
+    }
+    ntt_fwd_entry<0>(NTT_FWD_ARGS);
+}"""
+variants["mupf"] = src.replace(MU_OLD, MU_NEW)
+variants["mupfks"] = variants["kspf"].replace(MU_OLD, MU_NEW)
+
 for name, text in variants.items():
     if name != "base" and text == src:
         sys.exit(f"variant {name}: pattern not found")

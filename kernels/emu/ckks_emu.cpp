@@ -192,6 +192,7 @@ static unsigned br14(unsigned x) { return __brev(x) >> 18; }
 
 struct Tables {
     std::vector<u64> primes, twf, twi, reduce, n_inv, mont_fix, ks_post, p_inv, q_inv, psi;
+    std::vector<u64> padd;  // P mod q per prime id (ks_inner_cl's added rows)
 };
 static void pair(std::vector<u64>& v, u64 w, u64 q) {
     v.push_back(w);
@@ -231,6 +232,7 @@ static Tables make_tables() {
         pair(t.mont_fix, fix, q);
         pair(t.ks_post, mulm(ninv, fix, q), q);
         pair(t.p_inv, id < 8 ? invm(QS[8] % q, q) : 0, q);
+        t.padd.push_back(QS[8] % q);
     }
     for (int d = 0; d < NP; d++)
         for (int i = 0; i < NP; i++) pair(t.q_inv, d == i ? 0 : invm(QS[d] % QS[i], QS[i]), QS[i]);
@@ -511,7 +513,7 @@ int main() {
         });
         launch_cluster(dim3{CL, rows, 2}, CL_THREADS, [&] {
             ks_inner_cl(P(ext2), P(key), M(acc2), PR(T), WPP(T.twi), WPP(T.ks_post), off, L, rows,
-                        2 * 9 * n, 9 * n);
+                        2 * 9 * n, 9 * n, nullptr, 0, nullptr);
         });
         launch_ew(dim3{NN / 256, L, 2}, 256, [&] {
             ks_moddown(P(acc2), P(ct), mode == 1 ? P(add1) : nullptr, M(out2), PR(T),
@@ -520,6 +522,28 @@ int main() {
         expect_eq(mode == 0 ? "rotate key switch (g = 3, L = 2, cluster kernels)"
                             : "relinearize-shaped key switch (L = 2, cluster kernels)",
                   out2, want);
+        if (mode == 1) {
+            // Relinearize as CudaEngine runs it: the two added rows enter ks_inner_cl in NTT
+            // form times P (no inverse NTT of them), ks_moddown adds nothing.
+            std::vector<u64> addn((size_t)2 * L * NN);
+            for (unsigned c = 0; c < 2; c++)
+                for (unsigned i = 0; i < L; i++) {
+                    const u64* row = c == 0 ? &ct[(size_t)i * NN] : &add1[(size_t)i * NN];
+                    std::vector<u64> r(row, row + NN);
+                    ref_fwd(r, QS[off + i], T.psi[off + i]);
+                    std::copy(r.begin(), r.end(), addn.begin() + ((size_t)c * L + i) * NN);
+                }
+            std::vector<u64> acc3((size_t)2 * rows * NN, ~0ull), out3((size_t)2 * L * NN, ~0ull);
+            launch_cluster(dim3{CL, rows, 2}, CL_THREADS, [&] {
+                ks_inner_cl(P(ext2), P(key), M(acc3), PR(T), WPP(T.twi), WPP(T.ks_post), off, L,
+                            rows, 2 * 9 * n, 9 * n, P(addn), (u64)L * n, P(T.padd));
+            });
+            launch_ew(dim3{NN / 256, L, 2}, 256, [&] {
+                ks_moddown(P(acc3), nullptr, nullptr, M(out3), PR(T), WPP(T.p_inv), off, L, 0);
+            });
+            expect_eq("relinearize key switch, rows added times P before the inverse NTT", out3,
+                      want);
+        }
     }
     // 3. rescale from prime id 5 (rows 5, 6, 7), nearest.
     {

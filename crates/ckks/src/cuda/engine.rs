@@ -405,6 +405,18 @@ fn launch_direct(
     }
 }
 
+/// What a key switch adds to its two output components.
+#[derive(Clone, Copy)]
+enum KsAdd {
+    /// ModDown adds coefficient-domain rows: `add0` (through σ_g when the switch rotates) to
+    /// component 0, `add1` to component 1; 0 adds nothing.
+    Coeff { add0: u64, add1: u64 },
+    /// NTT-domain rows (component c at `base + c * limbs * N` words) enter the inner product
+    /// times P, so that ModDown's division by P returns them as they are; no inverse NTT of
+    /// them is needed (relinearize's d0, d1). The two-pass fallback transforms them instead.
+    NttTimesP { base: u64 },
+}
+
 /// Arguments of a forward NTT over `limbs x comps` rows (`ntt_fwd_cols` and `ntt_fwd_cl` take
 /// the same parameter list; `ntt_fwd_rows` takes the output part).
 #[derive(Clone, Copy)]
@@ -824,6 +836,7 @@ pub struct CudaEngine {
     mont_fix: DeviceBuffer<u64>,
     ks_post: DeviceBuffer<u64>,
     p_inv: DeviceBuffer<u64>,
+    p_mod: DeviceBuffer<u64>,
     q_inv: DeviceBuffer<u64>,
     q_primes: Vec<u64>,
     encoder: Encoder,
@@ -963,6 +976,7 @@ impl CudaEngine {
             mont_fix: up(&tables.mont_fix)?,
             ks_post: up(&tables.ks_post)?,
             p_inv: up(&tables.p_inv)?,
+            p_mod: up(&tables.p_mod)?,
             q_inv: up(&tables.q_inv)?,
             q_primes: context.config.q_primes.clone(),
             encoder: Encoder::new(context.n),
@@ -2240,8 +2254,7 @@ impl CudaEngine {
         &self,
         op: &'static str,
         src: u64,
-        add0: u64,
-        add1: u64,
+        add: KsAdd,
         ginv: u32,
         key: &GpuSwitchKey,
         prime_off: usize,
@@ -2277,7 +2290,13 @@ impl CudaEngine {
             canonical: false,
         }
         .args(primes, twf, dev_ptr(&self.reduce));
-        // ks_inner_cl takes (twi, ks_post) where ks_inner takes (twf, twi).
+        // Rows ks_inner_cl adds times P before its inverse NTT (none for a plain switch).
+        let (addn, addn_cs, padd) = match add {
+            KsAdd::NttTimesP { base } => (base, limbs as u64 * n, dev_ptr(&self.p_mod)),
+            KsAdd::Coeff { .. } => (0, 0, 0),
+        };
+        // ks_inner_cl takes (twi, ks_post) where ks_inner takes (twf, twi), and three more
+        // arguments (the added rows) that ks_inner does not take.
         let inner = |w0: u64, w1: u64| {
             [
                 Arg::U64(ext),
@@ -2291,6 +2310,9 @@ impl CudaEngine {
                 Arg::U32(rows as u32),
                 Arg::U64(2 * key_rows * n),
                 Arg::U64(key_rows * n),
+                Arg::U64(addn),
+                Arg::U64(addn_cs),
+                Arg::U64(padd),
             ]
         };
         let kernels = self.ntt_kernels();
@@ -2325,7 +2347,7 @@ impl CudaEngine {
                 (NTT_BLOCKS_PER_LIMB, rows as u32, 1),
                 NTT_THREADS,
                 stream,
-                &inner(twf, twi),
+                &inner(twf, twi)[..11],
             )?;
             // Inverse column pass of both accumulators (N^-1 and the Montgomery factor).
             let (args, len) = InvNtt {
@@ -2346,6 +2368,31 @@ impl CudaEngine {
                 &args[..len],
             )?;
         }
+        // The rows ks_inner does not add: ModDown adds them in coefficient form.
+        let fallback_rows = match add {
+            KsAdd::NttTimesP { base } if !clustered => {
+                let rows_buf = self.alloc(op, 2 * limbs * KERNEL_N, stream)?;
+                self.ntt_inverse_raw(
+                    op,
+                    base,
+                    dev_ptr(&rows_buf),
+                    dev_ptr(&self.n_inv),
+                    prime_off,
+                    limbs,
+                    2,
+                    stream,
+                )?;
+                Some(rows_buf)
+            }
+            _ => None,
+        };
+        let (add0, add1) = match (add, &fallback_rows) {
+            (KsAdd::Coeff { add0, add1 }, _) => (add0, add1),
+            (KsAdd::NttTimesP { .. }, Some(b)) => {
+                (dev_ptr(b), dev_ptr(b) + (limbs * KERNEL_N * 8) as u64)
+            }
+            (KsAdd::NttTimesP { .. }, None) => (0, 0),
+        };
         // ModDown by P + the final additions.
         self.launch(
             op,
@@ -2365,6 +2412,9 @@ impl CudaEngine {
                 Arg::U32(ginv),
             ],
         )?;
+        if let Some(b) = fallback_rows {
+            self.recycle(op, b, stream)?;
+        }
         self.recycle(op, scratch, stream)?;
         Ok(out)
     }
@@ -2414,8 +2464,10 @@ impl CudaEngine {
         let out = self.key_switch(
             OP,
             c1,
-            ct.ptr(),
-            0,
+            KsAdd::Coeff {
+                add0: ct.ptr(),
+                add1: 0,
+            },
             ginv,
             key,
             ct.prime_ids[0],
@@ -2426,7 +2478,8 @@ impl CudaEngine {
     }
 
     /// Relinearize a 3-component NTT-domain product into a 2-component coefficient-domain
-    /// ciphertext (spec 3.15). Six launches.
+    /// ciphertext (spec 3.15). Four launches: the inverse NTT of d2, then the key switch, whose
+    /// inner product takes d0 and d1 in the NTT domain (times P).
     pub fn relinearize_with_key(
         &self,
         ct: &GpuCiphertext,
@@ -2446,24 +2499,25 @@ impl CudaEngine {
             .into());
         }
         let limbs = ct.num_limbs();
-        let coeff = self.alloc(OP, ct.buf.len(), stream)?;
+        // Only d2 needs the coefficient domain (the digits of the key switch); d0 and d1 enter
+        // the key switch's inner product in the NTT domain, times P (KsAdd::NttTimesP), and
+        // leave ModDown's division by P as they are.
+        let row = (limbs * KERNEL_N * 8) as u64;
+        let coeff = self.alloc(OP, limbs * KERNEL_N, stream)?;
         self.ntt_inverse_raw(
             OP,
-            ct.ptr(),
+            ct.ptr() + 2 * row,
             dev_ptr(&coeff),
             dev_ptr(&self.n_inv),
             ct.prime_ids[0],
             limbs,
-            3,
+            1,
             stream,
         )?;
-        let row = (limbs * KERNEL_N * 8) as u64;
-        let base = dev_ptr(&coeff);
         let out = self.key_switch(
             OP,
-            base + 2 * row,
-            base,
-            base + row,
+            dev_ptr(&coeff),
+            KsAdd::NttTimesP { base: ct.ptr() },
             0,
             key,
             ct.prime_ids[0],

@@ -55,6 +55,9 @@ pub struct DeviceTables {
     pub ks_post: Vec<u64>,
     /// `(P^-1 mod q_i, shoup)` for Q ids; zero for P ids.
     pub p_inv: Vec<u64>,
+    /// `P mod q_i` (plain words, one per prime id) for Q ids; zero for P ids: the factor of
+    /// the rows `ks_inner_cl` adds before its inverse NTT (relinearize's d0, d1).
+    pub p_mod: Vec<u64>,
     /// `(q_d^-1 mod q_i, shoup)` in a `[d][i][2]` table (zero on the diagonal).
     pub q_inv: Vec<u64>,
     /// Number of Q primes.
@@ -82,6 +85,7 @@ impl DeviceTables {
         let mut twi = Vec::with_capacity(2 * KERNEL_N * moduli.len());
         let (mut reduce, mut n_inv, mut mont_fix, mut ks_post, mut p_inv) =
             (Vec::new(), Vec::new(), Vec::new(), Vec::new(), Vec::new());
+        let mut p_mod = Vec::with_capacity(moduli.len());
         for (id, t) in tables.iter().enumerate() {
             let q = moduli[id];
             let m = &mods[id];
@@ -100,8 +104,10 @@ impl DeviceTables {
                     .iter()
                     .fold(1u64, |acc, &p| m.mul(acc, m.reduce(p)));
                 pair(&mut p_inv, m.inv(p)?, q);
+                p_mod.push(p);
             } else {
                 pair(&mut p_inv, 0, q);
+                p_mod.push(0);
             }
         }
         let _ = np;
@@ -125,6 +131,7 @@ impl DeviceTables {
             mont_fix,
             ks_post,
             p_inv,
+            p_mod,
             q_inv,
             nq,
         })
@@ -230,6 +237,8 @@ mod tests {
         // P^-1 mod q0 times P mod q0 is one
         let pinv = t.p_inv[0];
         assert_eq!(mul_mod_u64(pinv, QS[2] % QS[0], QS[0]), 1);
+        // P mod q_i for the Q ids, zero for the P id
+        assert_eq!(t.p_mod, vec![QS[2] % QS[0], QS[2] % QS[1], 0]);
         // q_inv[d=0][i=1] * q0 mod q1 == 1
         assert_eq!(t.q_inv[(3 + 1) * 2], 0);
         let qi = t.q_inv[2];
