@@ -1049,6 +1049,11 @@ __device__ __forceinline__ void ntt_fwd_entry(
     u64* dst = out + z * out_zs + y * out_ys;
     const u64 src_q = primes[src_off + (src_by_z ? z : y)].q;
     const u64 src_q_mod = reduce64(src_q, p);
+    // A ModUp through sigma_g on the cluster kernels reads the digit as it is and applies
+    // sigma_g to the NTT output instead (a permutation of slots, aut_ntt's): the balanced lift
+    // commutes with sigma_g's negations (q odd), so the words are those of the gather, and
+    // the loads stay coalesced. Output pairs (2t, 2t + 1) map to pairs, possibly swapped.
+    const bool scatter = V < 2 && src_by_z != 0 && ginv != 0;
     auto load = [&](uint32_t pos) -> u64 {
         if (raw) return src[pos];
         u64 x;
@@ -1057,7 +1062,7 @@ __device__ __forceinline__ void ntt_fwd_entry(
             u64 mag = v < 0 ? (u64)(-v) : (u64)v;
             u64 r = reduce64(mag, p);
             x = v < 0 ? negmod(r, p.q) : r;
-        } else if (ginv != 0) {
+        } else if (ginv != 0 && !scatter) {
             x = aut_gather(src, pos, ginv, src_q);
         } else {
             x = src[pos];
@@ -1066,7 +1071,21 @@ __device__ __forceinline__ void ntt_fwd_entry(
         if (src_by_z && x > src_q / 2) r = submod(r, src_q_mod, p.q);
         return r;
     };
-    auto store2 = [&](uint32_t pos, u64 x0, u64 x1) { st2(dst + pos, x0, x1); };
+    auto store2 = [&](uint32_t pos, u64 x0, u64 x1) {
+        if (scatter) {
+            // Slot m of NTT(a) is slot br(((ginv (2 br(m) + 1)) mod 2N - 1) / 2) of
+            // NTT(sigma_g(a)).
+            const uint32_t e = (uint32_t)(((u64)ginv * (2 * brev14(pos) + 1)) & (2 * NN - 1));
+            const uint32_t t = brev14((e - 1) / 2);
+            if (t & 1u) {
+                st2(dst + (t - 1), x1, x0);
+            } else {
+                st2(dst + t, x0, x1);
+            }
+        } else {
+            st2(dst + pos, x0, x1);
+        }
+    };
     const WP* tw = twf + (u64)pid * NN;
     if constexpr (V < 2) {
         cl_fwd_ntt<V == 1>(s, tw, p.q, load, store2);

@@ -193,7 +193,7 @@ int main(int argc, char** argv) {
         } else if (which == 7) {
             // Key inner product + inverse NTT: ks_inner_cl, grid (CL, rows 9, 2), one of 4 keys.
             const u64* key = ks_key + (u64)(set % 4) * ks_key_words;
-            uint32_t digits = 8, rows = 9;
+            uint32_t digits = getenv("KS_DIGITS") ? atoi(getenv("KS_DIGITS")) : 8, rows = 9;
             u64 kds = 2ull * 9 * NN, kcs = 9ull * NN;
             const u64* addn = nullptr;
             const u64* padd = nullptr;
