@@ -207,8 +207,13 @@ int main(int argc, char** argv) {
             const u64* a0 = src;
             const u64* a1 = nullptr;
             void* args[] = {&ks_acc, &a0, &a1, &dst, &dp, &dpost, &off, &L, &g};
+#ifdef MD_ROWS
+            return cudaLaunchKernel((void*)ks_moddown, dim3(NN / 256, 1, 2), dim3(256), args, 0,
+                                    st);
+#else
             return cudaLaunchKernel((void*)ks_moddown, dim3(NN / 256, limbs, 2), dim3(256), args,
                                     0, st);
+#endif
         } else if (which == 9 || which == 10) {
             // ModUp without the automorphism (9: lift and pre-step kept; 10: a plain forward
             // NTT of the same 72 limbs, no pre-step): what the gather and the lift cost.
@@ -308,9 +313,9 @@ int main(int argc, char** argv) {
             for (u64 x : v) h = (h ^ x) * 1099511628211ull;
             return h;
         };
-        const int kinds[3] = {0, 1, 6};
+        const int kinds[4] = {0, 1, 6, 8};
         for (int w : kinds) {
-            if (limbs != 8 && w == 6) break;
+            if (limbs != 8 && w >= 6) break;
             CK(launch(w, 0));
             CK(cudaStreamSynchronize(st));
             std::vector<u64> v(w == 6 ? (size_t)8 * 9 * NN : words);
