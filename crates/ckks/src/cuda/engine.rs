@@ -2242,13 +2242,17 @@ impl CudaEngine {
     }
 
     /// Hybrid key switch of the coefficient-domain row set at `src` (L rows from prime id
-    /// `prime_off`), optionally read through `σ_g` (`ginv != 0`), then ModDown and add:
-    /// `out_0 = σ_g(add0) + corr_0` (or `add0 + corr_0`), `out_1 = add1 + corr_1` (or `corr_1`).
+    /// `prime_off`), optionally through `σ_g` (`ginv != 0`), then ModDown and the additions
+    /// `add` names: with [`KsAdd::Coeff`], `out_0 = σ_g(add0) + corr_0` (or `add0 + corr_0`),
+    /// `out_1 = add1 + corr_1` (or `corr_1`); with [`KsAdd::NttTimesP`], `out_c = row_c +
+    /// corr_c` for the NTT-domain rows (decision 0506).
     ///
-    /// Cluster kernels: three launches (ModUp + whole forward NTT per target row and digit;
-    /// key inner product + whole inverse NTT per target row and component; ModDown + adds).
-    /// Two-pass kernels: four (ModUp + column pass; row pass + inner product + inverse row
-    /// pass; inverse column pass; ModDown + adds). One scratch allocation either way.
+    /// Cluster kernels: three launches (ModUp + whole forward NTT per target row and digit,
+    /// `σ_g` applied as a permutation of its output slots; key inner product (+ the rows times
+    /// P) + whole inverse NTT per target row and component; ModDown + adds). Two-pass kernels:
+    /// four (ModUp through `σ_g` + column pass; row pass + inner product + inverse row pass;
+    /// inverse column pass; ModDown + adds), and for [`KsAdd::NttTimesP`] the inverse NTT of
+    /// the rows before ModDown. One scratch allocation either way.
     #[allow(clippy::too_many_arguments)]
     fn key_switch(
         &self,
@@ -2431,7 +2435,7 @@ impl CudaEngine {
     }
 
     /// Rotation `σ_g` + hybrid key switch with a rotation key (coefficient-domain,
-    /// 2-component, basis Q input; spec 3.9). Four launches.
+    /// 2-component, basis Q input; spec 3.9). Three launches (the key switch's).
     pub fn rotate_with_key(
         &self,
         ct: &GpuCiphertext,
