@@ -2372,30 +2372,26 @@ impl CudaEngine {
                 &args[..len],
             )?;
         }
-        // The rows ks_inner does not add: ModDown adds them in coefficient form.
-        let fallback_rows = match add {
-            KsAdd::NttTimesP { base } if !clustered => {
+        // What ModDown adds: coefficient rows, nothing (ks_inner_cl added the NTT rows), or on
+        // the two-pass kernels the NTT rows brought to the coefficient domain here.
+        let (fallback_rows, add0, add1) = match add {
+            KsAdd::Coeff { add0, add1 } => (None, add0, add1),
+            KsAdd::NttTimesP { .. } if clustered => (None, 0, 0),
+            KsAdd::NttTimesP { base } => {
                 let rows_buf = self.alloc(op, 2 * limbs * KERNEL_N, stream)?;
+                let p = dev_ptr(&rows_buf);
                 self.ntt_inverse_raw(
                     op,
                     base,
-                    dev_ptr(&rows_buf),
+                    p,
                     dev_ptr(&self.n_inv),
                     prime_off,
                     limbs,
                     2,
                     stream,
                 )?;
-                Some(rows_buf)
+                (Some(rows_buf), p, p + (limbs * KERNEL_N * 8) as u64)
             }
-            _ => None,
-        };
-        let (add0, add1) = match (add, &fallback_rows) {
-            (KsAdd::Coeff { add0, add1 }, _) => (add0, add1),
-            (KsAdd::NttTimesP { .. }, Some(b)) => {
-                (dev_ptr(b), dev_ptr(b) + (limbs * KERNEL_N * 8) as u64)
-            }
-            (KsAdd::NttTimesP { .. }, None) => (0, 0),
         };
         // ModDown by P + the final additions.
         self.launch(
