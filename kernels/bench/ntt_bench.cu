@@ -200,7 +200,11 @@ int main(int argc, char** argv) {
             u64 addn_cs = 0;
             void* args[] = {&ks_ext, &key, &ks_acc, &dp, &dtw, &dpost, &off, &digits, &rows,
                             &kds, &kcs, &addn, &addn_cs, &padd};
-            return cudaLaunchKernel((void*)ks_inner_cl, dim3(8, 9, 2), dim3(512), args, 0, st);
+            // KS_ROWS=r computes only the first r target rows (layout unchanged): with r <= 7
+            // the 2r clusters fit one block per SM (at most 15 do), which shows what the 3
+            // clusters that share SMs at r = 9 cost.
+            const unsigned ry = getenv("KS_ROWS") ? atoi(getenv("KS_ROWS")) : 9;
+            return cudaLaunchKernel((void*)ks_inner_cl, dim3(8, ry, 2), dim3(512), args, 0, st);
         } else if (which == 8) {
             // ModDown + adds: ks_moddown, grid (N / 256, limbs, 2).
             uint32_t L = limbs, g = 11;
