@@ -179,16 +179,8 @@ int main(int argc, char** argv) {
             u64* ext = ks_ext;
             uint32_t g = 2 * 5 + 1, one = 1;
             u64 zero = 0, n = NN, rn = 9ull * NN;
-#ifdef HAS_KEYPF
-            // The variant's ModUp also asks L2 for the key rows ks_inner_cl will read.
-            const u64* kpf = ks_key + (u64)(set % 4) * ks_key_words;
-            u64 kpf_ds = 2ull * 9 * NN, kpf_cs = 9ull * NN;
-            void* args[] = {&c1, &ext, &dp, &dtw, &dpost, &off, &zero, &n, &n, &rn,
-                            &mode, &g, &soff, &one, &kpf, &kpf_ds, &kpf_cs};
-#else
             void* args[] = {&c1, &ext, &dp, &dtw, &dpost, &off, &zero, &n, &n, &rn,
                             &mode, &g, &soff, &one};
-#endif
             return cudaLaunchKernel((void*)ntt_fwd_cl, dim3(8, 9, 8), dim3(512), args, 0, st);
         } else if (which == 7) {
             // Key inner product + inverse NTT: ks_inner_cl, grid (CL, rows 9, 2), one of 4 keys.
@@ -211,13 +203,8 @@ int main(int argc, char** argv) {
             const u64* a0 = src;
             const u64* a1 = nullptr;
             void* args[] = {&ks_acc, &a0, &a1, &dst, &dp, &dpost, &off, &L, &g};
-#ifdef MD_ROWS
-            return cudaLaunchKernel((void*)ks_moddown, dim3(NN / 256, 1, 2), dim3(256), args, 0,
-                                    st);
-#else
             return cudaLaunchKernel((void*)ks_moddown, dim3(NN / 256, limbs, 2), dim3(256), args,
                                     0, st);
-#endif
         } else if (which == 9 || which == 10) {
             // ModUp without the automorphism (9: lift and pre-step kept; 10: a plain forward
             // NTT of the same 72 limbs, no pre-step): what the gather and the lift cost.
@@ -226,15 +213,8 @@ int main(int argc, char** argv) {
             uint32_t g = 0, one = which == 9 ? 1 : 0;
             const WP* pre = which == 9 ? dpost : nullptr;
             u64 zero = 0, n = NN, rn = 9ull * NN;
-#ifdef HAS_KEYPF
-            const u64* kpf = nullptr;
-            u64 kpf_ds = 0, kpf_cs = 0;
-            void* args[] = {&c1, &ext, &dp, &dtw, &pre, &off, &zero, &n, &n, &rn,
-                            &mode, &g, &soff, &one, &kpf, &kpf_ds, &kpf_cs};
-#else
             void* args[] = {&c1, &ext, &dp, &dtw, &pre, &off, &zero, &n, &n, &rn,
                             &mode, &g, &soff, &one};
-#endif
             return cudaLaunchKernel((void*)ntt_fwd_cl, dim3(8, 9, 8), dim3(512), args, 0, st);
         } else {
             // The forward kernel by a plain launch (every block fits at once on an idle GPU).

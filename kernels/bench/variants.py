@@ -77,54 +77,9 @@ PF_L2 = """        {
 """
 variants["kspf"] = src.replace(KS_LOOP, KS_LOOP + PF_L2.replace("EXT_PF", 'asm volatile("prefetch.global.L2 [%0];" ::"l"(e0 + d * ext_ds + line));'))
 variants["kspfk"] = src.replace(KS_LOOP, KS_LOOP + PF_L2.replace("EXT_PF", ""))
-# mupf: the ModUp kernel (ntt_fwd_cl) takes the key and asks L2 for the two key rows of its
-# (digit z, target row y) at its start (256 lines per block), so ks_inner_cl reads them from L2.
-MU_OLD = "CL_KERNEL3 ntt_fwd_cl(NTT_FWD_PARAMS) { ntt_fwd_entry<0>(NTT_FWD_ARGS); }"
-MU_NEW = """#define HAS_KEYPF 1
-CL_KERNEL3 ntt_fwd_cl(NTT_FWD_PARAMS, const u64* __restrict__ kpf, u64 kpf_ds, u64 kpf_cs) {
-    if (kpf != nullptr && threadIdx.x < 256) {
-        const uint32_t L = cl_rank() * 256 + threadIdx.x;  // line of the cluster's 2048
-        const u64* a = kpf + (u64)(prime_off + blockIdx.z) * kpf_ds + (L / 1024) * kpf_cs +
-                       (u64)(prime_off + blockIdx.y) * NN + (L % 1024) * 16;
-        asm volatile("prefetch.global.L2 [%0];" ::"l"(a));
-    }
-    ntt_fwd_entry<0>(NTT_FWD_ARGS);
-}"""
-variants["mupf"] = src.replace(MU_OLD, MU_NEW)
-variants["mupfks"] = variants["kspf"].replace(MU_OLD, MU_NEW)
-
-# mdrows: ModDown with one thread per coefficient k over all L rows (grid (N / 256, 1, 2)): the
-# P row is loaded once per k instead of once per (k, row), and the rows' loads are independent.
-MD_START = "extern \"C\" __global__ void ks_moddown("
-MD_BODY = src[src.index(MD_START):]
-MD_BODY = MD_BODY[: MD_BODY.index("\n}\n") + 3]
-MD_NEW = """#define MD_ROWS 1
-extern "C" __global__ void ks_moddown(const u64* __restrict__ acc, const u64* __restrict__ add0,
-                                      const u64* __restrict__ add1, u64* __restrict__ out,
-                                      const Prime* __restrict__ primes, const WP* __restrict__ pinv,
-                                      uint32_t prime_off, uint32_t L, uint32_t ginv) {
-    const uint32_t k = blockIdx.x * blockDim.x + threadIdx.x;
-    const uint32_t c = blockIdx.z;
-    const u64* ac = acc + (u64)c * (L + 1) * NN;
-    const u64 raw_p = ac[(u64)L * NN + k];
-#pragma unroll 4
-    for (uint32_t i = 0; i < L; i++) {
-        const uint32_t pid = prime_off + i;
-        const Prime p = primes[pid];
-        const WP w = pinv[pid];
-        u64 xp = reduce64(raw_p, p);
-        u64 v = shoup(submod(ac[(u64)i * NN + k], xp, p.q), w.w, w.wp, p.q);
-        if (c == 0 && add0 != nullptr) {
-            const u64* row = add0 + (u64)i * NN;
-            u64 a = ginv != 0 ? aut_gather(row, k, ginv, p.q) : row[k];
-            v = addmod(v, a, p.q);
-        }
-        if (c == 1 && add1 != nullptr) v = addmod(v, add1[(u64)i * NN + k], p.q);
-        out[((u64)c * L + i) * NN + k] = v;
-    }
-}
-"""
-variants["mdrows"] = src.replace(MD_BODY, MD_NEW)
+# mupf / mupfks (the ModUp asking L2 for the key rows, alone and with kspf) and mdrows (ModDown
+# with one thread per coefficient over all rows) were measured slower and removed; their text
+# and the harness arguments they need are in commit 94e08e4 (docs/perf.md, 07:30 summary).
 
 for name, text in variants.items():
     if name != "base" and text == src:
