@@ -270,60 +270,78 @@ r16_inv_gs(const u64* __restrict__ in, u64* __restrict__ out, const Prime* __res
 __device__ __forceinline__ uint32_t r8_f(uint32_t r) { return ((r & 7u) << 1) | (r >> 3); }
 __device__ __forceinline__ uint32_t r8_rw(uint32_t r, uint32_t b) { return r * SUB + (b ^ r8_f(r)); }
 
-// Forward radix-8 round: e-spans 4, 2, 1 with twiddles tw[B], tw[2B + i], tw[4B + i].
-__device__ __forceinline__ void fwd8(u64 (&x)[8], const WP* tw, uint32_t B, u64 q) {
-    const WP w0 = ldwp(tw + B);
-    const WP w1a = ldwp(tw + 2 * B), w1b = ldwp(tw + 2 * B + 1);
-    WP w2[4];
+// The seven twiddles of a radix-8 round with base B: tw[B], tw[2B + i], tw[4B + i].
+struct Tw7 {
+    WP w0, w1[2], w2[4];
+};
+__device__ __forceinline__ Tw7 tw7(const WP* tw, uint32_t B) {
+    Tw7 t;
+    t.w0 = ldwp(tw + B);
 #pragma unroll
-    for (int i = 0; i < 4; i++) w2[i] = ldwp(tw + 4 * B + i);
+    for (int i = 0; i < 2; i++) t.w1[i] = ldwp(tw + 2 * B + i);
 #pragma unroll
-    for (int e = 0; e < 4; e++) ct_bfly(x[e], x[e + 4], w0, q);
-#pragma unroll
-    for (int e = 0; e < 8; e++)
-        if ((e & 2) == 0) ct_bfly(x[e], x[e + 2], e < 4 ? w1a : w1b, q);
-#pragma unroll
-    for (int e = 0; e < 8; e += 2) ct_bfly(x[e], x[e + 1], w2[e >> 1], q);
+    for (int i = 0; i < 4; i++) t.w2[i] = ldwp(tw + 4 * B + i);
+    return t;
 }
-// Inverse radix-8 round: e-spans 1, 2, 4 with twiddles tw[4B + i], tw[2B + i], tw[B].
-__device__ __forceinline__ void inv8(u64 (&x)[8], const WP* tw, uint32_t B, u64 q) {
-    const WP w0 = ldwp(tw + B);
-    const WP w1a = ldwp(tw + 2 * B), w1b = ldwp(tw + 2 * B + 1);
-    WP w2[4];
+// Forward radix-8 round: e-spans 4, 2, 1.
+__device__ __forceinline__ void fwd8(u64 (&x)[8], const Tw7& w, u64 q) {
 #pragma unroll
-    for (int i = 0; i < 4; i++) w2[i] = ldwp(tw + 4 * B + i);
-#pragma unroll
-    for (int e = 0; e < 8; e += 2) gs_bfly(x[e], x[e + 1], w2[e >> 1], q);
+    for (int e = 0; e < 4; e++) ct_bfly(x[e], x[e + 4], w.w0, q);
 #pragma unroll
     for (int e = 0; e < 8; e++)
-        if ((e & 2) == 0) gs_bfly(x[e], x[e + 2], e < 4 ? w1a : w1b, q);
+        if ((e & 2) == 0) ct_bfly(x[e], x[e + 2], w.w1[e >> 2], q);
 #pragma unroll
-    for (int e = 0; e < 4; e++) gs_bfly(x[e], x[e + 4], w0, q);
+    for (int e = 0; e < 8; e += 2) ct_bfly(x[e], x[e + 1], w.w2[e >> 1], q);
+}
+// Inverse radix-8 round: e-spans 1, 2, 4.
+__device__ __forceinline__ void inv8(u64 (&x)[8], const Tw7& w, u64 q) {
+#pragma unroll
+    for (int e = 0; e < 8; e += 2) gs_bfly(x[e], x[e + 1], w.w2[e >> 1], q);
+#pragma unroll
+    for (int e = 0; e < 8; e++)
+        if ((e & 2) == 0) gs_bfly(x[e], x[e + 2], w.w1[e >> 2], q);
+#pragma unroll
+    for (int e = 0; e < 4; e++) gs_bfly(x[e], x[e + 4], w.w0, q);
 }
 
-template <class Load, class Store2>
+template <bool PRE, class Load, class Store2>
 __device__ __forceinline__ void r8_fwd(u64* s, const WP* tw, u64 q, Load load, Store2 store2,
                                        u64* tdst, unsigned* ctr) {
     const uint32_t tid = threadIdx.x, k = blockIdx.x;
-    const uint32_t lo = tid % 16, hi = tid / 16;
+    const uint32_t lo = tid % 16, hi = tid / 16, ah = hi >> 1, b0 = hi & 1;
     unsigned target = 0;
     if (tid == 0) target = limb_target(ctr);
     MARK(0);
+    // PRE: a phase's twiddles (rounds 1, 2, 3) in registers before the phase.
+    Tw7 T1, T2;
+    WP T3[4];
+    auto pre_cols = [&] {
+        T1 = tw7(tw, 1);
+        T2 = tw7(tw, 8 + ah);
+#pragma unroll
+        for (int i = 0; i < 4; i++) T3[i] = ldwp(tw + 64 + hi + 16 * i);
+    };
+    auto pre_rows = [&] {
+        T1 = tw7(tw, 128 + k * 16 + hi);
+        T2 = tw7(tw, 1024 + (k * 16 + lo) * 8 + ah);
+#pragma unroll
+        for (int i = 0; i < 4; i++) T3[i] = ldwp(tw + 8192 + (k * 16 + hi) * 64 + lo + 16 * i);
+    };
+    if constexpr (PRE) pre_cols();
     {
         const uint32_t c = lo, col = k * 16 + c;
         u64 x[8];
         // Round 1: a bits 6..4 (a = hi + 16e).
 #pragma unroll
         for (int e = 0; e < 8; e++) x[e] = load((hi + 16 * e) * SUB + col);
-        fwd8(x, tw, 1, q);
+        fwd8(x, PRE ? T1 : tw7(tw, 1), q);
 #pragma unroll
         for (int e = 0; e < 8; e++) s[r16_cw(c, hi + 16 * e)] = x[e];
         __syncthreads();
         // Round 2: a bits 3..1 (a = ah * 16 + 2e + b0).
-        const uint32_t ah = hi >> 1, b0 = hi & 1;
 #pragma unroll
         for (int e = 0; e < 8; e++) x[e] = s[r16_cw(c, ah * 16 + 2 * e + b0)];
-        fwd8(x, tw, 8 + ah, q);
+        fwd8(x, PRE ? T2 : tw7(tw, 8 + ah), q);
 #pragma unroll
         for (int e = 0; e < 8; e++) s[r16_cw(c, ah * 16 + 2 * e + b0)] = x[e];
         __syncthreads();
@@ -332,11 +350,12 @@ __device__ __forceinline__ void r8_fwd(u64* s, const WP* tw, u64 q, Load load, S
         for (int i = 0; i < 4; i++) {
             const uint32_t a = 2 * (hi + 16 * i);
             u64 x0 = s[r16_cw(c, a)], x1 = s[r16_cw(c, a + 1)];
-            ct_bfly(x0, x1, ldwp(tw + 64 + a / 2), q);
+            ct_bfly(x0, x1, PRE ? T3[i] : ldwp(tw + 64 + a / 2), q);
             tdst[a * SUB + col] = x0;
             tdst[(a + 1) * SUB + col] = x1;
         }
     }
+    if constexpr (PRE) pre_rows();
     MARK(1);
     limb_sync(ctr, target);
     MARK(2);
@@ -347,19 +366,19 @@ __device__ __forceinline__ void r8_fwd(u64* s, const WP* tw, u64 q, Load load, S
             const uint32_t r = hi, row = k * 16 + r;
 #pragma unroll
             for (int e = 0; e < 8; e++) x[e] = ldcg(tdst + row * SUB + lo + 16 * e);
-            fwd8(x, tw, 128 + row, q);
+            fwd8(x, PRE ? T1 : tw7(tw, 128 + row), q);
 #pragma unroll
             for (int e = 0; e < 8; e++) s[r8_rw(r, lo + 16 * e)] = x[e];
         }
         __syncthreads();
-        // Round 2: b bits 3..1 of row lo (b = bh * 16 + 2e + b0).
+        // Round 2: b bits 3..1 of row lo (b = ah * 16 + 2e + b0).
         {
-            const uint32_t r = lo, row = k * 16 + r, bh = hi >> 1, b0 = hi & 1;
+            const uint32_t r = lo, row = k * 16 + r;
 #pragma unroll
-            for (int e = 0; e < 8; e++) x[e] = s[r8_rw(r, bh * 16 + 2 * e + b0)];
-            fwd8(x, tw, 1024 + row * 8 + bh, q);
+            for (int e = 0; e < 8; e++) x[e] = s[r8_rw(r, ah * 16 + 2 * e + b0)];
+            fwd8(x, PRE ? T2 : tw7(tw, 1024 + row * 8 + ah), q);
 #pragma unroll
-            for (int e = 0; e < 8; e++) s[r8_rw(r, bh * 16 + 2 * e + b0)] = x[e];
+            for (int e = 0; e < 8; e++) s[r8_rw(r, ah * 16 + 2 * e + b0)] = x[e];
         }
         __syncthreads();
         // Round 3: b bit 0, pairs b = 2 (lo + 16 i) of row hi.
@@ -376,7 +395,7 @@ __device__ __forceinline__ void r8_fwd(u64* s, const WP* tw, u64 q, Load load, S
                     x0 = x1;
                     x1 = t;
                 }
-                ct_bfly(x0, x1, ldwp(tw + 8192 + row * 64 + b / 2), q);
+                ct_bfly(x0, x1, PRE ? T3[i] : ldwp(tw + 8192 + row * 64 + b / 2), q);
                 x0 = csub(x0, 2 * q);
                 x1 = csub(x1, 2 * q);
                 store2(row * SUB + b, csub(x0, q), csub(x1, q));
@@ -386,13 +405,28 @@ __device__ __forceinline__ void r8_fwd(u64* s, const WP* tw, u64 q, Load load, S
     MARK(3);
 }
 
-template <class Load2, class Store>
+template <bool PRE, class Load2, class Store>
 __device__ __forceinline__ void r8_inv(u64* s, const WP* tw, u64 q, Load2 load2, Store store,
                                        u64* tdst, unsigned* ctr) {
     const uint32_t tid = threadIdx.x, k = blockIdx.x;
-    const uint32_t lo = tid % 16, hi = tid / 16;
+    const uint32_t lo = tid % 16, hi = tid / 16, ah = hi >> 1, b0 = hi & 1;
     unsigned target = 0;
     if (tid == 0) target = limb_target(ctr);
+    Tw7 T1, T2;
+    WP T3[4];
+    auto pre_rows = [&] {
+#pragma unroll
+        for (int i = 0; i < 4; i++) T3[i] = ldwp(tw + 8192 + (k * 16 + hi) * 64 + lo + 16 * i);
+        T2 = tw7(tw, 1024 + (k * 16 + lo) * 8 + ah);
+        T1 = tw7(tw, 128 + k * 16 + hi);
+    };
+    auto pre_cols = [&] {
+#pragma unroll
+        for (int i = 0; i < 4; i++) T3[i] = ldwp(tw + 64 + hi + 16 * i);
+        T2 = tw7(tw, 8 + ah);
+        T1 = tw7(tw, 1);
+    };
+    if constexpr (PRE) pre_rows();
     {
         u64 x[8];
         // Round 1: b bit 0 (half-span 1), pairs b = 2 (lo + 16 i) of row hi.
@@ -404,7 +438,7 @@ __device__ __forceinline__ void r8_inv(u64* s, const WP* tw, u64 q, Load2 load2,
                 const uint32_t b = 2 * (lo + 16 * i);
                 u64 x0, x1;
                 load2(row * SUB + b, x0, x1);
-                gs_bfly(x0, x1, ldwp(tw + 8192 + row * 64 + b / 2), q);
+                gs_bfly(x0, x1, PRE ? T3[i] : ldwp(tw + 8192 + row * 64 + b / 2), q);
                 if (swap) {
                     st2(s + (r8_rw(r, b) & ~1u), x1, x0);
                 } else {
@@ -415,12 +449,12 @@ __device__ __forceinline__ void r8_inv(u64* s, const WP* tw, u64 q, Load2 load2,
         __syncthreads();
         // Round 2: b bits 1..3 of row lo.
         {
-            const uint32_t r = lo, row = k * 16 + r, bh = hi >> 1, b0 = hi & 1;
+            const uint32_t r = lo, row = k * 16 + r;
 #pragma unroll
-            for (int e = 0; e < 8; e++) x[e] = s[r8_rw(r, bh * 16 + 2 * e + b0)];
-            inv8(x, tw, 1024 + row * 8 + bh, q);
+            for (int e = 0; e < 8; e++) x[e] = s[r8_rw(r, ah * 16 + 2 * e + b0)];
+            inv8(x, PRE ? T2 : tw7(tw, 1024 + row * 8 + ah), q);
 #pragma unroll
-            for (int e = 0; e < 8; e++) s[r8_rw(r, bh * 16 + 2 * e + b0)] = x[e];
+            for (int e = 0; e < 8; e++) s[r8_rw(r, ah * 16 + 2 * e + b0)] = x[e];
         }
         __syncthreads();
         // Round 3: b bits 4..6 of row hi (b = lo + 16e).
@@ -428,11 +462,12 @@ __device__ __forceinline__ void r8_inv(u64* s, const WP* tw, u64 q, Load2 load2,
             const uint32_t r = hi, row = k * 16 + r;
 #pragma unroll
             for (int e = 0; e < 8; e++) x[e] = s[r8_rw(r, lo + 16 * e)];
-            inv8(x, tw, 128 + row, q);
+            inv8(x, PRE ? T1 : tw7(tw, 128 + row), q);
 #pragma unroll
             for (int e = 0; e < 8; e++) tdst[row * SUB + lo + 16 * e] = x[e];
         }
     }
+    if constexpr (PRE) pre_cols();
     limb_sync(ctr, target);
     {
         const uint32_t c = lo, col = k * 16 + c;
@@ -442,30 +477,29 @@ __device__ __forceinline__ void r8_inv(u64* s, const WP* tw, u64 q, Load2 load2,
         for (int i = 0; i < 4; i++) {
             const uint32_t a = 2 * (hi + 16 * i);
             u64 x0 = ldcg(tdst + a * SUB + col), x1 = ldcg(tdst + (a + 1) * SUB + col);
-            gs_bfly(x0, x1, ldwp(tw + 64 + a / 2), q);
+            gs_bfly(x0, x1, PRE ? T3[i] : ldwp(tw + 64 + a / 2), q);
             s[r16_cw(c, a)] = x0;
             s[r16_cw(c, a + 1)] = x1;
         }
         __syncthreads();
         // Round 2: a bits 1..3 (a = ah * 16 + 2e + b0).
-        const uint32_t ah = hi >> 1, b0 = hi & 1;
 #pragma unroll
         for (int e = 0; e < 8; e++) x[e] = s[r16_cw(c, ah * 16 + 2 * e + b0)];
-        inv8(x, tw, 8 + ah, q);
+        inv8(x, PRE ? T2 : tw7(tw, 8 + ah), q);
 #pragma unroll
         for (int e = 0; e < 8; e++) s[r16_cw(c, ah * 16 + 2 * e + b0)] = x[e];
         __syncthreads();
         // Round 3: a bits 4..6 (a = hi + 16e).
 #pragma unroll
         for (int e = 0; e < 8; e++) x[e] = s[r16_cw(c, hi + 16 * e)];
-        inv8(x, tw, 1, q);
+        inv8(x, PRE ? T1 : tw7(tw, 1), q);
 #pragma unroll
         for (int e = 0; e < 8; e++) store((hi + 16 * e) * SUB + col, x[e]);
     }
 }
 
-extern "C" __global__ void __launch_bounds__(R8_THREADS, 1)
-r8_fwd_gs(const u64* __restrict__ in, u64* __restrict__ out, const Prime* __restrict__ primes,
+template <bool PRE>
+__device__ __forceinline__ void r8_fwd_k(const u64* __restrict__ in, u64* __restrict__ out, const Prime* __restrict__ primes,
           const WP* __restrict__ twf, uint32_t prime_off, u64 ys, u64 zs, unsigned* sync_ctr) {
     __shared__ __align__(16) u64 s[2048];
     const uint32_t y = blockIdx.y, z = blockIdx.z, pid = prime_off + y;
@@ -474,11 +508,11 @@ r8_fwd_gs(const u64* __restrict__ in, u64* __restrict__ out, const Prime* __rest
     u64* dst = out + z * zs + y * ys;
     auto load = [&](uint32_t pos) -> u64 { return src[pos]; };
     auto store2 = [&](uint32_t pos, u64 a, u64 b) { st2(dst + pos, a, b); };
-    r8_fwd(s, twf + (u64)pid * NN, q, load, store2, dst, sync_ctr + 2 * (z * gridDim.y + y));
+    r8_fwd<PRE>(s, twf + (u64)pid * NN, q, load, store2, dst, sync_ctr + 2 * (z * gridDim.y + y));
 }
 
-extern "C" __global__ void __launch_bounds__(R8_THREADS, 1)
-r8_inv_gs(const u64* __restrict__ in, u64* __restrict__ out, const Prime* __restrict__ primes,
+template <bool PRE>
+__device__ __forceinline__ void r8_inv_k(const u64* __restrict__ in, u64* __restrict__ out, const Prime* __restrict__ primes,
           const WP* __restrict__ twi, const WP* __restrict__ post, uint32_t prime_off, u64 ys,
           u64 zs, unsigned* sync_ctr) {
     __shared__ __align__(16) u64 s[2048];
@@ -489,5 +523,12 @@ r8_inv_gs(const u64* __restrict__ in, u64* __restrict__ out, const Prime* __rest
     u64* dst = out + z * zs + y * ys;
     auto load2 = [&](uint32_t pos, u64& a, u64& b) { ld2sh(src + pos, a, b); };
     auto store = [&](uint32_t pos, u64 x) { dst[pos] = shoup(x, pw.w, pw.wp, q); };
-    r8_inv(s, twi + (u64)pid * NN, q, load2, store, dst, sync_ctr + 2 * (z * gridDim.y + y));
+    r8_inv<PRE>(s, twi + (u64)pid * NN, q, load2, store, dst, sync_ctr + 2 * (z * gridDim.y + y));
 }
+
+#define R8_FWD_PARAMS const u64* __restrict__ in, u64* __restrict__ out, const Prime* __restrict__ primes, const WP* __restrict__ twf, uint32_t prime_off, u64 ys, u64 zs, unsigned* sync_ctr
+#define R8_INV_PARAMS const u64* __restrict__ in, u64* __restrict__ out, const Prime* __restrict__ primes, const WP* __restrict__ twi, const WP* __restrict__ post, uint32_t prime_off, u64 ys, u64 zs, unsigned* sync_ctr
+extern "C" __global__ void __launch_bounds__(R8_THREADS, 1) r8_fwd_gs(R8_FWD_PARAMS) { r8_fwd_k<false>(in, out, primes, twf, prime_off, ys, zs, sync_ctr); }
+extern "C" __global__ void __launch_bounds__(R8_THREADS, 1) r8p_fwd_gs(R8_FWD_PARAMS) { r8_fwd_k<true>(in, out, primes, twf, prime_off, ys, zs, sync_ctr); }
+extern "C" __global__ void __launch_bounds__(R8_THREADS, 1) r8_inv_gs(R8_INV_PARAMS) { r8_inv_k<false>(in, out, primes, twi, post, prime_off, ys, zs, sync_ctr); }
+extern "C" __global__ void __launch_bounds__(R8_THREADS, 1) r8p_inv_gs(R8_INV_PARAMS) { r8_inv_k<true>(in, out, primes, twi, post, prime_off, ys, zs, sync_ctr); }

@@ -78,12 +78,18 @@ int main(int argc, char** argv) {
         } else if (which == 4) {
             void* args[] = {&src, &dst, &dp, &dtw, &off, &ys, &zs, &c};
             return cudaLaunchCooperativeKernel((void*)r8_fwd_gs, grid, dim3(R8_THREADS), args, 0, st);
-        } else {
+        } else if (which == 5) {
             void* args[] = {&src, &dst, &dp, &dtw, &dpost, &off, &ys, &zs, &c};
             return cudaLaunchCooperativeKernel((void*)r8_inv_gs, grid, dim3(R8_THREADS), args, 0, st);
+        } else if (which == 6) {
+            void* args[] = {&src, &dst, &dp, &dtw, &off, &ys, &zs, &c};
+            return cudaLaunchCooperativeKernel((void*)r8p_fwd_gs, grid, dim3(R8_THREADS), args, 0, st);
+        } else {
+            void* args[] = {&src, &dst, &dp, &dtw, &dpost, &off, &ys, &zs, &c};
+            return cudaLaunchCooperativeKernel((void*)r8p_inv_gs, grid, dim3(R8_THREADS), args, 0, st);
         }
     };
-    const char* names[] = {"fwd_gs", "inv_gs", "r16_fwd", "r16_inv", "r8_fwd", "r8_inv"};
+    const char* names[] = {"fwd_gs", "inv_gs", "r16_fwd", "r16_inv", "r8_fwd", "r8_inv", "r8p_fwd", "r8p_inv"};
     {
         int bps = 0;
         cudaOccupancyMaxActiveBlocksPerMultiprocessor(&bps, (void*)r16_fwd_gs, R16_THREADS, 0);
@@ -92,7 +98,7 @@ int main(int argc, char** argv) {
         printf("r16_inv_gs blocks per SM %d\n", bps);
     }
     // Word-for-word: r16 against the gs kernels on every set.
-    for (int pair = 0; pair < 4; pair++) {
+    for (int pair = 0; pair < 6; pair++) {
         const int other = pair + 2;
         const int base = pair % 2;
         size_t bad = 0;
@@ -111,7 +117,7 @@ int main(int argc, char** argv) {
         printf("compare %s vs %s: %zu of %zu words differ\n", names[base], names[other], bad,
                words * sets);
     }
-    for (int which = 0; which < 6; which++) {
+    for (int which = 0; which < 8; which++) {
         for (int i = 0; i < 50; i++) CK(launch(which, i % sets));
         CK(cudaStreamSynchronize(st));
         const int burst = 400;
@@ -139,7 +145,7 @@ int main(int argc, char** argv) {
 #ifdef HAS_MARKS
     // Per-block timeline of single forward launches (gs, then r16): phase 1, the limb barrier,
     // phase 2 in SM cycles (p10/p50/p90 over blocks and launches); first start -> last end ns.
-    for (int which : {0, 2, 4}) {
+    for (int which : {0, 2, 4, 6}) {
         const int nb = 8 * limbs * comps;
         std::vector<double> p1, bar, p2, total, skew;
         for (int it = 0; it < 50; it++) {
