@@ -582,11 +582,12 @@ __device__ __forceinline__ const u64* cl_map(const u64* p, uint32_t rank) {
 // per SM (<= 42 registers; it needs 40 without spilling).
 #define CL_KERNEL3 \
     extern "C" __global__ void __cluster_dims__(CL, 1, 1) __launch_bounds__(CL_THREADS, 3)
-// Kernels with every twiddle of a phase in registers (cl_fwd_ntt<true>): one block per SM.
-#define GS_KERNEL extern "C" __global__ void __launch_bounds__(CL_THREADS, 1)
+// The *_gs kernels (gs_fwd_ntt / gs_inv_ntt, GS_THREADS threads, defined below): launched
+// cooperatively, so every block of the launch is resident.
+#define GS_KERNEL extern "C" __global__ void __launch_bounds__(GS_THREADS, 1)
 #define CL_KERNEL1 \
     extern "C" __global__ void __cluster_dims__(CL, 1, 1) __launch_bounds__(CL_THREADS, 1)
-#define CL_SHARED(name) __shared__ u64 name[2 * CL_WORDS]
+#define CL_SHARED(name) __shared__ __align__(16) u64 name[2 * CL_WORDS]
 #endif
 
 #ifndef FHE_EMU
@@ -794,15 +795,10 @@ __device__ __forceinline__ void inv_tile_round(u64* s, uint32_t line, uint32_t q
 // phase (the column phase's with the data loads, the row phase's before the cluster barrier),
 // so no round waits on a twiddle load (~44 more registers: one block per SM); otherwise each
 // round loads its own (prefetched into L1 at the start).
-template <bool PRE, bool GS = false, class Load, class Store2>
-__device__ __forceinline__ void cl_fwd_ntt(u64* s, const WP* tw, u64 q, Load load, Store2 store2,
-                                           u64* tdst = nullptr, unsigned* ctr = nullptr) {
+template <bool PRE, class Load, class Store2>
+__device__ __forceinline__ void cl_fwd_ntt(u64* s, const WP* tw, u64 q, Load load, Store2 store2) {
     const uint32_t tid = threadIdx.x;
-    const uint32_t k = GS ? blockIdx.x : cl_rank();
-    unsigned target = 0;  // GS: the count limb_sync waits for (read before arriving)
-    if constexpr (GS) {
-        if (threadIdx.x == 0) target = limb_target(ctr);
-    }
+    const uint32_t k = cl_rank();
     u64* A = s;              // column phase: A[tix<false>(c, a)], column k * 16 + c
     u64* Bt = s + CL_WORDS;  // row phase: Bt[tix<true>(r, b)], row k * 16 + r
     // Column phase: thread -> (column c, quad qc); row phase: thread -> (row r, quad qr).
@@ -858,13 +854,8 @@ __device__ __forceinline__ void cl_fwd_ntt(u64* s, const WP* tw, u64 q, Load loa
             const uint32_t p = qc + e * 32;
             u64 x0 = A[tix<false>(c, 2 * p)], x1 = A[tix<false>(c, 2 * p + 1)];
             ct_bfly(x0, x1, PRE ? ctw2[e] : ldwp(tw + 64 + p), q);
-            if constexpr (GS) {
-                tdst[2 * p * SUB + col] = x0;
-                tdst[(2 * p + 1) * SUB + col] = x1;
-            } else {
-                A[tix<false>(c, 2 * p)] = x0;
-                A[tix<false>(c, 2 * p + 1)] = x1;
-            }
+            A[tix<false>(c, 2 * p)] = x0;
+            A[tix<false>(c, 2 * p + 1)] = x1;
         }
     }
     if constexpr (PRE) {
@@ -873,25 +864,17 @@ __device__ __forceinline__ void cl_fwd_ntt(u64* s, const WP* tw, u64 q, Load loa
 #pragma unroll
         for (int e = 0; e < 2; e++) rtw2[e] = ldwp(tw + Bl * 64 + qr + 32 * e);
     }
-    if constexpr (GS) {
-        limb_sync(ctr, target);  // every column of the limb is in tdst
-    } else {
-        cl_sync();  // every column tile of the cluster is complete and visible
-    }
+    cl_sync();  // every column tile of the cluster is complete and visible
     {
-        // Row phase, round 1 reading the cluster's column tiles (or the limb's columns in tdst).
+        // Row phase, round 1 reading the cluster's column tiles.
         u64 x[4];
 #pragma unroll
         for (int e = 0; e < 4; e++) {
             const uint32_t b = qr + e * 32;
-            if constexpr (GS) {
-                x[e] = ldcg(tdst + row * SUB + b);
-            } else {
-                x[e] = *cl_map(A + tix<false>(b % CL_LINES, row), b / CL_LINES);
-            }
+            x[e] = *cl_map(A + tix<false>(b % CL_LINES, row), b / CL_LINES);
         }
         fwd_quad(x, PRE ? rtw[0] : row_tw(0), q);
-        if constexpr (!GS) cl_arrive_relaxed();  // this block is done reading the others' tiles
+        cl_arrive_relaxed();  // this block is done reading the others' tiles
 #pragma unroll
         for (int e = 0; e < 4; e++) Bt[tix<true>(r, qr + e * 32)] = x[e];
         hsync();
@@ -909,7 +892,7 @@ __device__ __forceinline__ void cl_fwd_ntt(u64* s, const WP* tw, u64 q, Load loa
             x1 = csub(x1, 2 * q);
             store2(row * SUB + 2 * p, csub(x0, q), csub(x1, q));
         }
-        if constexpr (!GS) cl_wait();  // no block leaves while another may still read its tile
+        cl_wait();  // no block leaves while another may still read its tile
     }
 }
 
@@ -917,15 +900,10 @@ __device__ __forceinline__ void cl_fwd_ntt(u64* s, const WP* tw, u64 q, Load loa
 // indices pos .. pos + 3 (pos a multiple of 4), `store(pos, x)` takes the output (lazy < 2q,
 // before any post-scaling) at coefficient index pos. PRE as for cl_fwd_ntt (the row phase's
 // twiddles with the data loads, the column phase's before the cluster barrier).
-template <bool PRE, bool GS = false, class Load4, class Store>
-__device__ __forceinline__ void cl_inv_ntt(u64* s, const WP* tw, u64 q, Load4 load4, Store store,
-                                           u64* tdst = nullptr, unsigned* ctr = nullptr) {
+template <bool PRE, class Load4, class Store>
+__device__ __forceinline__ void cl_inv_ntt(u64* s, const WP* tw, u64 q, Load4 load4, Store store) {
     const uint32_t tid = threadIdx.x;
-    const uint32_t k = GS ? blockIdx.x : cl_rank();
-    unsigned target = 0;  // GS: the count limb_sync waits for (read before arriving)
-    if constexpr (GS) {
-        if (threadIdx.x == 0) target = limb_target(ctr);
-    }
+    const uint32_t k = cl_rank();
     u64* Bt = s;             // row phase: Bt[tix<true>(r, b)], row k * 16 + r
     u64* A = s + CL_WORDS;   // column phase: A[tix<false>(c, a)], column k * 16 + c
     const uint32_t c = (tid / 256) * 8 + tid % 8, qc = (tid % 256) / 8;
@@ -975,13 +953,8 @@ __device__ __forceinline__ void cl_inv_ntt(u64* s, const WP* tw, u64 q, Load4 lo
             const uint32_t p = qr + e * 32;
             u64 x0 = Bt[tix<true>(r, p)], x1 = Bt[tix<true>(r, p + 64)];
             gs_bfly(x0, x1, PRE ? rtw2 : ldwp(tw + Bl), q);
-            if constexpr (GS) {
-                tdst[row * SUB + p] = x0;
-                tdst[row * SUB + p + 64] = x1;
-            } else {
-                Bt[tix<true>(r, p)] = x0;
-                Bt[tix<true>(r, p + 64)] = x1;
-            }
+            Bt[tix<true>(r, p)] = x0;
+            Bt[tix<true>(r, p + 64)] = x1;
         }
     }
     if constexpr (PRE) {
@@ -989,11 +962,7 @@ __device__ __forceinline__ void cl_inv_ntt(u64* s, const WP* tw, u64 q, Load4 lo
         for (int i = 0; i < 3; i++) ctw[i] = col_tw(i);
         ctw2 = ldwp(tw + 1);
     }
-    if constexpr (GS) {
-        limb_sync(ctr, target);  // every row of the limb is in tdst
-    } else {
-        cl_sync();
-    }
+    cl_sync();
     {
         const uint32_t col = k * CL_LINES + c;
         u64 x[4];
@@ -1002,14 +971,10 @@ __device__ __forceinline__ void cl_inv_ntt(u64* s, const WP* tw, u64 q, Load4 lo
 #pragma unroll
         for (int e = 0; e < 4; e++) {
             const uint32_t a = 4 * qc + e;
-            if constexpr (GS) {
-                x[e] = ldcg(tdst + a * SUB + col);
-            } else {
-                x[e] = *cl_map(Bt + tix<true>(a % CL_LINES, col), src);
-            }
+            x[e] = *cl_map(Bt + tix<true>(a % CL_LINES, col), src);
         }
         inv_quad(x, PRE ? ctw[0] : col_tw(0), q);
-        if constexpr (!GS) cl_arrive_relaxed();
+        cl_arrive_relaxed();
 #pragma unroll
         for (int e = 0; e < 4; e++) A[tix<false>(c, 4 * qc + e)] = x[e];
         hsync();
@@ -1025,14 +990,230 @@ __device__ __forceinline__ void cl_inv_ntt(u64* s, const WP* tw, u64 q, Load4 lo
             store(p * SUB + col, x0);
             store((p + 64) * SUB + col, x1);
         }
-        if constexpr (!GS) cl_wait();
+        cl_wait();
+    }
+}
+
+// ------------------------------------------------------------------------------------------
+// One-launch NTT without clusters (the *_gs kernels): 8 blocks of GS_THREADS per limb, block k
+// holding columns [16k, 16k + 16) of the 128 x 128 view, then rows [16k, 16k + 16); the column
+// results go through the output limb in global memory (L2) and the blocks of a limb meet in
+// limb_sync. Each thread holds 8 words: every phase is a radix-8 round (3 stages in registers),
+// a second radix-8 round and a radix-2 round, with two shared-memory exchanges, so a phase
+// issues ~37 instructions per butterfly (the cluster path's radix-4 rounds: ~48) and waits on
+// two block barriers instead of four. Thread t: lo = t % 16, hi = t / 16, ah = hi / 2,
+// b0 = hi % 2. Twiddle index of the stage with half-span h at line position a, line base B:
+// B * (64 / h) + a / (2h) as for the cluster kernels, so a radix-8 round whose first stage has
+// twiddle index B uses tw[B], tw[2B + i], tw[4B + i].
+#define GS_THREADS 256
+
+// Column tile word (column c, high index a); a half-warp (16 columns, one a) is conflict-free.
+__device__ __forceinline__ uint32_t gs_cw(uint32_t c, uint32_t a) { return a * CL_LINES + c; }
+// Row tile word (row r, low index b): b's low 4 bits XOR f(r), f(r) = ((r & 7) << 1) | (r >> 3),
+// a bijection of 0..15: 16 rows at one b (round 2) and one row at 16 consecutive b (rounds 1
+// and 3) hit distinct bank pairs, and pairs (2i, 2i + 1) stay one aligned 16-byte unit
+// (swapped when f(r) is odd, i.e. r >= 8).
+__device__ __forceinline__ uint32_t gs_rw(uint32_t r, uint32_t b) {
+    return r * SUB + (b ^ (((r & 7u) << 1) | (r >> 3)));
+}
+
+// The seven twiddles of a radix-8 round with base B.
+struct Tw7 {
+    WP w0, w1[2], w2[4];
+};
+__device__ __forceinline__ Tw7 tw7(const WP* tw, uint32_t B) {
+    Tw7 t;
+    t.w0 = ldwp(tw + B);
+#pragma unroll
+    for (int i = 0; i < 2; i++) t.w1[i] = ldwp(tw + 2 * B + i);
+#pragma unroll
+    for (int i = 0; i < 4; i++) t.w2[i] = ldwp(tw + 4 * B + i);
+    return t;
+}
+// Forward radix-8 round on x[e]: stages pairing e with e + 4, e + 2, e + 1.
+__device__ __forceinline__ void fwd8(u64 (&x)[8], const Tw7& w, u64 q) {
+#pragma unroll
+    for (int e = 0; e < 4; e++) ct_bfly(x[e], x[e + 4], w.w0, q);
+#pragma unroll
+    for (int e = 0; e < 8; e++)
+        if ((e & 2) == 0) ct_bfly(x[e], x[e + 2], w.w1[e >> 2], q);
+#pragma unroll
+    for (int e = 0; e < 8; e += 2) ct_bfly(x[e], x[e + 1], w.w2[e >> 1], q);
+}
+// Inverse radix-8 round: stages pairing e with e + 1, e + 2, e + 4.
+__device__ __forceinline__ void inv8(u64 (&x)[8], const Tw7& w, u64 q) {
+#pragma unroll
+    for (int e = 0; e < 8; e += 2) gs_bfly(x[e], x[e + 1], w.w2[e >> 1], q);
+#pragma unroll
+    for (int e = 0; e < 8; e++)
+        if ((e & 2) == 0) gs_bfly(x[e], x[e + 2], w.w1[e >> 2], q);
+#pragma unroll
+    for (int e = 0; e < 4; e++) gs_bfly(x[e], x[e + 4], w.w0, q);
+}
+
+// Forward NTT of one limb by its 8 blocks; load and store2 as for cl_fwd_ntt; tdst: the
+// output limb (the exchange), ctr: the limb's counters.
+template <class Load, class Store2>
+__device__ __forceinline__ void gs_fwd_ntt(u64* s, const WP* tw, u64 q, Load load, Store2 store2,
+                                           u64* tdst, unsigned* ctr) {
+    const uint32_t tid = threadIdx.x, k = blockIdx.x;
+    const uint32_t lo = tid % 16, hi = tid / 16, ah = hi >> 1, b0 = hi & 1;
+    unsigned target = 0;  // the count limb_sync waits for (read before arriving)
+    if (tid == 0) target = limb_target(ctr);  // gs_fwd_ntt
+    {
+        const uint32_t col = k * CL_LINES + lo;
+        u64 x[8];
+        // Round 1: a bits 6..4 (a = hi + 16e), straight from global memory.
+#pragma unroll
+        for (int e = 0; e < 8; e++) x[e] = load((hi + 16 * e) * SUB + col);
+        fwd8(x, tw7(tw, 1), q);
+#pragma unroll
+        for (int e = 0; e < 8; e++) s[gs_cw(lo, hi + 16 * e)] = x[e];
+        __syncthreads();
+        // Round 2: a bits 3..1 (a = 16 ah + 2e + b0).
+#pragma unroll
+        for (int e = 0; e < 8; e++) x[e] = s[gs_cw(lo, ah * 16 + 2 * e + b0)];
+        fwd8(x, tw7(tw, 8 + ah), q);
+#pragma unroll
+        for (int e = 0; e < 8; e++) s[gs_cw(lo, ah * 16 + 2 * e + b0)] = x[e];
+        __syncthreads();
+        // Round 3: a bit 0, pairs a = 2 (hi + 16i), into the output limb.
+#pragma unroll
+        for (int i = 0; i < 4; i++) {
+            const uint32_t a = 2 * (hi + 16 * i);
+            u64 x0 = s[gs_cw(lo, a)], x1 = s[gs_cw(lo, a + 1)];
+            ct_bfly(x0, x1, ldwp(tw + 64 + a / 2), q);
+            tdst[a * SUB + col] = x0;
+            tdst[(a + 1) * SUB + col] = x1;
+        }
+    }
+    limb_sync(ctr, target);  // every column of the limb is in tdst
+    {
+        u64 x[8];
+        // Round 1: b bits 6..4 (b = lo + 16e) of row hi.
+        {
+            const uint32_t row = k * CL_LINES + hi;
+#pragma unroll
+            for (int e = 0; e < 8; e++) x[e] = ldcg(tdst + row * SUB + lo + 16 * e);
+            fwd8(x, tw7(tw, SUB + row), q);
+#pragma unroll
+            for (int e = 0; e < 8; e++) s[gs_rw(hi, lo + 16 * e)] = x[e];
+        }
+        __syncthreads();
+        // Round 2: b bits 3..1 (b = 16 ah + 2e + b0) of row lo.
+        {
+            const uint32_t row = k * CL_LINES + lo;
+#pragma unroll
+            for (int e = 0; e < 8; e++) x[e] = s[gs_rw(lo, ah * 16 + 2 * e + b0)];
+            fwd8(x, tw7(tw, (SUB + row) * 8 + ah), q);
+#pragma unroll
+            for (int e = 0; e < 8; e++) s[gs_rw(lo, ah * 16 + 2 * e + b0)] = x[e];
+        }
+        __syncthreads();
+        // Round 3: b bit 0, pairs b = 2 (lo + 16i) of row hi; canonical out.
+        {
+            const uint32_t row = k * CL_LINES + hi;
+#pragma unroll
+            for (int i = 0; i < 4; i++) {
+                const uint32_t b = 2 * (lo + 16 * i);
+                u64 x0, x1;
+                ld2sh(s + (gs_rw(hi, b) & ~1u), x0, x1);
+                if (hi >= 8) {
+                    const u64 t = x0;
+                    x0 = x1;
+                    x1 = t;
+                }
+                ct_bfly(x0, x1, ldwp(tw + (SUB + row) * 64 + b / 2), q);
+                x0 = csub(x0, 2 * q);
+                x1 = csub(x1, 2 * q);
+                store2(row * SUB + b, csub(x0, q), csub(x1, q));
+            }
+        }
+    }
+}
+
+// Inverse NTT of one limb by its 8 blocks; `load2(pos, x0, x1)` gives the input words (< 2q)
+// at NTT indices pos, pos + 1 (pos even), store as for cl_inv_ntt.
+template <class Load2, class Store>
+__device__ __forceinline__ void gs_inv_ntt(u64* s, const WP* tw, u64 q, Load2 load2, Store store,
+                                           u64* tdst, unsigned* ctr) {
+    const uint32_t tid = threadIdx.x, k = blockIdx.x;
+    const uint32_t lo = tid % 16, hi = tid / 16, ah = hi >> 1, b0 = hi & 1;
+    unsigned target = 0;
+    if (tid == 0) target = limb_target(ctr);
+    {
+        u64 x[8];
+        // Round 1: b bit 0 (half-span 1), pairs b = 2 (lo + 16i) of row hi.
+        {
+            const uint32_t row = k * CL_LINES + hi;
+#pragma unroll
+            for (int i = 0; i < 4; i++) {
+                const uint32_t b = 2 * (lo + 16 * i);
+                u64 x0, x1;
+                load2(row * SUB + b, x0, x1);
+                gs_bfly(x0, x1, ldwp(tw + (SUB + row) * 64 + b / 2), q);
+                if (hi >= 8) {
+                    st2(s + (gs_rw(hi, b) & ~1u), x1, x0);
+                } else {
+                    st2(s + (gs_rw(hi, b) & ~1u), x0, x1);
+                }
+            }
+        }
+        __syncthreads();
+        // Round 2: b bits 1..3 of row lo.
+        {
+            const uint32_t row = k * CL_LINES + lo;
+#pragma unroll
+            for (int e = 0; e < 8; e++) x[e] = s[gs_rw(lo, ah * 16 + 2 * e + b0)];
+            inv8(x, tw7(tw, (SUB + row) * 8 + ah), q);
+#pragma unroll
+            for (int e = 0; e < 8; e++) s[gs_rw(lo, ah * 16 + 2 * e + b0)] = x[e];
+        }
+        __syncthreads();
+        // Round 3: b bits 4..6 (b = lo + 16e) of row hi, into the output limb.
+        {
+            const uint32_t row = k * CL_LINES + hi;
+#pragma unroll
+            for (int e = 0; e < 8; e++) x[e] = s[gs_rw(hi, lo + 16 * e)];
+            inv8(x, tw7(tw, SUB + row), q);
+#pragma unroll
+            for (int e = 0; e < 8; e++) tdst[row * SUB + lo + 16 * e] = x[e];
+        }
+    }
+    limb_sync(ctr, target);  // every row of the limb is in tdst
+    {
+        const uint32_t col = k * CL_LINES + lo;
+        u64 x[8];
+        // Round 1: a bit 0, pairs a = 2 (hi + 16i).
+#pragma unroll
+        for (int i = 0; i < 4; i++) {
+            const uint32_t a = 2 * (hi + 16 * i);
+            u64 x0 = ldcg(tdst + a * SUB + col), x1 = ldcg(tdst + (a + 1) * SUB + col);
+            gs_bfly(x0, x1, ldwp(tw + 64 + a / 2), q);
+            s[gs_cw(lo, a)] = x0;
+            s[gs_cw(lo, a + 1)] = x1;
+        }
+        __syncthreads();
+        // Round 2: a bits 1..3 (a = 16 ah + 2e + b0).
+#pragma unroll
+        for (int e = 0; e < 8; e++) x[e] = s[gs_cw(lo, ah * 16 + 2 * e + b0)];
+        inv8(x, tw7(tw, 8 + ah), q);
+#pragma unroll
+        for (int e = 0; e < 8; e++) s[gs_cw(lo, ah * 16 + 2 * e + b0)] = x[e];
+        __syncthreads();
+        // Round 3: a bits 4..6 (a = hi + 16e).
+#pragma unroll
+        for (int e = 0; e < 8; e++) x[e] = s[gs_cw(lo, hi + 16 * e)];
+        inv8(x, tw7(tw, 1), q);
+#pragma unroll
+        for (int e = 0; e < 8; e++) store((hi + 16 * e) * SUB + col, x[e]);
     }
 }
 
 // Forward NTT kernels with the arguments and input modes of ntt_fwd_cols (plain, signed lift,
 // automorphism gather, balanced ModUp lift), one launch, output canonical, grid (CL, limbs,
 // components), CL_THREADS threads: V = 0 ntt_fwd_cl (clusters of CL), V = 1 ntt_fwd_clr (the
-// same with the twiddles preloaded), V = 2 ntt_fwd_gs (no clusters, global exchange).
+// same with the twiddles preloaded), V = 2 ntt_fwd_gs (no clusters, global exchange, GS_THREADS).
 template <int V>
 __device__ __forceinline__ void ntt_fwd_entry(
     const u64* __restrict__ in, u64* __restrict__ out, const Prime* __restrict__ primes,
@@ -1091,8 +1272,7 @@ __device__ __forceinline__ void ntt_fwd_entry(
         cl_fwd_ntt<V == 1>(s, tw, p.q, load, store2);
     } else {
         // ctr: the launch's counter pairs (y, z) = limb; tdst: the output limb itself.
-        cl_fwd_ntt<true, true>(s, tw, p.q, load, store2, dst,
-                               sync_ctr + 2 * (z * gridDim.y + y));
+        gs_fwd_ntt(s, tw, p.q, load, store2, dst, sync_ctr + 2 * (z * gridDim.y + y));
     }
 }
 
@@ -1106,16 +1286,16 @@ __device__ __forceinline__ void ntt_fwd_entry(
 
 CL_KERNEL3 ntt_fwd_cl(NTT_FWD_PARAMS) { ntt_fwd_entry<0>(NTT_FWD_ARGS); }
 CL_KERNEL1 ntt_fwd_clr(NTT_FWD_PARAMS) { ntt_fwd_entry<1>(NTT_FWD_ARGS); }
-// ntt_fwd_clr without clusters: the blocks of a limb exchange the column results through the
+// Without clusters (gs_fwd_ntt): the blocks of a limb exchange the column results through the
 // output limb in global memory (L2) and meet on counters in sync_ctr (two per limb); launched
-// cooperatively. Grid (CL, limbs, components), CL_THREADS threads.
+// cooperatively. Grid (CL, limbs, components), GS_THREADS threads.
 GS_KERNEL ntt_fwd_gs(NTT_FWD_PARAMS, unsigned* sync_ctr) {
     ntt_fwd_entry<2>(NTT_FWD_ARGS, sync_ctr);
 }
 
 // Inverse NTT, then x * post[pid] (canonical), one launch, grid (CL, limbs, components),
 // CL_THREADS threads: V = 0 ntt_inv_cl (clusters of CL), V = 1 ntt_inv_clr (twiddles
-// preloaded), V = 2 ntt_inv_gs (no clusters, global exchange).
+// preloaded), V = 2 ntt_inv_gs (no clusters, global exchange, GS_THREADS).
 template <int V>
 __device__ __forceinline__ void ntt_inv_entry(
     const u64* __restrict__ in, u64* __restrict__ out, const Prime* __restrict__ primes,
@@ -1133,8 +1313,9 @@ __device__ __forceinline__ void ntt_inv_entry(
     if constexpr (V < 2) {
         cl_inv_ntt<V == 1>(s, twi + (u64)pid * NN, q, load4, store);
     } else {
-        cl_inv_ntt<true, true>(s, twi + (u64)pid * NN, q, load4, store, dst,
-                               sync_ctr + 2 * (z * gridDim.y + y));
+        auto load2 = [&](uint32_t pos, u64& x0, u64& x1) { ld2sh(src + pos, x0, x1); };
+        gs_inv_ntt(s, twi + (u64)pid * NN, q, load2, store, dst,
+                   sync_ctr + 2 * (z * gridDim.y + y));
     }
 }
 
@@ -1146,7 +1327,8 @@ __device__ __forceinline__ void ntt_inv_entry(
 
 CL_KERNEL ntt_inv_cl(NTT_INV_PARAMS) { ntt_inv_entry<0>(NTT_INV_ARGS); }
 CL_KERNEL1 ntt_inv_clr(NTT_INV_PARAMS) { ntt_inv_entry<1>(NTT_INV_ARGS); }
-// ntt_inv_clr without clusters, as ntt_fwd_gs (the row results go through the output limb).
+// Without clusters (gs_inv_ntt), as ntt_fwd_gs (the row results go through the output limb);
+// GS_THREADS threads.
 GS_KERNEL ntt_inv_gs(NTT_INV_PARAMS, unsigned* sync_ctr) {
     ntt_inv_entry<2>(NTT_INV_ARGS, sync_ctr);
 }

@@ -157,10 +157,10 @@ int main(int argc, char** argv) {
         if (which == 0) {
             void* args[] = {&src, &dst, &dp, &dtw, &nopre, &off, &ys, &zs, &ys, &zs,
                             &mode, &ginv, &soff, &sbz, &c};
-            return cudaLaunchCooperativeKernel((void*)ntt_fwd_gs, grid, dim3(512), args, 0, st);
+            return cudaLaunchCooperativeKernel((void*)ntt_fwd_gs, grid, dim3(GS_THREADS), args, 0, st);
         } else if (which == 1) {
             void* args[] = {&src, &dst, &dp, &dtw, &dpost, &off, &ys, &zs, &ys, &zs, &c};
-            return cudaLaunchCooperativeKernel((void*)ntt_inv_gs, grid, dim3(512), args, 0, st);
+            return cudaLaunchCooperativeKernel((void*)ntt_inv_gs, grid, dim3(GS_THREADS), args, 0, st);
         } else if (which == 2) {
             void* args[] = {&src, &dst};
             return cudaLaunchKernel((void*)copy_ct, grid, dim3(512), args, 0, st);
@@ -220,7 +220,7 @@ int main(int argc, char** argv) {
             // The forward kernel by a plain launch (every block fits at once on an idle GPU).
             void* args[] = {&src, &dst, &dp, &dtw, &nopre, &off, &ys, &zs, &ys, &zs,
                             &mode, &ginv, &soff, &sbz, &c};
-            return cudaLaunchKernel((void*)ntt_fwd_gs, grid, dim3(512), args, 0, st);
+            return cudaLaunchKernel((void*)ntt_fwd_gs, grid, dim3(GS_THREADS), args, 0, st);
         }
     };
     const char* names[] = {"fwd", "inv", "copy", "nop", "fwd-plain", "fwd-clr", "ks-modup",

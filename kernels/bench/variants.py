@@ -45,13 +45,15 @@ __device__ unsigned long long g_marks[4096 * 16];
         g_marks[b_ * 16 + 2 * (i) + 1] = c_;                                                  \
     }
 """
-START = "    const uint32_t k = GS ? blockIdx.x : cl_rank();\n"
-SYNC = "        limb_sync(ctr, target);  // every column of the limb is in tdst\n"
-END = "        if constexpr (!GS) cl_wait();  // no block leaves while another may still read its tile\n"
+# gs_fwd_ntt (ntt_fwd_gs): start, around the limb barrier, end.
+START = "    if (tid == 0) target = limb_target(ctr);  // gs_fwd_ntt\n"
+SYNC = "    limb_sync(ctr, target);  // every column of the limb is in tdst\n"
+END = "                store2(row * SUB + b, csub(x0, q), csub(x1, q));\n            }\n        }\n    }\n}\n"
 timed = src.replace("typedef long long i64;\n", "typedef long long i64;\n" + MARKS, 1)
-timed = timed.replace(START, START + "    if constexpr (GS) { MARK(0); }\n", 1)
-timed = timed.replace(SYNC, "        MARK(1);\n" + SYNC + "        MARK(2);\n", 1)
-timed = timed.replace(END, END + "        if constexpr (GS) { MARK(3); }\n", 1)
+assert START in timed and SYNC in timed and END in timed
+timed = timed.replace(START, START + "    MARK(0);\n", 1)
+timed = timed.replace(SYNC, "    MARK(1);\n" + SYNC + "    MARK(2);\n", 1)
+timed = timed.replace(END, END[:-2] + "    MARK(3);\n}\n", 1)
 # The barrier split: after the fence (4), after the arrival (5), after the wait (6).
 timed = timed.replace(
     "        __threadfence();\n        atomicAdd(&ctr[0], 1u);\n        while ((int)(ld_acquire(&ctr[0]) - target) < 0) {\n        }\n",

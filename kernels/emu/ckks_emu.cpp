@@ -374,12 +374,12 @@ int main() {
         const std::vector<unsigned> ctr0 = ctr;
         std::vector<u64> out_g(a.size(), ~0ull), back_g(a.size(), ~0ull);
         for (int rep = 0; rep < 2; rep++) {  // the same counters serve every launch
-            launch_cluster(dim3{CL, L, C}, CL_THREADS, [&] {
+            launch_cluster(dim3{CL, L, C}, GS_THREADS, [&] {
                 ntt_fwd_gs(P(a), M(out_g), PR(T), WPP(T.twf), WPP(T.reduce), off, n, cs, n, cs, 0,
                            0, off, 0, ctr.data());
             });
             expect_eq("forward NTT 2 x 3 limbs (global exchange)", out_g, want);
-            launch_cluster(dim3{CL, L, C}, CL_THREADS, [&] {
+            launch_cluster(dim3{CL, L, C}, GS_THREADS, [&] {
                 ntt_inv_gs(P(out_g), M(back_g), PR(T), WPP(T.twi), WPP(T.n_inv), off, n, cs, n,
                            cs, ctr.data());
             });

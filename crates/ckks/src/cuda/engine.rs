@@ -180,6 +180,8 @@ const MAX_ARGS: usize = 16;
 const CL_BLOCKS: u32 = 8;
 /// Threads per block of the cluster kernels (`CL_THREADS`).
 const CL_THREADS: u32 = 512;
+/// Threads per block of the `*_gs` NTT kernels (`GS_THREADS`: 8 words per thread).
+const GS_THREADS: u32 = 256;
 /// Limbs (grid y x z) one launch of the `*_gs` NTT kernels may span: two counter words each
 /// (the kernels use the first).
 const SYNC_SLOTS: usize = 256;
@@ -947,7 +949,7 @@ impl CudaEngine {
                 cust::sys::cuOccupancyMaxActiveBlocksPerMultiprocessor(
                     &mut per_sm,
                     kernels[k as usize].0,
-                    CL_THREADS as i32,
+                    GS_THREADS as i32,
                     0,
                 )
             };
@@ -1183,7 +1185,7 @@ impl CudaEngine {
             self.kernels[kernel as usize],
             KERNELS[kernel as usize],
             (CL_BLOCKS, yz.0, yz.1),
-            CL_THREADS,
+            GS_THREADS,
             stream,
             &all[..=args.len()],
             true,
