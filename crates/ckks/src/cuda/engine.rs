@@ -209,7 +209,8 @@ pub enum NttKernels {
     /// phase (`ntt_fwd_clr`/`ntt_inv_clr`, one block per SM) for the NTT operations; the
     /// key switch as [`NttKernels::Cluster`].
     ClusterPreload,
-    /// The default. One launch per NTT operation without clusters: the 8 blocks of a limb
+    /// The default. One launch per NTT operation without clusters: 8 blocks x 256 threads per
+    /// limb, 8 words per thread in registers (radix-8 rounds); the 8 blocks of a limb
     /// exchange their first-phase results through the output in global memory and meet on
     /// counters (`ntt_fwd_gs`/`ntt_inv_gs`, launched cooperatively so every block is resident;
     /// a launch too large for one wave runs [`NttKernels::ClusterPreload`]'s kernels); the key

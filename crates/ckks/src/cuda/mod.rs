@@ -13,11 +13,12 @@
 //!   own scratch) are recycled for the next allocation of their length on the same stream
 //!   (`crate::recycle`, [`CudaEngine::set_recycling`]), the device's stream-ordered pool
 //!   serves the rest;
-//! * NTT = one launch over all limbs and components: 8 blocks of 512 threads per limb, columns
-//!   then rows of the 128 x 128 view. By default (`NttKernels::GlobalSync`, decision 0503)
-//!   the blocks of a limb exchange the transpose through the output limb in L2 and meet on a
-//!   per-limb counter, in one cooperative launch; the thread-block-cluster kernels (the
-//!   transpose through distributed shared memory) are the other one-launch choice. Key
+//! * NTT = one launch over all limbs and components: 8 blocks per limb, columns then rows of
+//!   the 128 x 128 view. By default (`NttKernels::GlobalSync`, decision 0503) the blocks (256
+//!   threads, 8 words each) of a limb exchange the transpose through the output limb in L2
+//!   and meet on a per-limb counter, in one cooperative launch; the thread-block-cluster
+//!   kernels (512 threads, 4 words each; the transpose through distributed shared memory)
+//!   are the other one-launch choice. Key
 //!   switching = three launches (ModUp fused with a whole forward NTT per target row and
 //!   digit, the key inner product fused with a whole inverse NTT per target row and
 //!   component, ModDown fused with the final additions). The two-pass kernels of the first
