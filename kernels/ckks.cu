@@ -1051,25 +1051,6 @@ __device__ __forceinline__ void inv8(u64 (&x)[8], const Tw7& w, u64 q) {
     for (int e = 0; e < 4; e++) gs_bfly(x[e], x[e + 4], w.w0, q);
 }
 
-// Every twiddle line block k of a *_gs launch reads, asked of L1 at the kernel's start (no
-// registers, results unchanged): the column twiddles [1, 128) that all blocks share, and the
-// row twiddles of rows 16k .. 16k + 15, which are the block's own and would otherwise come from
-// L2 after each block barrier of the row phase. In pairs (16 bytes), per stage of half-span h
-// the rows' entries are contiguous: [B0 + 16k * n, + 16n) with n = 64 / h, B0 = 128 n: 2 + 4 +
-// ... + 128 = 254 lines of 128 bytes, 16 more for the columns.
-__device__ __forceinline__ void gs_prefetch(const WP* tw, uint32_t k) {
-    for (uint32_t t = threadIdx.x; t < 270; t += GS_THREADS) {
-        if (t < 16) {
-            pf(tw + 8 * t);
-        } else {
-            const uint32_t l = t - 16;
-            uint32_t n = 1;  // this line's stage has n = 64 / h: l in [2n - 2, 4n - 2)
-            while (4 * n - 2 <= l) n *= 2;
-            pf(tw + SUB * n + 16 * k * n + 8 * (l - (2 * n - 2)));
-        }
-    }
-}
-
 // Forward NTT of one limb by its 8 blocks; load and store2 as for cl_fwd_ntt; tdst: the
 // output limb (the exchange), ctr: the limb's counters.
 template <class Load, class Store2>
@@ -1079,7 +1060,6 @@ __device__ __forceinline__ void gs_fwd_ntt(u64* s, const WP* tw, u64 q, Load loa
     const uint32_t lo = tid % 16, hi = tid / 16, ah = hi >> 1, b0 = hi & 1;
     unsigned target = 0;  // the count limb_sync waits for (read before arriving)
     if (tid == 0) target = limb_target(ctr);  // gs_fwd_ntt
-    gs_prefetch(tw, k);
     {
         const uint32_t col = k * CL_LINES + lo;
         u64 x[8];
@@ -1161,7 +1141,6 @@ __device__ __forceinline__ void gs_inv_ntt(u64* s, const WP* tw, u64 q, Load2 lo
     const uint32_t lo = tid % 16, hi = tid / 16, ah = hi >> 1, b0 = hi & 1;
     unsigned target = 0;
     if (tid == 0) target = limb_target(ctr);
-    gs_prefetch(tw, k);
     {
         u64 x[8];
         // Round 1: b bit 0 (half-span 1), pairs b = 2 (lo + 16i) of row hi.

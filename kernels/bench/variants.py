@@ -79,8 +79,8 @@ PF_L2 = """        {
 """
 variants["kspf"] = src.replace(KS_LOOP, KS_LOOP + PF_L2.replace("EXT_PF", 'asm volatile("prefetch.global.L2 [%0];" ::"l"(e0 + d * ext_ds + line));'))
 variants["kspfk"] = src.replace(KS_LOOP, KS_LOOP + PF_L2.replace("EXT_PF", ""))
-# The *_gs kernels without their L1 prefetch of the block's twiddle lines.
-variants["gsnopf"] = src.replace("    gs_prefetch(tw, k);\n", "")
+# gsnopf (the *_gs kernels without an L1 prefetch of every twiddle line a block reads) was the
+# control of a prefetch measured slower (run 34) and removed with it; see commit a0a58ea.
 # mupf / mupfks (the ModUp asking L2 for the key rows, alone and with kspf) and mdrows (ModDown
 # with one thread per coefficient over all rows) were measured slower and removed; their text
 # and the harness arguments they need are in commit 94e08e4 (docs/perf.md, 07:30 summary).
