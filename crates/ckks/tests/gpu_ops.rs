@@ -380,9 +380,22 @@ fn multiply_and_relinearize_match_cpu() {
         });
         let want = fx.cpu.relinearize_with_key(&prod, &rlk).expect("cpu relin");
         let dp = fx.up(&prod);
+        // The 3-component product through both domain changes: at level 0 its 24 limbs are
+        // 192 blocks of the *_gs kernels, more than one per SM.
+        let coeff = fx
+            .cpu
+            .ntt_domain_to_coefficient_domain(&prod)
+            .expect("cpu intt of the product");
+        let dc = fx.up(&coeff);
         on_both_kernel_paths(&fx, |path| {
             fx.check(&format!("relinearize L{level} ({path})"), &want, || {
                 fx.gpu.relinearize_with_key(&dp, &drlk, &fx.stream)
+            });
+            fx.check(&format!("INTT of the product L{level} ({path})"), &coeff, || {
+                fx.gpu.ntt_domain_to_coefficient_domain(&dp, &fx.stream)
+            });
+            fx.check(&format!("NTT of the product L{level} ({path})"), &prod, || {
+                fx.gpu.coefficient_domain_to_ntt_domain(&dc, &fx.stream)
             });
         });
     }
