@@ -391,12 +391,16 @@ fn multiply_and_relinearize_match_cpu() {
             fx.check(&format!("relinearize L{level} ({path})"), &want, || {
                 fx.gpu.relinearize_with_key(&dp, &drlk, &fx.stream)
             });
-            fx.check(&format!("INTT of the product L{level} ({path})"), &coeff, || {
-                fx.gpu.ntt_domain_to_coefficient_domain(&dp, &fx.stream)
-            });
-            fx.check(&format!("NTT of the product L{level} ({path})"), &prod, || {
-                fx.gpu.coefficient_domain_to_ntt_domain(&dc, &fx.stream)
-            });
+            fx.check(
+                &format!("INTT of the product L{level} ({path})"),
+                &coeff,
+                || fx.gpu.ntt_domain_to_coefficient_domain(&dp, &fx.stream),
+            );
+            fx.check(
+                &format!("NTT of the product L{level} ({path})"),
+                &prod,
+                || fx.gpu.coefficient_domain_to_ntt_domain(&dc, &fx.stream),
+            );
         });
     }
 }
