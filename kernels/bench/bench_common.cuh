@@ -12,7 +12,8 @@
         }                                                                         \
     } while (0)
 
-// Same grid, block size and static shared memory as the NTT kernels, no work: launch cost.
+// Same grid, block size (512) and static shared memory as the cluster NTT kernels, no work:
+// launch cost. (The *_gs kernels run 256 threads with the same grid.)
 extern "C" __global__ void __launch_bounds__(512, 1) nop_ct(u64* out) {
     __shared__ u64 sh[2 * CL_WORDS];
     sh[threadIdx.x] = threadIdx.x;
