@@ -1051,6 +1051,28 @@ __device__ __forceinline__ void inv8(u64 (&x)[8], const Tw7& w, u64 q) {
     for (int e = 0; e < 4; e++) gs_bfly(x[e], x[e + 4], w.w0, q);
 }
 
+// The middle round of a *_gs phase, in place on the tile: words 16 ah + 2e + b0 (e = 0..7) of
+// line `line` (a row tile when ROW, else a column tile), a forward (FWD) or inverse radix-8
+// round with twiddle base B.
+template <bool FWD, bool ROW>
+__device__ __forceinline__ void gs_mid_round(u64* s, uint32_t line, uint32_t ah, uint32_t b0,
+                                             const WP* tw, uint32_t B, u64 q) {
+    auto at = [&](int e) {
+        const uint32_t j = ah * 16 + 2 * e + b0;
+        return ROW ? gs_rw(line, j) : gs_cw(line, j);
+    };
+    u64 x[8];
+#pragma unroll
+    for (int e = 0; e < 8; e++) x[e] = s[at(e)];
+    if constexpr (FWD) {
+        fwd8(x, tw7(tw, B), q);
+    } else {
+        inv8(x, tw7(tw, B), q);
+    }
+#pragma unroll
+    for (int e = 0; e < 8; e++) s[at(e)] = x[e];
+}
+
 // Forward NTT of one limb by its 8 blocks; load and store2 as for cl_fwd_ntt; tdst: the
 // output limb (the exchange), ctr: the limb's counters.
 template <class Load, class Store2>
@@ -1071,11 +1093,7 @@ __device__ __forceinline__ void gs_fwd_ntt(u64* s, const WP* tw, u64 q, Load loa
         for (int e = 0; e < 8; e++) s[gs_cw(lo, hi + 16 * e)] = x[e];
         __syncthreads();
         // Round 2: a bits 3..1 (a = 16 ah + 2e + b0).
-#pragma unroll
-        for (int e = 0; e < 8; e++) x[e] = s[gs_cw(lo, ah * 16 + 2 * e + b0)];
-        fwd8(x, tw7(tw, 8 + ah), q);
-#pragma unroll
-        for (int e = 0; e < 8; e++) s[gs_cw(lo, ah * 16 + 2 * e + b0)] = x[e];
+        gs_mid_round<true, false>(s, lo, ah, b0, tw, 8 + ah, q);
         __syncthreads();
         // Round 3: a bit 0, pairs a = 2 (hi + 16i), into the output limb.
 #pragma unroll
@@ -1101,14 +1119,7 @@ __device__ __forceinline__ void gs_fwd_ntt(u64* s, const WP* tw, u64 q, Load loa
         }
         __syncthreads();
         // Round 2: b bits 3..1 (b = 16 ah + 2e + b0) of row lo.
-        {
-            const uint32_t row = k * CL_LINES + lo;
-#pragma unroll
-            for (int e = 0; e < 8; e++) x[e] = s[gs_rw(lo, ah * 16 + 2 * e + b0)];
-            fwd8(x, tw7(tw, (SUB + row) * 8 + ah), q);
-#pragma unroll
-            for (int e = 0; e < 8; e++) s[gs_rw(lo, ah * 16 + 2 * e + b0)] = x[e];
-        }
+        gs_mid_round<true, true>(s, lo, ah, b0, tw, (SUB + k * CL_LINES + lo) * 8 + ah, q);
         __syncthreads();
         // Round 3: b bit 0, pairs b = 2 (lo + 16i) of row hi; canonical out.
         {
@@ -1161,14 +1172,7 @@ __device__ __forceinline__ void gs_inv_ntt(u64* s, const WP* tw, u64 q, Load2 lo
         }
         __syncthreads();
         // Round 2: b bits 1..3 of row lo.
-        {
-            const uint32_t row = k * CL_LINES + lo;
-#pragma unroll
-            for (int e = 0; e < 8; e++) x[e] = s[gs_rw(lo, ah * 16 + 2 * e + b0)];
-            inv8(x, tw7(tw, (SUB + row) * 8 + ah), q);
-#pragma unroll
-            for (int e = 0; e < 8; e++) s[gs_rw(lo, ah * 16 + 2 * e + b0)] = x[e];
-        }
+        gs_mid_round<false, true>(s, lo, ah, b0, tw, (SUB + k * CL_LINES + lo) * 8 + ah, q);
         __syncthreads();
         // Round 3: b bits 4..6 (b = lo + 16e) of row hi, into the output limb.
         {
@@ -1195,11 +1199,7 @@ __device__ __forceinline__ void gs_inv_ntt(u64* s, const WP* tw, u64 q, Load2 lo
         }
         __syncthreads();
         // Round 2: a bits 1..3 (a = 16 ah + 2e + b0).
-#pragma unroll
-        for (int e = 0; e < 8; e++) x[e] = s[gs_cw(lo, ah * 16 + 2 * e + b0)];
-        inv8(x, tw7(tw, 8 + ah), q);
-#pragma unroll
-        for (int e = 0; e < 8; e++) s[gs_cw(lo, ah * 16 + 2 * e + b0)] = x[e];
+        gs_mid_round<false, false>(s, lo, ah, b0, tw, 8 + ah, q);
         __syncthreads();
         // Round 3: a bits 4..6 (a = hi + 16e).
 #pragma unroll
