@@ -79,6 +79,31 @@ PF_L2 = """        {
 """
 variants["kspf"] = src.replace(KS_LOOP, KS_LOOP + PF_L2.replace("EXT_PF", 'asm volatile("prefetch.global.L2 [%0];" ::"l"(e0 + d * ext_ds + line));'))
 variants["kspfk"] = src.replace(KS_LOOP, KS_LOOP + PF_L2.replace("EXT_PF", ""))
+# warp: every warp arrives at the limb barrier on its own (fence by the warp, one count per
+# warp: 64 per limb), without the block barrier before the fence and after the wait, so a warp
+# that has stored its words fences and arrives while the others still compute, and leaves as
+# soon as the count is full. Each warp's lane 0 reads the target at the start (before the
+# block's first barrier, so none of its own block's warps can have arrived: at most 56 others).
+WARP_SYNC = """__device__ __forceinline__ unsigned limb_target(const unsigned* ctr) {
+    return (ld_relaxed(ctr) & ~63u) + 64;
+}
+__device__ __forceinline__ void limb_sync(unsigned* ctr, unsigned target) {
+    __threadfence();
+    __syncwarp();
+    if ((threadIdx.x & 31) == 0) {
+        atomicAdd(&ctr[0], 1u);
+        while ((int)(ld_acquire(&ctr[0]) - target) < 0) {
+        }
+    }
+    __syncwarp();
+}
+"""
+TARGET_OLD = src[src.index("__device__ __forceinline__ unsigned limb_target(const unsigned* ctr) {"):]
+TARGET_OLD = TARGET_OLD[: TARGET_OLD.index("\n}\n") + 3]
+warp = src.replace(TARGET_OLD, "").replace(SYNC_BODY, WARP_SYNC)
+warp = warp.replace("if (tid == 0) target = limb_target(ctr);", "if ((tid & 31) == 0) target = limb_target(ctr);")
+assert warp.count("if ((tid & 31) == 0) target = limb_target(ctr);") == 2
+variants["warp"] = warp
 # gsnopf (the *_gs kernels without an L1 prefetch of every twiddle line a block reads) was the
 # control of a prefetch measured slower (run 34) and removed with it; see commit a0a58ea.
 # mupf / mupfks (the ModUp asking L2 for the key rows, alone and with kspf) and mdrows (ModDown
