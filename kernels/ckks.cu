@@ -585,6 +585,9 @@ __device__ __forceinline__ const u64* cl_map(const u64* p, uint32_t rank) {
 // The *_gs kernels (gs_fwd_ntt / gs_inv_ntt, GS_THREADS threads, defined below): launched
 // cooperatively, so every block of the launch is resident.
 #define GS_KERNEL extern "C" __global__ void __launch_bounds__(GS_THREADS, 1)
+// ks_inner_gs: two blocks per SM (at most 128 registers), so that a level-0 key switch (18
+// limbs, 144 blocks) is one cooperative wave.
+#define GS_KERNEL2 extern "C" __global__ void __launch_bounds__(GS_THREADS, 2)
 #define CL_KERNEL1 \
     extern "C" __global__ void __cluster_dims__(CL, 1, 1) __launch_bounds__(CL_THREADS, 1)
 #define CL_SHARED(name) __shared__ __align__(16) u64 name[2 * CL_WORDS]
@@ -1143,10 +1146,12 @@ __device__ __forceinline__ void gs_fwd_ntt(u64* s, const WP* tw, u64 q, Load loa
     }
 }
 
-// Inverse NTT of one limb by its 8 blocks; `load2(pos, x0, x1)` gives the input words (< 2q)
-// at NTT indices pos, pos + 1 (pos even), store as for cl_inv_ntt.
-template <class Load2, class Store>
-__device__ __forceinline__ void gs_inv_ntt(u64* s, const WP* tw, u64 q, Load2 load2, Store store,
+// Inverse NTT of one limb by its 8 blocks; `loadp(pos, x)` gives the input words (< 2q) at the
+// NTT indices pos[i], pos[i] + 1 (pos[i] even) as x[2i], x[2i + 1], all four pairs in one call
+// (so an input computed from many loads, ks_inner_gs's inner product, keeps them all in
+// flight); store as for cl_inv_ntt.
+template <class LoadP, class Store>
+__device__ __forceinline__ void gs_inv_ntt(u64* s, const WP* tw, u64 q, LoadP loadp, Store store,
                                            u64* tdst, unsigned* ctr) {
     const uint32_t tid = threadIdx.x, k = blockIdx.x;
     const uint32_t lo = tid % 16, hi = tid / 16, ah = hi >> 1, b0 = hi & 1;
@@ -1157,16 +1162,18 @@ __device__ __forceinline__ void gs_inv_ntt(u64* s, const WP* tw, u64 q, Load2 lo
         // Round 1: b bit 0 (half-span 1), pairs b = 2 (lo + 16i) of row hi.
         {
             const uint32_t row = k * CL_LINES + hi;
+            uint32_t pos[4];
+#pragma unroll
+            for (int i = 0; i < 4; i++) pos[i] = row * SUB + 2 * (lo + 16 * i);
+            loadp(pos, x);
 #pragma unroll
             for (int i = 0; i < 4; i++) {
                 const uint32_t b = 2 * (lo + 16 * i);
-                u64 x0, x1;
-                load2(row * SUB + b, x0, x1);
-                gs_bfly(x0, x1, ldwp(tw + (SUB + row) * 64 + b / 2), q);
+                gs_bfly(x[2 * i], x[2 * i + 1], ldwp(tw + (SUB + row) * 64 + b / 2), q);
                 if (hi >= 8) {
-                    st2(s + (gs_rw(hi, b) & ~1u), x1, x0);
+                    st2(s + (gs_rw(hi, b) & ~1u), x[2 * i + 1], x[2 * i]);
                 } else {
-                    st2(s + (gs_rw(hi, b) & ~1u), x0, x1);
+                    st2(s + (gs_rw(hi, b) & ~1u), x[2 * i], x[2 * i + 1]);
                 }
             }
         }
@@ -1313,8 +1320,11 @@ __device__ __forceinline__ void ntt_inv_entry(
     if constexpr (V < 2) {
         cl_inv_ntt<V == 1>(s, twi + (u64)pid * NN, q, load4, store);
     } else {
-        auto load2 = [&](uint32_t pos, u64& x0, u64& x1) { ld2sh(src + pos, x0, x1); };
-        gs_inv_ntt(s, twi + (u64)pid * NN, q, load2, store, dst,
+        auto loadp = [&](const uint32_t(&pos)[4], u64(&x)[8]) {
+#pragma unroll
+            for (int i = 0; i < 4; i++) ld2sh(src + pos[i], x[2 * i], x[2 * i + 1]);
+        };
+        gs_inv_ntt(s, twi + (u64)pid * NN, q, loadp, store, dst,
                    sync_ctr + 2 * (z * gridDim.y + y));
     }
 }
@@ -1333,21 +1343,70 @@ GS_KERNEL ntt_inv_gs(NTT_INV_PARAMS, unsigned* sync_ctr) {
     ntt_inv_entry<2>(NTT_INV_ARGS, sync_ctr);
 }
 
+// The key inner product of one target row at M word pairs (pos[i], pos[i] + 1):
+// x = sum_d ext[d] * key[d] (+ P * add), canonical. e0 / k0: digit 0's ext and key rows (digit
+// d at + d * ext_ds / + d * key_ds); add (nullptr = none): the row added times P, pm = P mod q
+// as a Montgomery factor. Every pair of every digit is loaded before its products (2M 16-byte
+// loads in flight per digit). The products (each < q^2, canonical operands) are summed exactly
+// in 128 bits and reduced once per 8 digits: 8 q^2 < q * 2^64 for q < 2^61, which mont_reduce
+// needs. The sum of the reductions is sum_d ext * key * 2^-64 mod q, as a Montgomery product
+// per digit would give; mont(v, P mod q) = v * P * 2^-64 carries the same factor.
+template <int M>
+__device__ __forceinline__ void ks_sum(const u64* e0, const u64* k0, u64 ext_ds, u64 key_ds,
+                                       uint32_t digits, const u64* add, u64 pm, const Prime& p,
+                                       const uint32_t (&pos)[M], u64 (&x)[2 * M]) {
+    u64 a[2 * M];
+#pragma unroll
+    for (int i = 0; i < 2 * M; i++) a[i] = 0;
+    for (uint32_t d0 = 0; d0 < digits; d0 += 8) {
+        const uint32_t d1 = digits - d0 < 8 ? digits : d0 + 8;
+        u64 lo[2 * M], hi[2 * M];
+#pragma unroll
+        for (int i = 0; i < 2 * M; i++) lo[i] = hi[i] = 0;
+#pragma unroll 1
+        for (uint32_t d = d0; d < d1; d++) {
+            u64 e[2 * M], k[2 * M];
+#pragma unroll
+            for (int i = 0; i < M; i++) {
+                ld2sh(e0 + d * ext_ds + pos[i], e[2 * i], e[2 * i + 1]);
+                ld2sh(k0 + d * key_ds + pos[i], k[2 * i], k[2 * i + 1]);
+            }
+#pragma unroll
+            for (int i = 0; i < 2 * M; i++) mac128(lo[i], hi[i], e[i], k[i]);
+        }
+#pragma unroll
+        for (int i = 0; i < 2 * M; i++) a[i] = addmod(a[i], mont_reduce(lo[i], hi[i], p), p.q);
+    }
+    if (add != nullptr) {
+        u64 v[2 * M];
+#pragma unroll
+        for (int i = 0; i < M; i++) ld2sh(add + pos[i], v[2 * i], v[2 * i + 1]);
+#pragma unroll
+        for (int i = 0; i < 2 * M; i++) a[i] = addmod(a[i], mont(v[i], pm, p), p.q);
+    }
+#pragma unroll
+    for (int i = 0; i < 2 * M; i++) x[i] = a[i];
+}
+
 // Key switching after ntt_fwd_cl's ModUp: acc[c][y] = INTT(sum_d ext[d][y] * key[d][c][pid]
-// + P * addn[c][y]) * ks_post, one cluster per (target row y, component c). ext: [digits][rows]
+// + P * addn[c][y]) * ks_post, one limb per (target row y, component c). ext: [digits][rows]
 // [N] canonical NTT form; key row of digit d (prime id prime_off + d), component c, prime pid at
 // key + (prime_off + d) * key_ds + c * key_cs + pid * N. addn (nullptr = none): canonical NTT
 // rows of basis Q, row y of component c at addn + c * addn_cs + y * N, added times P (padd[pid]
 // = P mod q_pid) to the Q rows, so that ks_moddown's division by P returns them unscaled:
 // (P * a + x - x_P) * P^-1 = a + (x - x_P) * P^-1 (relinearize's d0, d1 need no inverse NTT).
 // acc: [2][rows][N] canonical standard form (ks_moddown's input). Grid: (CL, rows, 2).
-CL_KERNEL ks_inner_cl(const u64* __restrict__ ext, const u64* __restrict__ key,
-                      u64* __restrict__ acc, const Prime* __restrict__ primes,
-                      const WP* __restrict__ twi, const WP* __restrict__ post,
-                      uint32_t prime_off, uint32_t digits, uint32_t rows, u64 key_ds,
-                      u64 key_cs, const u64* __restrict__ addn, u64 addn_cs,
-                      const u64* __restrict__ padd) {
-    CL_SHARED(s);
+// ks_inner_cl: one cluster per limb, CL_THREADS threads, four words per thread per digit;
+// ks_inner_gs: the *_gs inverse NTT (cooperative launch, GS_THREADS threads, the row results
+// through acc, sync_ctr as for ntt_inv_gs), eight words per thread per digit.
+#define KS_INNER_PARAMS                                                                       \
+    const u64 *__restrict__ ext, const u64 *__restrict__ key, u64 *__restrict__ acc,          \
+        const Prime *__restrict__ primes, const WP *__restrict__ twi,                         \
+        const WP *__restrict__ post, uint32_t prime_off, uint32_t digits, uint32_t rows,      \
+        u64 key_ds, u64 key_cs, const u64 *__restrict__ addn, u64 addn_cs,                    \
+        const u64 *__restrict__ padd
+template <bool GS>
+__device__ __forceinline__ void ks_inner_entry(KS_INNER_PARAMS, unsigned* sync_ctr = nullptr) {
     const uint32_t y = blockIdx.y, c = blockIdx.z;
     const uint32_t pid = prime_off + y;
     const Prime p = primes[pid];
@@ -1355,38 +1414,28 @@ CL_KERNEL ks_inner_cl(const u64* __restrict__ ext, const u64* __restrict__ key,
     const u64* e0 = ext + (u64)y * NN;
     const u64* k0 = key + (u64)prime_off * key_ds + c * key_cs + (u64)pid * NN;
     const u64 ext_ds = (u64)rows * NN;
+    const bool adds = addn != nullptr && y < digits;
+    const u64* add = adds ? addn + c * addn_cs + (u64)y * NN : nullptr;
+    const u64 pm = adds ? padd[pid] : 0;
     u64* dst = acc + ((u64)c * rows + y) * NN;
-    // Four words per digit per thread (eight 16-byte loads in flight per iteration). The
-    // products (each < q^2, canonical operands) are summed exactly in 128 bits and reduced once
-    // per 8 digits: 8 q^2 < q * 2^64 for q < 2^61, which mont_reduce needs. The sum of the
-    // reductions is sum_d ext * key * 2^-64 mod q, as a Montgomery product per digit would give.
-    auto load4 = [&](uint32_t pos, u64 (&x)[4]) {
-        u64 a[4] = {0, 0, 0, 0};
-        for (uint32_t d0 = 0; d0 < digits; d0 += 8) {
-            const uint32_t d1 = digits - d0 < 8 ? digits : d0 + 8;
-            u64 lo[4] = {0, 0, 0, 0}, hi[4] = {0, 0, 0, 0};
-#pragma unroll 1
-            for (uint32_t d = d0; d < d1; d++) {
-                u64 e[4], k[4];
-                ld4(e0 + d * ext_ds + pos, e);
-                ld4(k0 + d * key_ds + pos, k);
-#pragma unroll
-                for (int i = 0; i < 4; i++) mac128(lo[i], hi[i], e[i], k[i]);
-            }
-#pragma unroll
-            for (int i = 0; i < 4; i++) a[i] = addmod(a[i], mont_reduce(lo[i], hi[i], p), p.q);
-        }
-        if (addn != nullptr && y < digits) {
-            // mont(v, P mod q) = v * P * 2^-64: the same Montgomery factor as the products.
-            const u64 pm = padd[pid];
-            u64 v[4];
-            ld4(addn + c * addn_cs + (u64)y * NN + pos, v);
-#pragma unroll
-            for (int i = 0; i < 4; i++) a[i] = addmod(a[i], mont(v[i], pm, p), p.q);
-        }
-#pragma unroll
-        for (int i = 0; i < 4; i++) x[i] = a[i];
-    };
     auto store = [&](uint32_t pos, u64 x) { dst[pos] = shoup(x, pw.w, pw.wp, p.q); };
-    cl_inv_ntt<false>(s, twi + (u64)pid * NN, p.q, load4, store);
+    CL_SHARED(s);
+    if constexpr (GS) {
+        auto loadp = [&](const uint32_t(&pos)[4], u64(&x)[8]) {
+            ks_sum<4>(e0, k0, ext_ds, key_ds, digits, add, pm, p, pos, x);
+        };
+        gs_inv_ntt(s, twi + (u64)pid * NN, p.q, loadp, store, dst, sync_ctr + 2 * (c * rows + y));
+    } else {
+        auto load4 = [&](uint32_t pos, u64 (&x)[4]) {
+            const uint32_t pp[2] = {pos, pos + 2};
+            ks_sum<2>(e0, k0, ext_ds, key_ds, digits, add, pm, p, pp, x);
+        };
+        cl_inv_ntt<false>(s, twi + (u64)pid * NN, p.q, load4, store);
+    }
+}
+#define KS_INNER_ARGS                                                                         \
+    ext, key, acc, primes, twi, post, prime_off, digits, rows, key_ds, key_cs, addn, addn_cs, padd
+CL_KERNEL ks_inner_cl(KS_INNER_PARAMS) { ks_inner_entry<false>(KS_INNER_ARGS); }
+GS_KERNEL2 ks_inner_gs(KS_INNER_PARAMS, unsigned* sync_ctr) {
+    ks_inner_entry<true>(KS_INNER_ARGS, sync_ctr);
 }

@@ -197,6 +197,19 @@ int main(int argc, char** argv) {
             // clusters that share SMs at r = 9 cost.
             const unsigned ry = getenv("KS_ROWS") ? atoi(getenv("KS_ROWS")) : 9;
             return cudaLaunchKernel((void*)ks_inner_cl, dim3(8, ry, 2), dim3(512), args, 0, st);
+        } else if (which == 12) {
+            // The same inner product + inverse NTT by ks_inner_gs: cooperative, grid (CL, 9, 2),
+            // GS_THREADS threads, the limb exchange through ks_acc.
+            const u64* key = ks_key + (u64)(set % 4) * ks_key_words;
+            uint32_t digits = 8, rows = 9;
+            u64 kds = 2ull * 9 * NN, kcs = 9ull * NN;
+            const u64* addn = nullptr;
+            const u64* padd = nullptr;
+            u64 addn_cs = 0;
+            void* args[] = {&ks_ext, &key, &ks_acc, &dp, &dtw, &dpost, &off, &digits, &rows,
+                            &kds, &kcs, &addn, &addn_cs, &padd, &c};
+            return cudaLaunchCooperativeKernel((void*)ks_inner_gs, dim3(8, 9, 2),
+                                               dim3(GS_THREADS), args, 0, st);
         } else if (which == 8) {
             // ModDown + adds: ks_moddown, grid (N / 256, limbs, 2).
             uint32_t L = limbs, g = 11;
@@ -224,12 +237,14 @@ int main(int argc, char** argv) {
         }
     };
     const char* names[] = {"fwd", "inv", "copy", "nop", "fwd-plain", "fwd-clr", "ks-modup",
-                           "ks-inner", "ks-moddown", "modup-noaut", "modup-raw", "ks-chain"};
-    // Row 11: the three key-switching kernels back to back on one key, as rotate runs them.
+                           "ks-inner", "ks-moddown", "modup-noaut", "modup-raw", "ks-chain",
+                           "ks-inner-gs", "ks-chain-gs"};
+    // Rows 11 and 13: the three key-switching kernels back to back on one key, as rotate runs
+    // them (the inner product by ks_inner_cl, then by ks_inner_gs).
     auto run = [&](int which, int set) -> cudaError_t {
-        if (which != 11) return launch(which, set);
+        if (which != 11 && which != 13) return launch(which, set);
         cudaError_t e = launch(6, set);
-        if (e == cudaSuccess) e = launch(7, set);
+        if (e == cudaSuccess) e = launch(which == 11 ? 7 : 12, set);
         if (e == cudaSuccess) e = launch(8, set);
         return e;
     };
@@ -263,7 +278,7 @@ int main(int argc, char** argv) {
         cudaOccupancyMaxActiveBlocksPerMultiprocessor(&bps, (void*)ks_inner_cl, 512, 0);
         printf("ks_inner_cl blocks per SM %d\n", bps);
     }
-    for (int which = 0; which < 12; which++) {
+    for (int which = 0; which < 14; which++) {
         if (limbs != 8 && which >= 6) break;
         for (int i = 0; i < 50; i++) CK(run(which, i % sets));
         CK(cudaStreamSynchronize(st));
@@ -297,13 +312,16 @@ int main(int argc, char** argv) {
             for (u64 x : v) h = (h ^ x) * 1099511628211ull;
             return h;
         };
-        const int kinds[4] = {0, 1, 6, 8};
+        // ks-inner and ks-inner-gs (7, 12) must agree: both hash ks_acc.
+        const int kinds[6] = {0, 1, 6, 7, 12, 8};
         for (int w : kinds) {
             if (limbs != 8 && w >= 6) break;
             CK(launch(w, 0));
             CK(cudaStreamSynchronize(st));
-            std::vector<u64> v(w == 6 ? (size_t)8 * 9 * NN : words);
-            CK(cudaMemcpy(v.data(), w == 6 ? ks_ext : out, v.size() * 8, cudaMemcpyDeviceToHost));
+            const bool acc = w == 7 || w == 12;
+            std::vector<u64> v(w == 6 ? (size_t)8 * 9 * NN : acc ? (size_t)2 * 9 * NN : words);
+            CK(cudaMemcpy(v.data(), w == 6 ? ks_ext : acc ? ks_acc : out, v.size() * 8,
+                          cudaMemcpyDeviceToHost));
             printf("hash %-8s %016llx\n", names[w], hash(v));
         }
     }

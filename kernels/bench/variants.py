@@ -25,12 +25,12 @@ variants = {
     ),
     "noarith": src.replace(SHOUP, "    (void)hi; return x + w;"),
     "ksunroll2": src.replace(
-        "#pragma unroll 1\n            for (uint32_t d = d0; d < d1; d++) {",
-        "#pragma unroll 2\n            for (uint32_t d = d0; d < d1; d++) {",
+        "#pragma unroll 1\n        for (uint32_t d = d0; d < d1; d++) {",
+        "#pragma unroll 2\n        for (uint32_t d = d0; d < d1; d++) {",
     ),
     "ksunroll": src.replace(
-        "#pragma unroll 1\n            for (uint32_t d = d0; d < d1; d++) {",
-        "#pragma unroll 4\n            for (uint32_t d = d0; d < d1; d++) {",
+        "#pragma unroll 1\n        for (uint32_t d = d0; d < d1; d++) {",
+        "#pragma unroll 4\n        for (uint32_t d = d0; d < d1; d++) {",
     ),
 }
 MARKS = r"""
@@ -65,20 +65,9 @@ timed = timed.replace("typedef long long i64;\n" + MARKS, "typedef long long i64
 timed = timed.replace("#include <stdint.h>\n", "#include <stdint.h>\n" + MARKS, 1)
 variants["timed"] = timed
 
-# ks_inner_cl: ask L2 for every digit's ext and key line of the thread's four words before the
-# digit loop (prefetches hold no registers), so the loop's eight rounds of loads wait on L2
-# rather than DRAM. kspf: ext and key lines; kspfk: key lines only.
-KS_LOOP = "        u64 a[4] = {0, 0, 0, 0};\n"
-PF_L2 = """        {
-            const uint32_t t4 = (pos / 4) % 4, line = pos & ~15u;
-            for (uint32_t d = t4; d < digits; d += 4) {
-                asm volatile("prefetch.global.L2 [%0];" ::"l"(k0 + d * key_ds + line));
-                EXT_PF
-            }
-        }
-"""
-variants["kspf"] = src.replace(KS_LOOP, KS_LOOP + PF_L2.replace("EXT_PF", 'asm volatile("prefetch.global.L2 [%0];" ::"l"(e0 + d * ext_ds + line));'))
-variants["kspfk"] = src.replace(KS_LOOP, KS_LOOP + PF_L2.replace("EXT_PF", ""))
+# kspf / kspfk (ks_inner_cl asking L2 for every digit's ext and key lines, or key lines only,
+# before the digit loop) were measured slower (run 22) and removed when the inner product
+# became the shared helper ks_sum; their text is in commit 403e1d6.
 # warp: every warp arrives at the limb barrier on its own (fence by the warp, one count per
 # warp: 64 per limb), without the block barrier before the fence and after the wait, so a warp
 # that has stored its words fences and arrives while the others still compute, and leaves as

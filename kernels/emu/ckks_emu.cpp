@@ -79,6 +79,7 @@ static void st2(unsigned long long* p, unsigned long long x0, unsigned long long
 #define CL_KERNEL3 extern "C" void
 #define CL_KERNEL1 extern "C" void
 #define GS_KERNEL extern "C" void
+#define GS_KERNEL2 extern "C" void
 static unsigned long long ldcg(const unsigned long long* p) {
     return __atomic_load_n(p, __ATOMIC_ACQUIRE);
 }
@@ -522,6 +523,15 @@ int main() {
         expect_eq(mode == 0 ? "rotate key switch (g = 3, L = 2, cluster kernels)"
                             : "relinearize-shaped key switch (L = 2, cluster kernels)",
                   out2, want);
+        // The inner product and inverse NTT without clusters (ks_inner_gs: global exchange,
+        // one counter pair per (row, component)): the same accumulators word for word.
+        std::vector<unsigned> ks_ctr((size_t)2 * rows * 2, 0u);
+        std::vector<u64> acc_g(acc2.size(), ~0ull);
+        launch_cluster(dim3{CL, rows, 2}, GS_THREADS, [&] {
+            ks_inner_gs(P(ext2), P(key), M(acc_g), PR(T), WPP(T.twi), WPP(T.ks_post), off, L, rows,
+                        2 * 9 * n, 9 * n, nullptr, 0, nullptr, ks_ctr.data());
+        });
+        expect_eq("key inner product + inverse NTT (global exchange)", acc_g, acc2);
         if (mode == 1) {
             // Relinearize as CudaEngine runs it: the two added rows enter ks_inner_cl in NTT
             // form times P (no inverse NTT of them), ks_moddown adds nothing.
@@ -543,6 +553,13 @@ int main() {
             });
             expect_eq("relinearize key switch, rows added times P before the inverse NTT", out3,
                       want);
+            std::vector<u64> acc3g(acc3.size(), ~0ull);
+            launch_cluster(dim3{CL, rows, 2}, GS_THREADS, [&] {
+                ks_inner_gs(P(ext2), P(key), M(acc3g), PR(T), WPP(T.twi), WPP(T.ks_post), off, L,
+                            rows, 2 * 9 * n, 9 * n, P(addn), (u64)L * n, P(T.padd), ks_ctr.data());
+            });
+            expect_eq("relinearize inner product, rows added times P (global exchange)", acc3g,
+                      acc3);
         }
     }
     // 3. rescale from prime id 5 (rows 5, 6, 7), nearest.

@@ -96,7 +96,7 @@ fn drv<T>(op: &'static str, r: cust::error::CudaResult<T>) -> Result<T> {
 }
 
 /// Every kernel of `kernels/ckks.cu` the engine launches, in the order of [`K`].
-const KERNELS: [&str; 23] = [
+const KERNELS: [&str; 24] = [
     "ntt_fwd_cols",
     "ntt_fwd_rows",
     "ntt_inv_rows",
@@ -120,6 +120,7 @@ const KERNELS: [&str; 23] = [
     "ntt_inv_clr",
     "ntt_fwd_gs",
     "ntt_inv_gs",
+    "ks_inner_gs",
 ];
 
 /// A kernel of [`KERNELS`] by position: launches index the engine's handle table directly
@@ -150,6 +151,7 @@ enum K {
     NttInvClr,
     NttFwdGs,
     NttInvGs,
+    KsInnerGs,
 }
 
 /// What [`CudaEngine::launch`] accepts as a kernel: a [`K`] (direct index) or a kernel name
@@ -213,8 +215,10 @@ pub enum NttKernels {
     /// limb, 8 words per thread in registers (radix-8 rounds); the 8 blocks of a limb
     /// exchange their first-phase results through the output in global memory and meet on
     /// counters (`ntt_fwd_gs`/`ntt_inv_gs`, launched cooperatively so every block is resident;
-    /// a launch too large for one wave runs [`NttKernels::ClusterPreload`]'s kernels); the key
-    /// switch as [`NttKernels::Cluster`].
+    /// a launch too large for one wave runs [`NttKernels::ClusterPreload`]'s kernels). The key
+    /// switch: ModUp as [`NttKernels::Cluster`], the key inner product and its inverse NTT the
+    /// same way as the NTT operations (`ks_inner_gs`; the cluster kernel when it does not fit
+    /// one wave).
     GlobalSync,
 }
 
@@ -943,7 +947,7 @@ impl CudaEngine {
             dev.get_attribute(cust::device::DeviceAttribute::MultiprocessorCount),
         )?;
         let mut gs_capacity = u32::MAX;
-        for k in [K::NttFwdGs, K::NttInvGs] {
+        for k in [K::NttFwdGs, K::NttInvGs, K::KsInnerGs] {
             let mut per_sm: i32 = 0;
             // SAFETY: a valid kernel handle of the loaded module and a valid out-pointer.
             let rc = unsafe {
@@ -2252,7 +2256,9 @@ impl CudaEngine {
     ///
     /// Cluster kernels: three launches (ModUp + whole forward NTT per target row and digit,
     /// `σ_g` applied as a permutation of its output slots; key inner product (+ the rows times
-    /// P) + whole inverse NTT per target row and component; ModDown + adds). Two-pass kernels:
+    /// P) + whole inverse NTT per target row and component, `ks_inner_gs` without clusters on
+    /// [`NttKernels::GlobalSync`] when the limbs fit one cooperative wave, else `ks_inner_cl`;
+    /// ModDown + adds). Two-pass kernels:
     /// four (ModUp through `σ_g` + column pass; row pass + inner product + inverse row pass;
     /// inverse column pass; ModDown + adds), and for [`KsAdd::NttTimesP`] the inverse NTT of
     /// the rows before ModDown. One scratch allocation either way.
@@ -2297,12 +2303,13 @@ impl CudaEngine {
             canonical: false,
         }
         .args(primes, twf, dev_ptr(&self.reduce));
-        // Rows ks_inner_cl adds times P before its inverse NTT (none for a plain switch).
+        // Rows ks_inner_gs / ks_inner_cl add times P before the inverse NTT (none for a plain
+        // switch).
         let (addn, addn_cs, padd) = match add {
             KsAdd::NttTimesP { base } => (base, limbs as u64 * n, dev_ptr(&self.p_mod)),
             KsAdd::Coeff { .. } => (0, 0, 0),
         };
-        // ks_inner_cl takes (twi, ks_post) where ks_inner takes (twf, twi), and three more
+        // ks_inner_gs / ks_inner_cl take (twi, ks_post) where ks_inner takes (twf, twi), and three more
         // arguments (the added rows) that ks_inner does not take.
         let inner = |w0: u64, w1: u64| {
             [
@@ -2323,19 +2330,22 @@ impl CudaEngine {
             ]
         };
         let kernels = self.ntt_kernels();
+        let inner_args = inner(twi, dev_ptr(&self.ks_post));
         let clustered = self.launch_cluster(
             op,
             kernels.modup(),
             (rows as u32, limbs as u32),
             stream,
             &modup,
-        )? && self.launch_cluster(
-            op,
-            kernels.modup().map(|_| K::KsInnerCl),
-            (rows as u32, 2),
-            stream,
-            &inner(twi, dev_ptr(&self.ks_post)),
-        )?;
+        )? && ((kernels == NttKernels::GlobalSync
+            && self.launch_gs(op, K::KsInnerGs, (rows as u32, 2), stream, &inner_args)?)
+            || self.launch_cluster(
+                op,
+                kernels.modup().map(|_| K::KsInnerCl),
+                (rows as u32, 2),
+                stream,
+                &inner_args,
+            )?);
         if !clustered {
             // Two-pass kernels (also after a refused cluster launch: nothing of a refused
             // launch was enqueued, and the passes below rewrite `ext` from `src`).
@@ -2375,7 +2385,7 @@ impl CudaEngine {
                 &args[..len],
             )?;
         }
-        // What ModDown adds: coefficient rows, nothing (ks_inner_cl added the NTT rows), or on
+        // What ModDown adds: coefficient rows, nothing (ks_inner_gs / ks_inner_cl added the NTT rows), or on
         // the two-pass kernels the NTT rows brought to the coefficient domain here.
         let (fallback_rows, add0, add1) = match add {
             KsAdd::Coeff { add0, add1 } => (None, add0, add1),
@@ -2914,6 +2924,7 @@ mod tests {
             K::NttInvClr,
             K::NttFwdGs,
             K::NttInvGs,
+            K::KsInnerGs,
         ];
         assert_eq!(all.len(), KERNELS.len());
         for (i, k) in all.iter().enumerate() {
