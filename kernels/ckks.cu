@@ -585,8 +585,9 @@ __device__ __forceinline__ const u64* cl_map(const u64* p, uint32_t rank) {
 // The *_gs kernels (gs_fwd_ntt / gs_inv_ntt, GS_THREADS threads, defined below): launched
 // cooperatively, so every block of the launch is resident.
 #define GS_KERNEL extern "C" __global__ void __launch_bounds__(GS_THREADS, 1)
-// ks_inner_gs: two blocks per SM (at most 128 registers), so that a level-0 key switch (18
-// limbs, 144 blocks) is one cooperative wave.
+// ks_inner_gs and ntt_fwd_gq: two blocks per SM (at most 128 registers), so that a level-0 key
+// switch's inner product (18 limbs, 144 blocks) is one cooperative wave, and the queue kernel
+// keeps two blocks per SM.
 #define GS_KERNEL2 extern "C" __global__ void __launch_bounds__(GS_THREADS, 2)
 #define CL_KERNEL1 \
     extern "C" __global__ void __cluster_dims__(CL, 1, 1) __launch_bounds__(CL_THREADS, 1)
@@ -1076,15 +1077,15 @@ __device__ __forceinline__ void gs_mid_round(u64* s, uint32_t line, uint32_t ah,
     for (int e = 0; e < 8; e++) s[at(e)] = x[e];
 }
 
-// Forward NTT of one limb by its 8 blocks; load and store2 as for cl_fwd_ntt; tdst: the
-// output limb (the exchange), ctr: the limb's counters.
-template <class Load, class Store2>
-__device__ __forceinline__ void gs_fwd_ntt(u64* s, const WP* tw, u64 q, Load load, Store2 store2,
-                                           u64* tdst, unsigned* ctr) {
-    const uint32_t tid = threadIdx.x, k = blockIdx.x;
+// Forward NTT of one limb by its 8 blocks, in two phases: block k's columns [16k, 16k + 16)
+// (gs_fwd_cols: load -> tdst) and, once every block of the limb has done its columns, its rows
+// [16k, 16k + 16) (gs_fwd_rows: tdst -> store2). load and store2 as for cl_fwd_ntt; tdst: the
+// output limb (the exchange).
+template <class Load>
+__device__ __forceinline__ void gs_fwd_cols(u64* s, const WP* tw, u64 q, Load load, u64* tdst,
+                                            uint32_t k) {
+    const uint32_t tid = threadIdx.x;
     const uint32_t lo = tid % 16, hi = tid / 16, ah = hi >> 1, b0 = hi & 1;
-    unsigned target = 0;  // the count limb_sync waits for (read before arriving)
-    if (tid == 0) target = limb_target(ctr);  // gs_fwd_ntt
     {
         const uint32_t col = k * CL_LINES + lo;
         u64 x[8];
@@ -1108,7 +1109,12 @@ __device__ __forceinline__ void gs_fwd_ntt(u64* s, const WP* tw, u64 q, Load loa
             tdst[(a + 1) * SUB + col] = x1;
         }
     }
-    limb_sync(ctr, target);  // every column of the limb is in tdst
+}
+template <class Store2>
+__device__ __forceinline__ void gs_fwd_rows(u64* s, const WP* tw, u64 q, Store2 store2,
+                                            const u64* tdst, uint32_t k) {
+    const uint32_t tid = threadIdx.x;
+    const uint32_t lo = tid % 16, hi = tid / 16, ah = hi >> 1, b0 = hi & 1;
     {
         u64 x[8];
         // Round 1: b bits 6..4 (b = lo + 16e) of row hi.
@@ -1144,6 +1150,17 @@ __device__ __forceinline__ void gs_fwd_ntt(u64* s, const WP* tw, u64 q, Load loa
             }
         }
     }
+}
+// Both phases by block k = blockIdx.x, the blocks of the limb meeting on ctr in between
+// (cooperative launch).
+template <class Load, class Store2>
+__device__ __forceinline__ void gs_fwd_ntt(u64* s, const WP* tw, u64 q, Load load, Store2 store2,
+                                           u64* tdst, unsigned* ctr) {
+    unsigned target = 0;  // the count limb_sync waits for (read before arriving)
+    if (threadIdx.x == 0) target = limb_target(ctr);  // gs_fwd_ntt
+    gs_fwd_cols(s, tw, q, load, tdst, blockIdx.x);
+    limb_sync(ctr, target);  // every column of the limb is in tdst
+    gs_fwd_rows(s, tw, q, store2, tdst, blockIdx.x);
 }
 
 // Inverse NTT of one limb by its 8 blocks; `loadp(pos, x)` gives the input words (< 2q) at the
@@ -1220,15 +1237,16 @@ __device__ __forceinline__ void gs_inv_ntt(u64* s, const WP* tw, u64 q, LoadP lo
 // Forward NTT kernels with the arguments and input modes of ntt_fwd_cols (plain, signed lift,
 // automorphism gather, balanced ModUp lift), one launch, output canonical, grid (CL, limbs,
 // components), CL_THREADS threads: V = 0 ntt_fwd_cl (clusters of CL), V = 1 ntt_fwd_clr (the
-// same with the twiddles preloaded), V = 2 ntt_fwd_gs (no clusters, global exchange, GS_THREADS).
+// same with the twiddles preloaded), V = 2 ntt_fwd_gs (no clusters, global exchange, GS_THREADS);
+// V = 3 / 4: the column / row phase of one ntt_fwd_gq work item. s: the block's tile; at: (block
+// of the limb, limb row y, limb component z), blockIdx but for ntt_fwd_gq.
 template <int V>
 __device__ __forceinline__ void ntt_fwd_entry(
-    const u64* __restrict__ in, u64* __restrict__ out, const Prime* __restrict__ primes,
-    const WP* __restrict__ twf, const WP* __restrict__ pre, uint32_t prime_off, u64 in_ys,
-    u64 in_zs, u64 out_ys, u64 out_zs, uint32_t mode, uint32_t ginv, uint32_t src_off,
-    uint32_t src_by_z, unsigned* sync_ctr = nullptr) {
-    CL_SHARED(s);
-    const uint32_t y = blockIdx.y, z = blockIdx.z;
+    u64* s, uint3 at, const u64* __restrict__ in, u64* __restrict__ out,
+    const Prime* __restrict__ primes, const WP* __restrict__ twf, const WP* __restrict__ pre,
+    uint32_t prime_off, u64 in_ys, u64 in_zs, u64 out_ys, u64 out_zs, uint32_t mode,
+    uint32_t ginv, uint32_t src_off, uint32_t src_by_z, unsigned* sync_ctr = nullptr) {
+    const uint32_t y = at.y, z = at.z;
     const uint32_t pid = prime_off + y;
     const Prime p = primes[pid];
     const bool raw = pre == nullptr;  // canonical plain input: no pre-step
@@ -1277,9 +1295,13 @@ __device__ __forceinline__ void ntt_fwd_entry(
     const WP* tw = twf + (u64)pid * NN;
     if constexpr (V < 2) {
         cl_fwd_ntt<V == 1>(s, tw, p.q, load, store2);
-    } else {
+    } else if constexpr (V == 2) {
         // ctr: the launch's counter pairs (y, z) = limb; tdst: the output limb itself.
         gs_fwd_ntt(s, tw, p.q, load, store2, dst, sync_ctr + 2 * (z * gridDim.y + y));
+    } else if constexpr (V == 3) {
+        gs_fwd_cols(s, tw, p.q, load, dst, at.x);
+    } else {
+        gs_fwd_rows(s, tw, p.q, store2, dst, at.x);
     }
 }
 
@@ -1291,13 +1313,73 @@ __device__ __forceinline__ void ntt_fwd_entry(
 #define NTT_FWD_ARGS \
     in, out, primes, twf, pre, prime_off, in_ys, in_zs, out_ys, out_zs, mode, ginv, src_off, src_by_z
 
-CL_KERNEL3 ntt_fwd_cl(NTT_FWD_PARAMS) { ntt_fwd_entry<0>(NTT_FWD_ARGS); }
-CL_KERNEL1 ntt_fwd_clr(NTT_FWD_PARAMS) { ntt_fwd_entry<1>(NTT_FWD_ARGS); }
+CL_KERNEL3 ntt_fwd_cl(NTT_FWD_PARAMS) {
+    CL_SHARED(s);
+    ntt_fwd_entry<0>(s, blockIdx, NTT_FWD_ARGS);
+}
+CL_KERNEL1 ntt_fwd_clr(NTT_FWD_PARAMS) {
+    CL_SHARED(s);
+    ntt_fwd_entry<1>(s, blockIdx, NTT_FWD_ARGS);
+}
 // Without clusters (gs_fwd_ntt): the blocks of a limb exchange the column results through the
 // output limb in global memory (L2) and meet on counters in sync_ctr (two per limb); launched
 // cooperatively. Grid (CL, limbs, components), GS_THREADS threads.
 GS_KERNEL ntt_fwd_gs(NTT_FWD_PARAMS, unsigned* sync_ctr) {
-    ntt_fwd_entry<2>(NTT_FWD_ARGS, sync_ctr);
+    CL_SHARED(s);
+    ntt_fwd_entry<2>(s, blockIdx, NTT_FWD_ARGS, sync_ctr);
+}
+
+// The forward NTT of limbs_y x limbs_z limbs (limb (y, z) as ntt_fwd_gs's block (k, y, z)) as a
+// queue of work items, for launches too large for one cooperative wave (key switching's ModUp:
+// 72 limbs at level 0). Item i < CL * limbs is the column phase of block i % CL of limb i / CL,
+// item CL * limbs + i its row phase. Blocks take items in ticket order (qs[0]) until none is
+// left. A column phase waits for nothing and, when stored, counts itself in its limb's qs[2 +
+// limb]; a row phase waits until that count is CL. Every column item has a smaller ticket than
+// any row item, so the items a waiting block depends on were taken by blocks already running,
+// which finish them without waiting: no block needs another to become resident, so any grid
+// works (a plain launch; the engine uses one wave, 2 blocks per SM), and while the last column
+// items run, blocks already do the first limbs' rows (the limb barrier of ntt_fwd_gs, hidden).
+// The last block to leave (qs[1] counts them) zeroes qs for the next launch on its stream.
+// qs: 2 + limbs_y * limbs_z words, zero at the launch. Grid (blocks, 1, 1), GS_THREADS threads.
+GS_KERNEL2 ntt_fwd_gq(NTT_FWD_PARAMS, uint32_t limbs_y, uint32_t limbs_z, unsigned* qs) {
+    CL_SHARED(s);
+    const uint32_t limbs = limbs_y * limbs_z, items = CL * limbs;
+    for (;;) {
+        // The ticket through the tile (word 0): read by all after the barrier, and the tile is
+        // written again only after the second one.
+        if (threadIdx.x == 0) s[0] = atomicAdd(&qs[0], 1u);
+        __syncthreads();
+        const uint32_t ticket = (uint32_t)s[0];
+        __syncthreads();
+        if (ticket >= 2 * items) break;
+        const bool rows = ticket >= items;
+        const uint32_t i = rows ? ticket - items : ticket, limb = i / CL;
+        const uint3 at = {i % CL, limb % limbs_y, limb / limbs_y};
+        unsigned* arrived = &qs[2 + limb];
+        if (!rows) {
+            ntt_fwd_entry<3>(s, at, NTT_FWD_ARGS);
+            __syncthreads();
+            if (threadIdx.x == 0) {
+                __threadfence();  // releases every store of the block (cumulative after the barrier)
+                atomicAdd(arrived, 1u);
+            }
+        } else {
+            if (threadIdx.x == 0) {
+                while (ld_acquire(arrived) < CL) {
+                }
+            }
+            __syncthreads();
+            ntt_fwd_entry<4>(s, at, NTT_FWD_ARGS);
+        }
+        __syncthreads();
+    }
+    if (threadIdx.x == 0 && atomicAdd(&qs[1], 1u) == gridDim.x - 1) {
+        // Every block has left the loop: nobody reads qs again in this launch; the next launch
+        // on the stream starts after this one ends, so it sees the zeros.
+        for (uint32_t l = 0; l < limbs; l++) qs[2 + l] = 0;
+        qs[0] = 0;
+        qs[1] = 0;
+    }
 }
 
 // Inverse NTT, then x * post[pid] (canonical), one launch, grid (CL, limbs, components),

@@ -133,6 +133,9 @@ int main(int argc, char** argv) {
     CK(cudaMalloc(&ks_ext, (size_t)8 * 9 * NN * 8));
     CK(cudaMalloc(&ks_key, ks_key_words * 4 * 8));
     CK(cudaMalloc(&ks_acc, (size_t)2 * 9 * NN * 8));
+    unsigned* gq_state;  // ntt_fwd_gq's queue state (2 + 72 words), zero between launches
+    CK(cudaMalloc(&gq_state, (2 + 72) * sizeof(unsigned)));
+    CK(cudaMemset(gq_state, 0, (2 + 72) * sizeof(unsigned)));
     {
         std::vector<u64> kh(ks_key_words * 4);
         for (size_t i = 0; i < kh.size(); i++) kh[i] = rng() % primes[(i / NN) % 9].q;
@@ -210,6 +213,20 @@ int main(int argc, char** argv) {
                             &kds, &kcs, &addn, &addn_cs, &padd, &c};
             return cudaLaunchCooperativeKernel((void*)ks_inner_gs, dim3(8, 9, 2),
                                                dim3(GS_THREADS), args, 0, st);
+        } else if (which == 14) {
+            // The ModUp of row 6 as a work queue (ntt_fwd_gq, one wave of 2 blocks per SM, the
+            // automorphism as a gather); the queue state comes back zeroed after each launch.
+            const u64* c1 = src + (u64)limbs * NN;
+            u64* ext = ks_ext;
+            uint32_t g = 2 * 5 + 1, one = 1, ly = 9, lz = 8;
+            u64 zero = 0, n = NN, rn = 9ull * NN;
+            void* args[] = {&c1, &ext, &dp, &dtw, &dpost, &off, &zero, &n, &n, &rn,
+                            &mode, &g, &soff, &one, &ly, &lz, &gq_state};
+            int bps = 0, sms = 0;
+            cudaOccupancyMaxActiveBlocksPerMultiprocessor(&bps, (void*)ntt_fwd_gq, GS_THREADS, 0);
+            cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0);
+            const int blocks = std::min(8 * 72, bps * sms);
+            return cudaLaunchKernel((void*)ntt_fwd_gq, dim3(blocks), dim3(GS_THREADS), args, 0, st);
         } else if (which == 8) {
             // ModDown + adds: ks_moddown, grid (N / 256, limbs, 2).
             uint32_t L = limbs, g = 11;
@@ -238,12 +255,13 @@ int main(int argc, char** argv) {
     };
     const char* names[] = {"fwd", "inv", "copy", "nop", "fwd-plain", "fwd-clr", "ks-modup",
                            "ks-inner", "ks-moddown", "modup-noaut", "modup-raw", "ks-chain",
-                           "ks-inner-gs", "ks-chain-gs"};
-    // Rows 11 and 13: the three key-switching kernels back to back on one key, as rotate runs
-    // them (the inner product by ks_inner_cl, then by ks_inner_gs).
+                           "ks-inner-gs", "ks-chain-gs", "ks-modup-gq", "ks-chain-gq"};
+    // Rows 11, 13 and 15: the three key-switching kernels back to back on one key, as rotate
+    // runs them (ModUp by clusters and the inner product by ks_inner_cl; the same with
+    // ks_inner_gs; the ModUp as a queue and ks_inner_gs).
     auto run = [&](int which, int set) -> cudaError_t {
-        if (which != 11 && which != 13) return launch(which, set);
-        cudaError_t e = launch(6, set);
+        if (which != 11 && which != 13 && which != 15) return launch(which, set);
+        cudaError_t e = launch(which == 15 ? 14 : 6, set);
         if (e == cudaSuccess) e = launch(which == 11 ? 7 : 12, set);
         if (e == cudaSuccess) e = launch(8, set);
         return e;
@@ -278,7 +296,7 @@ int main(int argc, char** argv) {
         cudaOccupancyMaxActiveBlocksPerMultiprocessor(&bps, (void*)ks_inner_cl, 512, 0);
         printf("ks_inner_cl blocks per SM %d\n", bps);
     }
-    for (int which = 0; which < 14; which++) {
+    for (int which = 0; which < 16; which++) {
         if (limbs != 8 && which >= 6) break;
         for (int i = 0; i < 50; i++) CK(run(which, i % sets));
         CK(cudaStreamSynchronize(st));
@@ -312,15 +330,17 @@ int main(int argc, char** argv) {
             for (u64 x : v) h = (h ^ x) * 1099511628211ull;
             return h;
         };
-        // ks-inner and ks-inner-gs (7, 12) must agree: both hash ks_acc.
-        const int kinds[6] = {0, 1, 6, 7, 12, 8};
+        // ks-modup and ks-modup-gq (6, 14) must agree (ks_ext), and so must ks-inner and
+        // ks-inner-gs (7, 12: ks_acc).
+        const int kinds[7] = {0, 1, 6, 14, 7, 12, 8};
         for (int w : kinds) {
             if (limbs != 8 && w >= 6) break;
             CK(launch(w, 0));
             CK(cudaStreamSynchronize(st));
             const bool acc = w == 7 || w == 12;
-            std::vector<u64> v(w == 6 ? (size_t)8 * 9 * NN : acc ? (size_t)2 * 9 * NN : words);
-            CK(cudaMemcpy(v.data(), w == 6 ? ks_ext : acc ? ks_acc : out, v.size() * 8,
+            const bool ext = w == 6 || w == 14;
+            std::vector<u64> v(ext ? (size_t)8 * 9 * NN : acc ? (size_t)2 * 9 * NN : words);
+            CK(cudaMemcpy(v.data(), ext ? ks_ext : acc ? ks_acc : out, v.size() * 8,
                           cudaMemcpyDeviceToHost));
             printf("hash %-8s %016llx\n", names[w], hash(v));
         }

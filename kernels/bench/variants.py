@@ -46,7 +46,7 @@ __device__ unsigned long long g_marks[4096 * 16];
     }
 """
 # gs_fwd_ntt (ntt_fwd_gs): start, around the limb barrier, end.
-START = "    if (tid == 0) target = limb_target(ctr);  // gs_fwd_ntt\n"
+START = "    if (threadIdx.x == 0) target = limb_target(ctr);  // gs_fwd_ntt\n"
 SYNC = "    limb_sync(ctr, target);  // every column of the limb is in tdst\n"
 END = "                store2(row * SUB + b, csub(x0, q), csub(x1, q));\n            }\n        }\n    }\n}\n"
 timed = src.replace("typedef long long i64;\n", "typedef long long i64;\n" + MARKS, 1)
@@ -91,7 +91,8 @@ TARGET_OLD = src[src.index("__device__ __forceinline__ unsigned limb_target(cons
 TARGET_OLD = TARGET_OLD[: TARGET_OLD.index("\n}\n") + 3]
 warp = src.replace(TARGET_OLD, "").replace(SYNC_BODY, WARP_SYNC)
 warp = warp.replace("if (tid == 0) target = limb_target(ctr);", "if ((tid & 31) == 0) target = limb_target(ctr);")
-assert warp.count("if ((tid & 31) == 0) target = limb_target(ctr);") == 2
+warp = warp.replace("if (threadIdx.x == 0) target = limb_target(ctr);", "if ((threadIdx.x & 31) == 0) target = limb_target(ctr);")
+assert warp.count("& 31) == 0) target = limb_target(ctr);") == 2
 variants["warp"] = warp
 # gsnopf (the *_gs kernels without an L1 prefetch of every twiddle line a block reads) was the
 # control of a prefetch measured slower (run 34) and removed with it; see commit a0a58ea.

@@ -18,6 +18,7 @@
 struct dim3 {
     unsigned x = 1, y = 1, z = 1;
 };
+typedef dim3 uint3;
 static thread_local dim3 threadIdx, blockIdx;
 static dim3 blockDim, gridDim;
 static thread_local std::barrier<>* g_bar = nullptr;
@@ -512,6 +513,22 @@ int main() {
             ntt_fwd_cl(src, M(ext2), PR(T), WPP(T.twf), WPP(T.reduce), off, 0, n, n, rows * n, 0,
                        gi, off, 1);
         });
+        // The same ModUp as a queue of work items (ntt_fwd_gq: the automorphism as a gather,
+        // CL blocks taking every item; twice, as the state must come back zeroed).
+        std::vector<unsigned> qs(2 + (size_t)rows * L, 0u);
+        for (int rep = 0; rep < 2; rep++) {
+            std::vector<u64> ext3(ext2.size(), ~0ull);
+            launch_cluster(dim3{CL, 1, 1}, GS_THREADS, [&] {
+                ntt_fwd_gq(src, M(ext3), PR(T), WPP(T.twf), WPP(T.reduce), off, 0, n, n, rows * n,
+                           0, gi, off, 1, rows, L, qs.data());
+            });
+            expect_eq("ModUp as a work queue (global exchange)", ext3, ext2);
+            for (unsigned v : qs)
+                if (v != 0) {
+                    std::printf("FAIL ntt_fwd_gq left its queue state nonzero\n");
+                    std::exit(1);
+                }
+        }
         launch_cluster(dim3{CL, rows, 2}, CL_THREADS, [&] {
             ks_inner_cl(P(ext2), P(key), M(acc2), PR(T), WPP(T.twi), WPP(T.ks_post), off, L, rows,
                         2 * 9 * n, 9 * n, nullptr, 0, nullptr);

@@ -96,7 +96,7 @@ fn drv<T>(op: &'static str, r: cust::error::CudaResult<T>) -> Result<T> {
 }
 
 /// Every kernel of `kernels/ckks.cu` the engine launches, in the order of [`K`].
-const KERNELS: [&str; 24] = [
+const KERNELS: [&str; 25] = [
     "ntt_fwd_cols",
     "ntt_fwd_rows",
     "ntt_inv_rows",
@@ -121,6 +121,7 @@ const KERNELS: [&str; 24] = [
     "ntt_fwd_gs",
     "ntt_inv_gs",
     "ks_inner_gs",
+    "ntt_fwd_gq",
 ];
 
 /// A kernel of [`KERNELS`] by position: launches index the engine's handle table directly
@@ -152,6 +153,7 @@ enum K {
     NttFwdGs,
     NttInvGs,
     KsInnerGs,
+    NttFwdGq,
 }
 
 /// What [`CudaEngine::launch`] accepts as a kernel: a [`K`] (direct index) or a kernel name
@@ -175,7 +177,7 @@ impl KernelRef for &str {
 
 /// Most parameters any kernel of `kernels/ckks.cu` takes (the argument pointer array lives on
 /// the stack, no allocation per launch).
-const MAX_ARGS: usize = 16;
+const MAX_ARGS: usize = 18;
 
 /// Blocks per thread-block cluster of the one-launch NTT kernels (`CL` in the .cu file): one
 /// cluster per limb NTT.
@@ -196,6 +198,9 @@ const SYNC_SLOTS: usize = 256;
 /// submission order never run at the same time in practice (a level-0 ciphertext NTT fills
 /// the GPU, and a cooperative launch starts only when all its blocks fit).
 const SYNC_REGIONS: usize = 64;
+/// Words of one region of `ntt_fwd_gq`'s queue state: ticket, blocks done, one arrival count
+/// per limb (at most [`SYNC_SLOTS`] limbs).
+const QUEUE_WORDS: usize = 2 + SYNC_SLOTS;
 
 /// Which kernels run the engine's NTTs and key switches. Every choice gives the same words;
 /// they differ in speed (docs/perf.md, decision 0503) and in what the driver must support.
@@ -216,9 +221,10 @@ pub enum NttKernels {
     /// exchange their first-phase results through the output in global memory and meet on
     /// counters (`ntt_fwd_gs`/`ntt_inv_gs`, launched cooperatively so every block is resident;
     /// a launch too large for one wave runs [`NttKernels::ClusterPreload`]'s kernels). The key
-    /// switch: ModUp as [`NttKernels::Cluster`], the key inner product and its inverse NTT the
-    /// same way as the NTT operations (`ks_inner_gs`; the cluster kernel when it does not fit
-    /// one wave).
+    /// switch: the ModUp's NTTs (72 limbs at level 0, more than one wave) as a queue of column
+    /// and row work items taken by one wave of blocks (`ntt_fwd_gq`), the key inner product and
+    /// its inverse NTT the same way as the NTT operations (`ks_inner_gs`); each falls back to
+    /// [`NttKernels::Cluster`]'s kernel when it cannot run.
     GlobalSync,
 }
 
@@ -868,6 +874,11 @@ pub struct CudaEngine {
     sync_streams: Mutex<std::collections::HashMap<usize, usize>>,
     // Blocks of the `*_gs` kernels the device holds at once (cooperative launch limit).
     gs_capacity: u32,
+    // `ntt_fwd_gq`'s queue state: SYNC_REGIONS x QUEUE_WORDS, zero between launches (each
+    // launch zeroes its region as it ends); regions as for `sync_ctr`.
+    queue_state: DeviceBuffer<u32>,
+    // Blocks of `ntt_fwd_gq` the device holds at once: its grid (one wave), 0 = not used.
+    gq_blocks: u32,
 }
 
 impl std::fmt::Debug for CudaEngine {
@@ -947,7 +958,8 @@ impl CudaEngine {
             dev.get_attribute(cust::device::DeviceAttribute::MultiprocessorCount),
         )?;
         let mut gs_capacity = u32::MAX;
-        for k in [K::NttFwdGs, K::NttInvGs, K::KsInnerGs] {
+        let mut gq_blocks = 0;
+        for k in [K::NttFwdGs, K::NttInvGs, K::KsInnerGs, K::NttFwdGq] {
             let mut per_sm: i32 = 0;
             // SAFETY: a valid kernel handle of the loaded module and a valid out-pointer.
             let rc = unsafe {
@@ -963,7 +975,11 @@ impl CudaEngine {
             } else {
                 0
             };
-            gs_capacity = gs_capacity.min(blocks);
+            if k == K::NttFwdGq {
+                gq_blocks = blocks;
+            } else {
+                gs_capacity = gs_capacity.min(blocks);
+            }
         }
         Ok(Self {
             device,
@@ -1004,6 +1020,11 @@ impl CudaEngine {
             sync_gen: std::sync::atomic::AtomicUsize::new(0),
             sync_streams: Mutex::new(std::collections::HashMap::new()),
             gs_capacity,
+            queue_state: drv(
+                OP,
+                DeviceBuffer::from_slice(&vec![0u32; SYNC_REGIONS * QUEUE_WORDS]),
+            )?,
+            gq_blocks,
         })
     }
 
@@ -1194,6 +1215,46 @@ impl CudaEngine {
             stream,
             &all[..=args.len()],
             true,
+        ) {
+            Ok(()) => Ok(true),
+            Err(CudaBackendError::Launch { .. }) => Ok(false),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// Launches `ntt_fwd_gq` over the `yz` limbs of a forward NTT with `args` (those of
+    /// `ntt_fwd_gs` without the counters): one wave of blocks taking the column and row phases
+    /// of every limb as work items, with the stream's queue state region appended. `Ok(false)`
+    /// when the device holds none or the driver refused (nothing enqueued: the caller runs
+    /// another kernel).
+    fn launch_gq(
+        &self,
+        op: &'static str,
+        yz: (u32, u32),
+        stream: &Stream,
+        args: &[Arg],
+    ) -> Result<bool> {
+        let limbs = yz.0 as usize * yz.1 as usize;
+        if limbs > SYNC_SLOTS || self.gq_blocks == 0 || args.len() + 3 > MAX_ARGS {
+            return Ok(false);
+        }
+        let region = self.sync_region(stream);
+        let qs = self.queue_state.as_device_ptr().as_raw() + (region * QUEUE_WORDS * 4) as u64;
+        let mut all = [Arg::U32(0); MAX_ARGS];
+        all[..args.len()].copy_from_slice(args);
+        all[args.len()] = Arg::U32(yz.0);
+        all[args.len() + 1] = Arg::U32(yz.1);
+        all[args.len() + 2] = Arg::U64(qs);
+        let blocks = (CL_BLOCKS * limbs as u32).min(self.gq_blocks);
+        match launch_raw(
+            &self.graphs,
+            op,
+            self.kernels[K::NttFwdGq as usize],
+            KERNELS[K::NttFwdGq as usize],
+            (blocks, 1, 1),
+            GS_THREADS,
+            stream,
+            &all[..args.len() + 3],
         ) {
             Ok(()) => Ok(true),
             Err(CudaBackendError::Launch { .. }) => Ok(false),
@@ -2258,7 +2319,8 @@ impl CudaEngine {
     /// `σ_g` applied as a permutation of its output slots; key inner product (+ the rows times
     /// P) + whole inverse NTT per target row and component, `ks_inner_gs` without clusters on
     /// [`NttKernels::GlobalSync`] when the limbs fit one cooperative wave, else `ks_inner_cl`;
-    /// ModDown + adds). Two-pass kernels:
+    /// ModDown + adds); on [`NttKernels::GlobalSync`] the ModUp is `ntt_fwd_gq`, the same
+    /// words with `σ_g` as a gather. Two-pass kernels:
     /// four (ModUp through `σ_g` + column pass; row pass + inner product + inverse row pass;
     /// inverse column pass; ModDown + adds), and for [`KsAdd::NttTimesP`] the inverse NTT of
     /// the rows before ModDown. One scratch allocation either way.
@@ -2331,21 +2393,25 @@ impl CudaEngine {
         };
         let kernels = self.ntt_kernels();
         let inner_args = inner(twi, dev_ptr(&self.ks_post));
-        let clustered = self.launch_cluster(
-            op,
-            kernels.modup(),
-            (rows as u32, limbs as u32),
-            stream,
-            &modup,
-        )? && ((kernels == NttKernels::GlobalSync
-            && self.launch_gs(op, K::KsInnerGs, (rows as u32, 2), stream, &inner_args)?)
+        let global = kernels == NttKernels::GlobalSync;
+        let clustered = ((global
+            && self.launch_gq(op, (rows as u32, limbs as u32), stream, &modup)?)
             || self.launch_cluster(
                 op,
-                kernels.modup().map(|_| K::KsInnerCl),
-                (rows as u32, 2),
+                kernels.modup(),
+                (rows as u32, limbs as u32),
                 stream,
-                &inner_args,
-            )?);
+                &modup,
+            )?)
+            && ((global
+                && self.launch_gs(op, K::KsInnerGs, (rows as u32, 2), stream, &inner_args)?)
+                || self.launch_cluster(
+                    op,
+                    kernels.modup().map(|_| K::KsInnerCl),
+                    (rows as u32, 2),
+                    stream,
+                    &inner_args,
+                )?);
         if !clustered {
             // Two-pass kernels (also after a refused cluster launch: nothing of a refused
             // launch was enqueued, and the passes below rewrite `ext` from `src`).
@@ -2925,6 +2991,7 @@ mod tests {
             K::NttFwdGs,
             K::NttInvGs,
             K::KsInnerGs,
+            K::NttFwdGq,
         ];
         assert_eq!(all.len(), KERNELS.len());
         for (i, k) in all.iter().enumerate() {
