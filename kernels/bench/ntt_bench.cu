@@ -330,8 +330,11 @@ int main(int argc, char** argv) {
             for (u64 x : v) h = (h ^ x) * 1099511628211ull;
             return h;
         };
-        // ks-modup and ks-modup-gq (6, 14) must agree (ks_ext), and so must ks-inner and
-        // ks-inner-gs (7, 12: ks_acc).
+        // ks-inner and ks-inner-gs (7, 12: ks_acc, both from the ext of row 14) must agree.
+        // ks-modup and ks-modup-gq (6, 14: ks_ext) do not here: this harness's twiddles are
+        // random, and sigma_g as a permutation of the output (ntt_fwd_cl) equals sigma_g as a
+        // gather of the input (ntt_fwd_gq) only for a true negacyclic NTT (the emulator and
+        // gpu_ops check them with real tables).
         const int kinds[7] = {0, 1, 6, 14, 7, 12, 8};
         for (int w : kinds) {
             if (limbs != 8 && w >= 6) break;
