@@ -133,6 +133,9 @@ int main(int argc, char** argv) {
     CK(cudaMalloc(&ks_ext, (size_t)8 * 9 * NN * 8));
     CK(cudaMalloc(&ks_key, ks_key_words * 4 * 8));
     CK(cudaMalloc(&ks_acc, (size_t)2 * 9 * NN * 8));
+    // The Galois element inverse of the ModUp rows (6, 14): KS_GINV, default 11 (0: no sigma).
+    const uint32_t ks_ginv = getenv("KS_GINV") ? (uint32_t)atoi(getenv("KS_GINV")) : 11u;
+    printf("ModUp rows: ginv %u\n", ks_ginv);
     unsigned* gq_state;  // ntt_fwd_gq's queue state (2 + 72 words), zero between launches
     CK(cudaMalloc(&gq_state, (2 + 72) * sizeof(unsigned)));
     CK(cudaMemset(gq_state, 0, (2 + 72) * sizeof(unsigned)));
@@ -180,7 +183,7 @@ int main(int argc, char** argv) {
             // digits 8), balanced lift of digit z through an automorphism.
             const u64* c1 = src + (u64)limbs * NN;
             u64* ext = ks_ext;
-            uint32_t g = 2 * 5 + 1, one = 1;
+            uint32_t g = ks_ginv, one = 1;
             u64 zero = 0, n = NN, rn = 9ull * NN;
             void* args[] = {&c1, &ext, &dp, &dtw, &dpost, &off, &zero, &n, &n, &rn,
                             &mode, &g, &soff, &one};
@@ -218,7 +221,7 @@ int main(int argc, char** argv) {
             // automorphism as a gather); the queue state comes back zeroed after each launch.
             const u64* c1 = src + (u64)limbs * NN;
             u64* ext = ks_ext;
-            uint32_t g = 2 * 5 + 1, one = 1, ly = 9, lz = 8;
+            uint32_t g = ks_ginv, one = 1, ly = 9, lz = 8;
             u64 zero = 0, n = NN, rn = 9ull * NN;
             void* args[] = {&c1, &ext, &dp, &dtw, &dpost, &off, &zero, &n, &n, &rn,
                             &mode, &g, &soff, &one, &ly, &lz, &gq_state};
