@@ -744,6 +744,11 @@ __device__ __forceinline__ unsigned ld_relaxed(const unsigned* p) {
     asm volatile("ld.relaxed.gpu.global.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
     return v;
 }
+// Adds 1 to *p, ordered after every earlier memory access of the thread (and, after a block
+// barrier, of the block).
+__device__ __forceinline__ void arrive_release(unsigned* p) {
+    asm volatile("red.release.gpu.global.add.u32 [%0], 1;" ::"l"(p) : "memory");
+}
 #endif
 // The blocks of one limb meet (the *_gs kernels, launched cooperatively so every block is
 // resident), as cooperative groups' grid barrier does: after the block barrier, thread 0's
@@ -1110,9 +1115,13 @@ __device__ __forceinline__ void gs_fwd_cols(u64* s, const WP* tw, u64 q, Load lo
         }
     }
 }
-template <class Store2>
+// READS (ntt_fwd_gq with sigma_g as an output permutation, whose stores land in rows other
+// blocks of the limb read): count this block in *reads once its rows are loaded, and store only
+// once all CL blocks of the limb have loaded theirs.
+template <class Store2, bool READS = false>
 __device__ __forceinline__ void gs_fwd_rows(u64* s, const WP* tw, u64 q, Store2 store2,
-                                            const u64* tdst, uint32_t k) {
+                                            const u64* tdst, uint32_t k,
+                                            unsigned* reads = nullptr) {
     const uint32_t tid = threadIdx.x;
     const uint32_t lo = tid % 16, hi = tid / 16, ah = hi >> 1, b0 = hi & 1;
     {
@@ -1127,9 +1136,19 @@ __device__ __forceinline__ void gs_fwd_rows(u64* s, const WP* tw, u64 q, Store2 
             for (int e = 0; e < 8; e++) s[gs_rw(hi, lo + 16 * e)] = x[e];
         }
         __syncthreads();
+        if constexpr (READS) {
+            if (tid == 0) arrive_release(reads);  // every load of tdst has returned
+        }
         // Round 2: b bits 3..1 (b = 16 ah + 2e + b0) of row lo.
         gs_mid_round<true, true>(s, lo, ah, b0, tw, (SUB + k * CL_LINES + lo) * 8 + ah, q);
         __syncthreads();
+        if constexpr (READS) {
+            if (tid == 0) {
+                while (ld_acquire(reads) < CL) {
+                }
+            }
+            __syncthreads();
+        }
         // Round 3: b bit 0, pairs b = 2 (lo + 16i) of row hi; canonical out.
         {
             const uint32_t row = k * CL_LINES + hi;
@@ -1255,11 +1274,12 @@ __device__ __forceinline__ void ntt_fwd_entry(
     u64* dst = out + z * out_zs + y * out_ys;
     const u64 src_q = primes[src_off + (src_by_z ? z : y)].q;
     const u64 src_q_mod = reduce64(src_q, p);
-    // A ModUp through sigma_g on the cluster kernels reads the digit as it is and applies
-    // sigma_g to the NTT output instead (a permutation of slots, aut_ntt's): the balanced lift
-    // commutes with sigma_g's negations (q odd), so the words are those of the gather, and
-    // the loads stay coalesced. Output pairs (2t, 2t + 1) map to pairs, possibly swapped.
-    const bool scatter = V < 2 && src_by_z != 0 && ginv != 0;
+    // A ModUp through sigma_g on the cluster kernels and ntt_fwd_gq reads the digit as it is
+    // and applies sigma_g to the NTT output instead (a permutation of slots, aut_ntt's): the
+    // balanced lift commutes with sigma_g's negations (q odd), so the words are those of the
+    // gather, and the loads stay coalesced. Output pairs (2t, 2t + 1) map to pairs, possibly
+    // swapped. ntt_fwd_gs gathers (its output limb is the exchange, read until the end).
+    const bool scatter = V != 2 && src_by_z != 0 && ginv != 0;
     auto load = [&](uint32_t pos) -> u64 {
         if (raw) return src[pos];
         u64 x;
@@ -1300,6 +1320,9 @@ __device__ __forceinline__ void ntt_fwd_entry(
         gs_fwd_ntt(s, tw, p.q, load, store2, dst, sync_ctr + 2 * (z * gridDim.y + y));
     } else if constexpr (V == 3) {
         gs_fwd_cols(s, tw, p.q, load, dst, at.x);
+    } else if (scatter) {
+        // sync_ctr: the limb's read count (the permuted stores land in other blocks' rows).
+        gs_fwd_rows<decltype(store2), true>(s, tw, p.q, store2, dst, at.x, sync_ctr);
     } else {
         gs_fwd_rows(s, tw, p.q, store2, dst, at.x);
     }
@@ -1336,11 +1359,18 @@ GS_KERNEL ntt_fwd_gs(NTT_FWD_PARAMS, unsigned* sync_ctr) {
 // left. A column phase waits for nothing and, when stored, counts itself in its limb's qs[2 +
 // limb]; a row phase waits until that count is CL. Every column item has a smaller ticket than
 // any row item, so the items a waiting block depends on were taken by blocks already running,
-// which finish them without waiting: no block needs another to become resident, so any grid
-// works (a plain launch; the engine uses one wave, 2 blocks per SM), and while the last column
-// items run, blocks already do the first limbs' rows (the limb barrier of ntt_fwd_gs, hidden).
+// which finish them without waiting: no block needs another to become resident, so any grid of
+// at least CL blocks works (a plain launch; the engine uses one wave, 2 blocks per SM), and
+// while the last column items run, blocks already do the first limbs' rows (the limb barrier
+// of ntt_fwd_gs, hidden).
+// With sigma_g (src_by_z and ginv set) the row items store through the slot permutation, into
+// rows that the limb's other row items read: they count their loads in qs[2 + limbs + limb]
+// and store once it is CL. Those items have consecutive tickets, so only the limb at the
+// ticket frontier can be partly taken, and every other waiting limb has all its items running:
+// no deadlock with at least CL blocks.
 // The last block to leave (qs[1] counts them) zeroes qs for the next launch on its stream.
-// qs: 2 + limbs_y * limbs_z words, zero at the launch. Grid (blocks, 1, 1), GS_THREADS threads.
+// qs: 2 + 2 * limbs_y * limbs_z words, zero at the launch. Grid (blocks >= CL, 1, 1),
+// GS_THREADS threads.
 GS_KERNEL2 ntt_fwd_gq(NTT_FWD_PARAMS, uint32_t limbs_y, uint32_t limbs_z, unsigned* qs) {
     CL_SHARED(s);
     const uint32_t limbs = limbs_y * limbs_z, items = CL * limbs;
@@ -1369,14 +1399,14 @@ GS_KERNEL2 ntt_fwd_gq(NTT_FWD_PARAMS, uint32_t limbs_y, uint32_t limbs_z, unsign
                 }
             }
             __syncthreads();
-            ntt_fwd_entry<4>(s, at, NTT_FWD_ARGS);
+            ntt_fwd_entry<4>(s, at, NTT_FWD_ARGS, &qs[2 + limbs + limb]);
         }
         __syncthreads();
     }
     if (threadIdx.x == 0 && atomicAdd(&qs[1], 1u) == gridDim.x - 1) {
         // Every block has left the loop: nobody reads qs again in this launch; the next launch
         // on the stream starts after this one ends, so it sees the zeros.
-        for (uint32_t l = 0; l < limbs; l++) qs[2 + l] = 0;
+        for (uint32_t l = 0; l < 2 * limbs; l++) qs[2 + l] = 0;
         qs[0] = 0;
         qs[1] = 0;
     }

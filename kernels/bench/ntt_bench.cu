@@ -136,9 +136,9 @@ int main(int argc, char** argv) {
     // The Galois element inverse of the ModUp rows (6, 14): KS_GINV, default 11 (0: no sigma).
     const uint32_t ks_ginv = getenv("KS_GINV") ? (uint32_t)atoi(getenv("KS_GINV")) : 11u;
     printf("ModUp rows: ginv %u\n", ks_ginv);
-    unsigned* gq_state;  // ntt_fwd_gq's queue state (2 + 72 words), zero between launches
-    CK(cudaMalloc(&gq_state, (2 + 72) * sizeof(unsigned)));
-    CK(cudaMemset(gq_state, 0, (2 + 72) * sizeof(unsigned)));
+    unsigned* gq_state;  // ntt_fwd_gq's queue state (2 + 2 x 72 words), zero between launches
+    CK(cudaMalloc(&gq_state, (2 + 2 * 72) * sizeof(unsigned)));
+    CK(cudaMemset(gq_state, 0, (2 + 2 * 72) * sizeof(unsigned)));
     {
         std::vector<u64> kh(ks_key_words * 4);
         for (size_t i = 0; i < kh.size(); i++) kh[i] = rng() % primes[(i / NN) % 9].q;
@@ -218,7 +218,7 @@ int main(int argc, char** argv) {
                                                dim3(GS_THREADS), args, 0, st);
         } else if (which == 14) {
             // The ModUp of row 6 as a work queue (ntt_fwd_gq, one wave of 2 blocks per SM, the
-            // automorphism as a gather); the queue state comes back zeroed after each launch.
+            // automorphism as an output permutation); the queue state comes back zeroed.
             const u64* c1 = src + (u64)limbs * NN;
             u64* ext = ks_ext;
             uint32_t g = ks_ginv, one = 1, ly = 9, lz = 8;
@@ -333,11 +333,8 @@ int main(int argc, char** argv) {
             for (u64 x : v) h = (h ^ x) * 1099511628211ull;
             return h;
         };
-        // ks-inner and ks-inner-gs (7, 12: ks_acc, both from the ext of row 14) must agree.
-        // ks-modup and ks-modup-gq (6, 14: ks_ext) do not here: this harness's twiddles are
-        // random, and sigma_g as a permutation of the output (ntt_fwd_cl) equals sigma_g as a
-        // gather of the input (ntt_fwd_gq) only for a true negacyclic NTT (the emulator and
-        // gpu_ops check them with real tables).
+        // ks-modup and ks-modup-gq (6, 14: ks_ext) must agree, and so must ks-inner and
+        // ks-inner-gs (7, 12: ks_acc).
         const int kinds[7] = {0, 1, 6, 14, 7, 12, 8};
         for (int w : kinds) {
             if (limbs != 8 && w >= 6) break;

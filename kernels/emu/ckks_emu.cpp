@@ -86,6 +86,7 @@ static unsigned long long ldcg(const unsigned long long* p) {
 }
 static unsigned ld_acquire(const unsigned* p) { return __atomic_load_n(p, __ATOMIC_ACQUIRE); }
 static unsigned ld_relaxed(const unsigned* p) { return __atomic_load_n(p, __ATOMIC_RELAXED); }
+static void arrive_release(unsigned* p) { __atomic_fetch_add(p, 1u, __ATOMIC_RELEASE); }
 static unsigned atomicAdd(unsigned* p, unsigned v) { return __atomic_fetch_add(p, v, __ATOMIC_ACQ_REL); }
 static void __threadfence() { __atomic_thread_fence(__ATOMIC_SEQ_CST); }
 #define CL_SHARED(name)                                  \
@@ -513,9 +514,10 @@ int main() {
             ntt_fwd_cl(src, M(ext2), PR(T), WPP(T.twf), WPP(T.reduce), off, 0, n, n, rows * n, 0,
                        gi, off, 1);
         });
-        // The same ModUp as a queue of work items (ntt_fwd_gq: the automorphism as a gather,
-        // CL blocks taking every item; twice, as the state must come back zeroed).
-        std::vector<unsigned> qs(2 + (size_t)rows * L, 0u);
+        // The same ModUp as a queue of work items (ntt_fwd_gq: the automorphism as the same
+        // output permutation, CL blocks taking every item; twice, as the state must come back
+        // zeroed).
+        std::vector<unsigned> qs(2 + 2 * (size_t)rows * L, 0u);
         for (int rep = 0; rep < 2; rep++) {
             std::vector<u64> ext3(ext2.size(), ~0ull);
             launch_cluster(dim3{CL, 1, 1}, GS_THREADS, [&] {

@@ -198,9 +198,9 @@ const SYNC_SLOTS: usize = 256;
 /// submission order never run at the same time in practice (a level-0 ciphertext NTT fills
 /// the GPU, and a cooperative launch starts only when all its blocks fit).
 const SYNC_REGIONS: usize = 64;
-/// Words of one region of `ntt_fwd_gq`'s queue state: ticket, blocks done, one arrival count
-/// per limb (at most [`SYNC_SLOTS`] limbs).
-const QUEUE_WORDS: usize = 2 + SYNC_SLOTS;
+/// Words of one region of `ntt_fwd_gq`'s queue state: ticket, blocks done, one column-arrival
+/// count and one row-read count per limb (at most [`SYNC_SLOTS`] limbs).
+const QUEUE_WORDS: usize = 2 + 2 * SYNC_SLOTS;
 
 /// Which kernels run the engine's NTTs and key switches. Every choice gives the same words;
 /// they differ in speed (docs/perf.md, decision 0503) and in what the driver must support.
@@ -1235,7 +1235,9 @@ impl CudaEngine {
         args: &[Arg],
     ) -> Result<bool> {
         let limbs = yz.0 as usize * yz.1 as usize;
-        if limbs > SYNC_SLOTS || self.gq_blocks == 0 || args.len() + 3 > MAX_ARGS {
+        // At least CL_BLOCKS blocks: the rows of a limb at the ticket frontier may wait for
+        // each other (see ntt_fwd_gq).
+        if limbs > SYNC_SLOTS || self.gq_blocks < CL_BLOCKS || args.len() + 3 > MAX_ARGS {
             return Ok(false);
         }
         let region = self.sync_region(stream);
@@ -2320,7 +2322,7 @@ impl CudaEngine {
     /// P) + whole inverse NTT per target row and component, `ks_inner_gs` without clusters on
     /// [`NttKernels::GlobalSync`] when the limbs fit one cooperative wave, else `ks_inner_cl`;
     /// ModDown + adds); on [`NttKernels::GlobalSync`] the ModUp is `ntt_fwd_gq`, the same
-    /// words with `σ_g` as a gather. Two-pass kernels:
+    /// words (`σ_g` as the same output permutation). Two-pass kernels:
     /// four (ModUp through `σ_g` + column pass; row pass + inner product + inverse row pass;
     /// inverse column pass; ModDown + adds), and for [`KsAdd::NttTimesP`] the inverse NTT of
     /// the rows before ModDown. One scratch allocation either way.
