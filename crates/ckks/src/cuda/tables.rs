@@ -56,7 +56,7 @@ pub struct DeviceTables {
     /// `(P^-1 mod q_i, shoup)` for Q ids; zero for P ids.
     pub p_inv: Vec<u64>,
     /// `P mod q_i` (plain words, one per prime id) for Q ids; zero for P ids: the factor of
-    /// the rows `ks_inner_cl` adds before its inverse NTT (relinearize's d0, d1).
+    /// the rows `ks_inner_gs` / `ks_inner_cl` add before the inverse NTT (relinearize's d0, d1).
     pub p_mod: Vec<u64>,
     /// `(q_d^-1 mod q_i, shoup)` in a `[d][i][2]` table (zero on the diagonal).
     pub q_inv: Vec<u64>,
