@@ -2373,8 +2373,8 @@ impl CudaEngine {
             KsAdd::NttTimesP { base } => (base, limbs as u64 * n, dev_ptr(&self.p_mod)),
             KsAdd::Coeff { .. } => (0, 0, 0),
         };
-        // ks_inner_gs / ks_inner_cl take (twi, ks_post) where ks_inner takes (twf, twi), and three more
-        // arguments (the added rows) that ks_inner does not take.
+        // ks_inner_gs / ks_inner_cl take (twi, ks_post) where ks_inner takes (twf, twi), and
+        // three more arguments (the added rows) that ks_inner does not take.
         let inner = |w0: u64, w1: u64| {
             [
                 Arg::U64(ext),
@@ -2453,8 +2453,8 @@ impl CudaEngine {
                 &args[..len],
             )?;
         }
-        // What ModDown adds: coefficient rows, nothing (ks_inner_gs / ks_inner_cl added the NTT rows), or on
-        // the two-pass kernels the NTT rows brought to the coefficient domain here.
+        // What ModDown adds: coefficient rows, nothing (ks_inner_gs / ks_inner_cl added the NTT
+        // rows), or on the two-pass kernels the NTT rows brought to the coefficient domain here.
         let (fallback_rows, add0, add1) = match add {
             KsAdd::Coeff { add0, add1 } => (None, add0, add1),
             KsAdd::NttTimesP { .. } if clustered => (None, 0, 0),

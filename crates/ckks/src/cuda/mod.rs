@@ -23,9 +23,10 @@
 //!   digit, the key inner product fused with a whole inverse NTT per target row and
 //!   component, ModDown fused with the final additions); by default the first runs as a
 //!   queue of column and row work items over one wave of blocks (`ntt_fwd_gq`) and the
-//!   second as a cooperative launch like the NTTs (`ks_inner_gs`), decision 0507. The two-pass kernels of the first
-//!   version (a column and a row pass per NTT, four launches per key switch) remain as the
-//!   fallback; [`NttKernels`] and [`CudaEngine::set_ntt_kernels`] choose.
+//!   second as a cooperative launch like the NTTs (`ks_inner_gs`), decision 0507. The
+//!   two-pass kernels of the first version (a column and a row pass per NTT, four launches
+//!   per key switch) remain as the fallback; [`NttKernels`] and
+//!   [`CudaEngine::set_ntt_kernels`] choose.
 //! * every kernel launch replays a one-node CUDA graph kept per (kernel, grid, stream), its
 //!   arguments updated per call (decision 0505): on the H200 VM that costs ~1-2 us less host
 //!   time than `cuLaunchKernel`, which is latency for a call timed on an idle stream;
