@@ -1199,27 +1199,15 @@ impl CudaEngine {
         }
         let region = self.sync_region(stream);
         let ctr = self.sync_ctr.as_device_ptr().as_raw() + (region * SYNC_SLOTS * 2 * 4) as u64;
-        let mut all = [Arg::U32(0); MAX_ARGS];
-        if args.len() >= MAX_ARGS {
-            return Ok(false);
-        }
-        all[..args.len()].copy_from_slice(args);
-        all[args.len()] = Arg::U64(ctr);
-        match launch_raw_as(
-            &self.graphs,
+        self.try_launch(
             op,
-            self.kernels[kernel as usize],
-            KERNELS[kernel as usize],
+            kernel,
             (CL_BLOCKS, yz.0, yz.1),
-            GS_THREADS,
             stream,
-            &all[..=args.len()],
+            args,
+            &[Arg::U64(ctr)],
             true,
-        ) {
-            Ok(()) => Ok(true),
-            Err(CudaBackendError::Launch { .. }) => Ok(false),
-            Err(e) => Err(e),
-        }
+        )
     }
 
     /// Launches `ntt_fwd_gq` over the `yz` limbs of a forward NTT with `args` (those of
@@ -1237,26 +1225,54 @@ impl CudaEngine {
         let limbs = yz.0 as usize * yz.1 as usize;
         // At least CL_BLOCKS blocks: the rows of a limb at the ticket frontier may wait for
         // each other (see ntt_fwd_gq).
-        if limbs > SYNC_SLOTS || self.gq_blocks < CL_BLOCKS || args.len() + 3 > MAX_ARGS {
+        if limbs > SYNC_SLOTS || self.gq_blocks < CL_BLOCKS {
             return Ok(false);
         }
         let region = self.sync_region(stream);
         let qs = self.queue_state.as_device_ptr().as_raw() + (region * QUEUE_WORDS * 4) as u64;
+        let blocks = (CL_BLOCKS * limbs as u32).min(self.gq_blocks);
+        self.try_launch(
+            op,
+            K::NttFwdGq,
+            (blocks, 1, 1),
+            stream,
+            args,
+            &[Arg::U32(yz.0), Arg::U32(yz.1), Arg::U64(qs)],
+            false,
+        )
+    }
+
+    /// Launches `kernel` (GS_THREADS threads) with `args` followed by `extra`; `Ok(false)`
+    /// when they are more than a launch takes or the driver refused (nothing enqueued: the
+    /// caller runs another kernel).
+    #[allow(clippy::too_many_arguments)]
+    fn try_launch(
+        &self,
+        op: &'static str,
+        kernel: K,
+        grid: (u32, u32, u32),
+        stream: &Stream,
+        args: &[Arg],
+        extra: &[Arg],
+        cooperative: bool,
+    ) -> Result<bool> {
+        let len = args.len() + extra.len();
+        if len > MAX_ARGS {
+            return Ok(false);
+        }
         let mut all = [Arg::U32(0); MAX_ARGS];
         all[..args.len()].copy_from_slice(args);
-        all[args.len()] = Arg::U32(yz.0);
-        all[args.len() + 1] = Arg::U32(yz.1);
-        all[args.len() + 2] = Arg::U64(qs);
-        let blocks = (CL_BLOCKS * limbs as u32).min(self.gq_blocks);
-        match launch_raw(
+        all[args.len()..len].copy_from_slice(extra);
+        match launch_raw_as(
             &self.graphs,
             op,
-            self.kernels[K::NttFwdGq as usize],
-            KERNELS[K::NttFwdGq as usize],
-            (blocks, 1, 1),
+            self.kernels[kernel as usize],
+            KERNELS[kernel as usize],
+            grid,
             GS_THREADS,
             stream,
-            &all[..args.len() + 3],
+            &all[..len],
+            cooperative,
         ) {
             Ok(()) => Ok(true),
             Err(CudaBackendError::Launch { .. }) => Ok(false),
