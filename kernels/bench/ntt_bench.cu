@@ -152,6 +152,16 @@ int main(int argc, char** argv) {
     CK(cudaEventCreate(&e0));
     CK(cudaEventCreate(&e1));
     dim3 grid(8, limbs, comps);  // prime ids 0..limbs-1: at most 9 limbs have their own prime
+    // The key inner product's arguments (ks_inner_cl / ks_inner_gs, rows 7 and 12): one of 4
+    // keys, KS_DIGITS digits (default 8), 9 target rows, no added rows.
+    struct KsArgs {
+        const u64* key;
+        uint32_t digits = 8, rows = 9;
+        u64 kds = 2ull * 9 * NN, kcs = 9ull * NN;
+        const u64* addn = nullptr;
+        u64 addn_cs = 0;
+        const u64* padd = nullptr;
+    };
     int region = 0;
     auto launch = [&](int which, int set) -> cudaError_t {
         const u64* src = in + (size_t)set * words;
@@ -190,14 +200,10 @@ int main(int argc, char** argv) {
             return cudaLaunchKernel((void*)ntt_fwd_cl, dim3(8, 9, 8), dim3(512), args, 0, st);
         } else if (which == 7) {
             // Key inner product + inverse NTT: ks_inner_cl, grid (CL, rows 9, 2), one of 4 keys.
-            const u64* key = ks_key + (u64)(set % 4) * ks_key_words;
-            uint32_t digits = getenv("KS_DIGITS") ? atoi(getenv("KS_DIGITS")) : 8, rows = 9;
-            u64 kds = 2ull * 9 * NN, kcs = 9ull * NN;
-            const u64* addn = nullptr;
-            const u64* padd = nullptr;
-            u64 addn_cs = 0;
-            void* args[] = {&ks_ext, &key, &ks_acc, &dp, &dtw, &dpost, &off, &digits, &rows,
-                            &kds, &kcs, &addn, &addn_cs, &padd};
+            KsArgs a{ks_key + (u64)(set % 4) * ks_key_words};
+            if (getenv("KS_DIGITS")) a.digits = atoi(getenv("KS_DIGITS"));
+            void* args[] = {&ks_ext, &a.key, &ks_acc, &dp, &dtw, &dpost, &off, &a.digits,
+                            &a.rows, &a.kds, &a.kcs, &a.addn, &a.addn_cs, &a.padd};
             // KS_ROWS=r computes only the first r target rows (layout unchanged): with r <= 7
             // the 2r clusters fit one block per SM (at most 15 do), which shows what the 3
             // clusters that share SMs at r = 9 cost.
@@ -206,14 +212,9 @@ int main(int argc, char** argv) {
         } else if (which == 12) {
             // The same inner product + inverse NTT by ks_inner_gs: cooperative, grid (CL, 9, 2),
             // GS_THREADS threads, the limb exchange through ks_acc.
-            const u64* key = ks_key + (u64)(set % 4) * ks_key_words;
-            uint32_t digits = 8, rows = 9;
-            u64 kds = 2ull * 9 * NN, kcs = 9ull * NN;
-            const u64* addn = nullptr;
-            const u64* padd = nullptr;
-            u64 addn_cs = 0;
-            void* args[] = {&ks_ext, &key, &ks_acc, &dp, &dtw, &dpost, &off, &digits, &rows,
-                            &kds, &kcs, &addn, &addn_cs, &padd, &c};
+            KsArgs a{ks_key + (u64)(set % 4) * ks_key_words};
+            void* args[] = {&ks_ext, &a.key, &ks_acc, &dp, &dtw, &dpost, &off, &a.digits,
+                            &a.rows, &a.kds, &a.kcs, &a.addn, &a.addn_cs, &a.padd, &c};
             return cudaLaunchCooperativeKernel((void*)ks_inner_gs, dim3(8, 9, 2),
                                                dim3(GS_THREADS), args, 0, st);
         } else if (which == 14) {
