@@ -68,32 +68,8 @@ variants["timed"] = timed
 # kspf / kspfk (ks_inner_cl asking L2 for every digit's ext and key lines, or key lines only,
 # before the digit loop) were measured slower (run 22) and removed when the inner product
 # became the shared helper ks_sum; their text is in commit 403e1d6.
-# warp: every warp arrives at the limb barrier on its own (fence by the warp, one count per
-# warp: 64 per limb), without the block barrier before the fence and after the wait, so a warp
-# that has stored its words fences and arrives while the others still compute, and leaves as
-# soon as the count is full. Each warp's lane 0 reads the target at the start (before the
-# block's first barrier, so none of its own block's warps can have arrived: at most 56 others).
-WARP_SYNC = """__device__ __forceinline__ unsigned limb_target(const unsigned* ctr) {
-    return (ld_relaxed(ctr) & ~63u) + 64;
-}
-__device__ __forceinline__ void limb_sync(unsigned* ctr, unsigned target) {
-    __threadfence();
-    __syncwarp();
-    if ((threadIdx.x & 31) == 0) {
-        atomicAdd(&ctr[0], 1u);
-        while ((int)(ld_acquire(&ctr[0]) - target) < 0) {
-        }
-    }
-    __syncwarp();
-}
-"""
-TARGET_OLD = src[src.index("__device__ __forceinline__ unsigned limb_target(const unsigned* ctr) {"):]
-TARGET_OLD = TARGET_OLD[: TARGET_OLD.index("\n}\n") + 3]
-warp = src.replace(TARGET_OLD, "").replace(SYNC_BODY, WARP_SYNC)
-warp = warp.replace("if (tid == 0) target = limb_target(ctr);", "if ((tid & 31) == 0) target = limb_target(ctr);")
-warp = warp.replace("if (threadIdx.x == 0) target = limb_target(ctr);", "if ((threadIdx.x & 31) == 0) target = limb_target(ctr);")
-assert warp.count("& 31) == 0) target = limb_target(ctr);") == 2
-variants["warp"] = warp
+# warp (every warp fences and counts itself at the limb barrier) was measured slower (run 40:
+# forward burst 10.4 us against 8.2) and removed; its text is in commit 8842825.
 # gsnopf (the *_gs kernels without an L1 prefetch of every twiddle line a block reads) was the
 # control of a prefetch measured slower (run 34) and removed with it; see commit a0a58ea.
 # mupf / mupfks (the ModUp asking L2 for the key rows, alone and with kspf) and mdrows (ModDown
