@@ -43,6 +43,14 @@ struct WP {
     u64 wp;
 };
 
+// The inverse NTT's final scaling by a per-prime constant c, as two Shoup pairs: s = c and
+// f = c * w1 (w1: the last stage's one twiddle, the inverse table's entry 1), so the *_gs
+// kernels fold the scaling into that stage (one product per output pair fewer).
+struct Post {
+    WP s;
+    WP f;
+};
+
 __device__ __forceinline__ u64 shoup_lazy(u64 x, u64 w, u64 wp, u64 q) {
     u64 hi = __umul64hi(x, wp);
     return x * w - hi * q;  // in [0, 2q)
@@ -303,13 +311,13 @@ ntt_inv_rows(const u64* __restrict__ in, u64* __restrict__ out, const Prime* __r
 // form change folded in by the host). Output canonical. Grid: (SUB / TILE_COLS, limbs, comps).
 extern "C" __global__ void __launch_bounds__(NTT_THREADS)
 ntt_inv_cols(const u64* __restrict__ in, u64* __restrict__ out, const Prime* __restrict__ primes,
-             const WP* __restrict__ twi, const WP* __restrict__ post, uint32_t prime_off,
+             const WP* __restrict__ twi, const Post* __restrict__ post, uint32_t prime_off,
              u64 in_ys, u64 in_zs, u64 out_ys, u64 out_zs) {
     __shared__ u64 s[TILE];
     const uint32_t y = blockIdx.y, z = blockIdx.z;
     const uint32_t pid = prime_off + y;
     const u64 q = primes[pid].q;
-    const WP pw = post[pid];
+    const WP pw = post[pid].s;
     const u64* src = in + z * in_zs + y * in_ys;
     u64* dst = out + z * out_zs + y * out_ys;
     const uint32_t b0 = blockIdx.x * TILE_COLS;
@@ -1059,6 +1067,24 @@ __device__ __forceinline__ void inv8(u64 (&x)[8], const Tw7& w, u64 q) {
 #pragma unroll
     for (int e = 0; e < 4; e++) gs_bfly(x[e], x[e + 4], w.w0, q);
 }
+// The inverse NTT's last radix-8 round (twiddle base 1) with the final scaling folded into its
+// last stage, canonical out: (x + y) * c and (x - y) * w1 * c as one Shoup product each (the
+// sums are < 4q, inside Shoup's input range), instead of the stage's product and two scalings.
+__device__ __forceinline__ void inv8_last(u64 (&x)[8], const WP* tw, const Post& c, u64 q) {
+    Tw7 w = tw7(tw, 1);
+#pragma unroll
+    for (int e = 0; e < 8; e += 2) gs_bfly(x[e], x[e + 1], w.w2[e >> 1], q);
+#pragma unroll
+    for (int e = 0; e < 8; e++)
+        if ((e & 2) == 0) gs_bfly(x[e], x[e + 2], w.w1[e >> 2], q);
+    const u64 two_q = 2 * q;
+#pragma unroll
+    for (int e = 0; e < 4; e++) {
+        const u64 u = x[e] + x[e + 4], v = x[e] + two_q - x[e + 4];
+        x[e] = shoup(u, c.s.w, c.s.wp, q);
+        x[e + 4] = shoup(v, c.f.w, c.f.wp, q);
+    }
+}
 
 // The middle round of a *_gs phase, in place on the tile: words 16 ah + 2e + b0 (e = 0..7) of
 // line `line` (a row tile when ROW, else a column tile), a forward (FWD) or inverse radix-8
@@ -1182,13 +1208,14 @@ __device__ __forceinline__ void gs_fwd_ntt(u64* s, const WP* tw, u64 q, Load loa
     gs_fwd_rows(s, tw, q, store2, tdst, blockIdx.x);
 }
 
-// Inverse NTT of one limb by its 8 blocks; `loadp(pos, x)` gives the input words (< 2q) at the
-// NTT indices pos[i], pos[i] + 1 (pos[i] even) as x[2i], x[2i + 1], all four pairs in one call
-// (so an input computed from many loads, ks_inner_gs's inner product, keeps them all in
-// flight); store as for cl_inv_ntt.
+// Inverse NTT of one limb by its 8 blocks, scaled by the constant c; `loadp(pos, x)` gives the
+// input words (< 2q) at the NTT indices pos[i], pos[i] + 1 (pos[i] even) as x[2i], x[2i + 1],
+// all four pairs in one call (so an input computed from many loads, ks_inner_gs's inner
+// product, keeps them all in flight); `store(pos, x)` takes the canonical scaled word at
+// coefficient index pos (the scaling is folded into the last stage: inv8_last).
 template <class LoadP, class Store>
 __device__ __forceinline__ void gs_inv_ntt(u64* s, const WP* tw, u64 q, LoadP loadp, Store store,
-                                           u64* tdst, unsigned* ctr) {
+                                           u64* tdst, unsigned* ctr, const Post& c) {
     const uint32_t tid = threadIdx.x, k = blockIdx.x;
     const uint32_t lo = tid % 16, hi = tid / 16, ah = hi >> 1, b0 = hi & 1;
     unsigned target = 0;
@@ -1244,10 +1271,10 @@ __device__ __forceinline__ void gs_inv_ntt(u64* s, const WP* tw, u64 q, LoadP lo
         // Round 2: a bits 1..3 (a = 16 ah + 2e + b0).
         gs_mid_round<false, false>(s, lo, ah, b0, tw, 8 + ah, q);
         __syncthreads();
-        // Round 3: a bits 4..6 (a = hi + 16e).
+        // Round 3: a bits 4..6 (a = hi + 16e), scaled by c.
 #pragma unroll
         for (int e = 0; e < 8; e++) x[e] = s[gs_cw(lo, hi + 16 * e)];
-        inv8(x, tw7(tw, 1), q);
+        inv8_last(x, tw, c, q);
 #pragma unroll
         for (int e = 0; e < 8; e++) store((hi + 16 * e) * SUB + col, x[e]);
     }
@@ -1418,32 +1445,33 @@ GS_KERNEL2 ntt_fwd_gq(NTT_FWD_PARAMS, uint32_t limbs_y, uint32_t limbs_z, unsign
 template <int V>
 __device__ __forceinline__ void ntt_inv_entry(
     const u64* __restrict__ in, u64* __restrict__ out, const Prime* __restrict__ primes,
-    const WP* __restrict__ twi, const WP* __restrict__ post, uint32_t prime_off, u64 in_ys,
+    const WP* __restrict__ twi, const Post* __restrict__ post, uint32_t prime_off, u64 in_ys,
     u64 in_zs, u64 out_ys, u64 out_zs, unsigned* sync_ctr = nullptr) {
     CL_SHARED(s);
     const uint32_t y = blockIdx.y, z = blockIdx.z;
     const uint32_t pid = prime_off + y;
     const u64 q = primes[pid].q;
-    const WP pw = post[pid];
     const u64* src = in + z * in_zs + y * in_ys;
     u64* dst = out + z * out_zs + y * out_ys;
-    auto load4 = [&](uint32_t pos, u64 (&x)[4]) { ld4(src + pos, x); };
-    auto store = [&](uint32_t pos, u64 x) { dst[pos] = shoup(x, pw.w, pw.wp, q); };
     if constexpr (V < 2) {
+        const WP pw = post[pid].s;
+        auto load4 = [&](uint32_t pos, u64 (&x)[4]) { ld4(src + pos, x); };
+        auto store = [&](uint32_t pos, u64 x) { dst[pos] = shoup(x, pw.w, pw.wp, q); };
         cl_inv_ntt<V == 1>(s, twi + (u64)pid * NN, q, load4, store);
     } else {
         auto loadp = [&](const uint32_t(&pos)[4], u64(&x)[8]) {
 #pragma unroll
             for (int i = 0; i < 4; i++) ld2sh(src + pos[i], x[2 * i], x[2 * i + 1]);
         };
+        auto store = [&](uint32_t pos, u64 x) { dst[pos] = x; };
         gs_inv_ntt(s, twi + (u64)pid * NN, q, loadp, store, dst,
-                   sync_ctr + 2 * (z * gridDim.y + y));
+                   sync_ctr + 2 * (z * gridDim.y + y), post[pid]);
     }
 }
 
 #define NTT_INV_PARAMS                                                                       \
     const u64 *__restrict__ in, u64 *__restrict__ out, const Prime *__restrict__ primes,     \
-        const WP *__restrict__ twi, const WP *__restrict__ post, uint32_t prime_off, u64 in_ys, \
+        const WP *__restrict__ twi, const Post *__restrict__ post, uint32_t prime_off, u64 in_ys, \
         u64 in_zs, u64 out_ys, u64 out_zs
 #define NTT_INV_ARGS in, out, primes, twi, post, prime_off, in_ys, in_zs, out_ys, out_zs
 
@@ -1514,7 +1542,7 @@ __device__ __forceinline__ void ks_sum(const u64* e0, const u64* k0, u64 ext_ds,
 #define KS_INNER_PARAMS                                                                       \
     const u64 *__restrict__ ext, const u64 *__restrict__ key, u64 *__restrict__ acc,          \
         const Prime *__restrict__ primes, const WP *__restrict__ twi,                         \
-        const WP *__restrict__ post, uint32_t prime_off, uint32_t digits, uint32_t rows,      \
+        const Post *__restrict__ post, uint32_t prime_off, uint32_t digits, uint32_t rows,    \
         u64 key_ds, u64 key_cs, const u64 *__restrict__ addn, u64 addn_cs,                    \
         const u64 *__restrict__ padd
 template <bool GS>
@@ -1522,7 +1550,6 @@ __device__ __forceinline__ void ks_inner_entry(KS_INNER_PARAMS, unsigned* sync_c
     const uint32_t y = blockIdx.y, c = blockIdx.z;
     const uint32_t pid = prime_off + y;
     const Prime p = primes[pid];
-    const WP pw = post[pid];
     const u64* e0 = ext + (u64)y * NN;
     const u64* k0 = key + (u64)prime_off * key_ds + c * key_cs + (u64)pid * NN;
     const u64 ext_ds = (u64)rows * NN;
@@ -1530,14 +1557,17 @@ __device__ __forceinline__ void ks_inner_entry(KS_INNER_PARAMS, unsigned* sync_c
     const u64* add = adds ? addn + c * addn_cs + (u64)y * NN : nullptr;
     const u64 pm = adds ? padd[pid] : 0;
     u64* dst = acc + ((u64)c * rows + y) * NN;
-    auto store = [&](uint32_t pos, u64 x) { dst[pos] = shoup(x, pw.w, pw.wp, p.q); };
     CL_SHARED(s);
     if constexpr (GS) {
         auto loadp = [&](const uint32_t(&pos)[4], u64(&x)[8]) {
             ks_sum<4>(e0, k0, ext_ds, key_ds, digits, add, pm, p, pos, x);
         };
-        gs_inv_ntt(s, twi + (u64)pid * NN, p.q, loadp, store, dst, sync_ctr + 2 * (c * rows + y));
+        auto store = [&](uint32_t pos, u64 x) { dst[pos] = x; };
+        gs_inv_ntt(s, twi + (u64)pid * NN, p.q, loadp, store, dst, sync_ctr + 2 * (c * rows + y),
+                   post[pid]);
     } else {
+        const WP pw = post[pid].s;
+        auto store = [&](uint32_t pos, u64 x) { dst[pos] = shoup(x, pw.w, pw.wp, p.q); };
         auto load4 = [&](uint32_t pos, u64 (&x)[4]) {
             const uint32_t pp[2] = {pos, pos + 2};
             ks_sum<2>(e0, k0, ext_ds, key_ds, digits, add, pm, p, pp, x);

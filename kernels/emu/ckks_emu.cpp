@@ -230,10 +230,13 @@ static Tables make_tables() {
         }
         pair(t.reduce, 1, q);
         u64 ninv = invm(N, q);
+        // Post pairs: (c, c * itw[1]) for the scaling constant c (struct Post).
         pair(t.n_inv, ninv, q);
+        pair(t.n_inv, mulm(ninv, itw[1], q), q);
         u64 fix = (u64)(((u128)1 << 64) % q);
         pair(t.mont_fix, fix, q);
         pair(t.ks_post, mulm(ninv, fix, q), q);
+        pair(t.ks_post, mulm(mulm(ninv, fix, q), itw[1], q), q);
         pair(t.p_inv, id < 8 ? invm(QS[8] % q, q) : 0, q);
         t.padd.push_back(QS[8] % q);
     }
@@ -306,6 +309,7 @@ static const u64* P(const std::vector<u64>& v) { return v.data(); }
 static u64* M(std::vector<u64>& v) { return v.data(); }
 #define PR(t) ((const Prime*)(t).primes.data())
 #define WPP(v) ((const WP*)(v).data())
+#define POSTP(v) ((const Post*)(v).data())
 
 static void fwd_ntt_emu(const Tables& T, const u64* in, u64* out, unsigned off, unsigned limbs,
                         unsigned comps) {
@@ -322,7 +326,7 @@ static void inv_ntt_emu(const Tables& T, const u64* in, u64* out, const std::vec
     launch(dim3{16, limbs, comps}, NTT_THREADS,
            [&] { ntt_inv_rows(in, out, PR(T), WPP(T.twi), off, n, cs, n, cs); });
     launch(dim3{16, limbs, comps}, NTT_THREADS, [&] {
-        ntt_inv_cols(out, out, PR(T), WPP(T.twi), WPP(post), off, n, cs, n, cs);
+        ntt_inv_cols(out, out, PR(T), WPP(T.twi), POSTP(post), off, n, cs, n, cs);
     });
 }
 
@@ -355,7 +359,7 @@ int main() {
         });
         expect_eq("forward NTT 2 x 3 limbs (cluster, one launch)", out_cl, want);
         launch_cluster(dim3{CL, L, C}, CL_THREADS, [&] {
-            ntt_inv_cl(P(out_cl), M(back_cl), PR(T), WPP(T.twi), WPP(T.n_inv), off, n, cs, n, cs);
+            ntt_inv_cl(P(out_cl), M(back_cl), PR(T), WPP(T.twi), POSTP(T.n_inv), off, n, cs, n, cs);
         });
         expect_eq("inverse NTT round trip (cluster, one launch)", back_cl, a);
         // Cluster kernels with the twiddles preloaded into registers.
@@ -366,7 +370,7 @@ int main() {
         });
         expect_eq("forward NTT 2 x 3 limbs (cluster, preloaded twiddles)", out_r, want);
         launch_cluster(dim3{CL, L, C}, CL_THREADS, [&] {
-            ntt_inv_clr(P(out_r), M(back_r), PR(T), WPP(T.twi), WPP(T.n_inv), off, n, cs, n, cs);
+            ntt_inv_clr(P(out_r), M(back_r), PR(T), WPP(T.twi), POSTP(T.n_inv), off, n, cs, n, cs);
         });
         expect_eq("inverse NTT round trip (cluster, preloaded twiddles)", back_r, a);
         // The same without clusters: global exchange and per-limb counters.
@@ -383,7 +387,7 @@ int main() {
             });
             expect_eq("forward NTT 2 x 3 limbs (global exchange)", out_g, want);
             launch_cluster(dim3{CL, L, C}, GS_THREADS, [&] {
-                ntt_inv_gs(P(out_g), M(back_g), PR(T), WPP(T.twi), WPP(T.n_inv), off, n, cs, n,
+                ntt_inv_gs(P(out_g), M(back_g), PR(T), WPP(T.twi), POSTP(T.n_inv), off, n, cs, n,
                            cs, ctr.data());
             });
             expect_eq("inverse NTT round trip (global exchange)", back_g, a);
@@ -495,7 +499,7 @@ int main() {
                      2 * 9 * n, 9 * n);
         });
         launch(dim3{16, rows, 2}, NTT_THREADS, [&] {
-            ntt_inv_cols(P(acc), M(acc), PR(T), WPP(T.twi), WPP(T.ks_post), off, n, rows * n, n,
+            ntt_inv_cols(P(acc), M(acc), PR(T), WPP(T.twi), POSTP(T.ks_post), off, n, rows * n, n,
                          rows * n);
         });
         launch_ew(dim3{NN / 256, L, 2}, 256, [&] {
@@ -532,7 +536,7 @@ int main() {
                 }
         }
         launch_cluster(dim3{CL, rows, 2}, CL_THREADS, [&] {
-            ks_inner_cl(P(ext2), P(key), M(acc2), PR(T), WPP(T.twi), WPP(T.ks_post), off, L, rows,
+            ks_inner_cl(P(ext2), P(key), M(acc2), PR(T), WPP(T.twi), POSTP(T.ks_post), off, L, rows,
                         2 * 9 * n, 9 * n, nullptr, 0, nullptr);
         });
         launch_ew(dim3{NN / 256, L, 2}, 256, [&] {
@@ -547,7 +551,7 @@ int main() {
         std::vector<unsigned> ks_ctr((size_t)2 * rows * 2, 0u);
         std::vector<u64> acc_g(acc2.size(), ~0ull);
         launch_cluster(dim3{CL, rows, 2}, GS_THREADS, [&] {
-            ks_inner_gs(P(ext2), P(key), M(acc_g), PR(T), WPP(T.twi), WPP(T.ks_post), off, L, rows,
+            ks_inner_gs(P(ext2), P(key), M(acc_g), PR(T), WPP(T.twi), POSTP(T.ks_post), off, L, rows,
                         2 * 9 * n, 9 * n, nullptr, 0, nullptr, ks_ctr.data());
         });
         expect_eq("key inner product + inverse NTT (global exchange)", acc_g, acc2);
@@ -564,7 +568,7 @@ int main() {
                 }
             std::vector<u64> acc3((size_t)2 * rows * NN, ~0ull), out3((size_t)2 * L * NN, ~0ull);
             launch_cluster(dim3{CL, rows, 2}, CL_THREADS, [&] {
-                ks_inner_cl(P(ext2), P(key), M(acc3), PR(T), WPP(T.twi), WPP(T.ks_post), off, L,
+                ks_inner_cl(P(ext2), P(key), M(acc3), PR(T), WPP(T.twi), POSTP(T.ks_post), off, L,
                             rows, 2 * 9 * n, 9 * n, P(addn), (u64)L * n, P(T.padd));
             });
             launch_ew(dim3{NN / 256, L, 2}, 256, [&] {
@@ -574,7 +578,7 @@ int main() {
                       want);
             std::vector<u64> acc3g(acc3.size(), ~0ull);
             launch_cluster(dim3{CL, rows, 2}, GS_THREADS, [&] {
-                ks_inner_gs(P(ext2), P(key), M(acc3g), PR(T), WPP(T.twi), WPP(T.ks_post), off, L,
+                ks_inner_gs(P(ext2), P(key), M(acc3g), PR(T), WPP(T.twi), POSTP(T.ks_post), off, L,
                             rows, 2 * 9 * n, 9 * n, P(addn), (u64)L * n, P(T.padd), ks_ctr.data());
             });
             expect_eq("relinearize inner product, rows added times P (global exchange)", acc3g,

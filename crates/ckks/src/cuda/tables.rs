@@ -46,12 +46,14 @@ pub struct DeviceTables {
     pub twi: Vec<u64>,
     /// `(1, floor(2^64/q))` per prime: reduction of an arbitrary word (forward NTT pre-step).
     pub reduce: Vec<u64>,
-    /// `(N^-1, shoup)` per prime: the inverse NTT's final scaling.
+    /// The inverse NTT's final scaling `N^-1` per prime, as a `struct Post` of two Shoup
+    /// pairs: `(c, shoup)` and `(c * w1, shoup)` with `c = N^-1` and `w1` the inverse table's
+    /// entry 1 (the last stage's one twiddle, which the `*_gs` kernels fold the scaling into).
     pub n_inv: Vec<u64>,
     /// `(2^64 mod q, shoup)` per prime: turns a Montgomery (R = 2^64) product into `a*b mod q`.
     pub mont_fix: Vec<u64>,
-    /// `(N^-1 * 2^64 mod q, shoup)`: inverse NTT scaling of key-switch accumulators (their
-    /// products are left with the 2^-64 Montgomery factor).
+    /// `c = N^-1 * 2^64 mod q` in the layout of [`DeviceTables::n_inv`]: inverse NTT scaling
+    /// of key-switch accumulators (their products are left with the 2^-64 Montgomery factor).
     pub ks_post: Vec<u64>,
     /// `(P^-1 mod q_i, shoup)` for Q ids; zero for P ids.
     pub p_inv: Vec<u64>,
@@ -67,6 +69,13 @@ pub struct DeviceTables {
 fn pair(out: &mut Vec<u64>, w: u64, q: u64) {
     out.push(w);
     out.push(shoup(w, q));
+}
+
+/// A `struct Post` of `kernels/ckks.cu`: the scaling constant `c` and `c * w1` (`w1` the last
+/// inverse stage's twiddle), each with its Shoup companion.
+fn post(out: &mut Vec<u64>, m: &Modulus, c: u64, w1: u64) {
+    pair(out, c, m.value());
+    pair(out, m.mul(c, w1), m.value());
 }
 
 impl DeviceTables {
@@ -95,10 +104,11 @@ impl DeviceTables {
                 pair(&mut twi, wi, q);
             }
             pair(&mut reduce, 1, q);
-            pair(&mut n_inv, t.n_inv(), q);
+            let w1 = t.inverse_twiddles()[1];
+            post(&mut n_inv, m, t.n_inv(), w1);
             let fix = two_64_mod(q);
             pair(&mut mont_fix, fix, q);
-            pair(&mut ks_post, m.mul(t.n_inv(), fix), q);
+            post(&mut ks_post, m, m.mul(t.n_inv(), fix), w1);
             if id < nq {
                 let p = moduli[nq..]
                     .iter()
@@ -229,10 +239,17 @@ mod tests {
                 assert_eq!(w, tab.twiddles()[k]);
                 assert_eq!(t.twf[(id * KERNEL_N + k) * 2 + 1], shoup(w, q));
             }
-            let ks = t.ks_post[2 * id];
+            let ks = t.ks_post[4 * id];
             // ks_post * 2^-64 == N^-1
             let r = mont_model(ks, 1, q, neg_inv_mod_2_64(q));
             assert_eq!(r, tab.n_inv());
+            // The Post layout: (c, shoup, c * w1, shoup), w1 the inverse table's entry 1.
+            let w1 = tab.inverse_twiddles()[1];
+            assert_eq!(&t.n_inv[4 * id..4 * id + 2], &[tab.n_inv(), shoup(tab.n_inv(), q)]);
+            let f = mul_mod_u64(tab.n_inv(), w1, q);
+            assert_eq!(&t.n_inv[4 * id + 2..4 * id + 4], &[f, shoup(f, q)]);
+            assert_eq!(t.ks_post[4 * id + 2], mul_mod_u64(ks, w1, q));
+            assert_eq!(t.ks_post[4 * id + 3], shoup(t.ks_post[4 * id + 2], q));
         }
         // P^-1 mod q0 times P mod q0 is one
         let pinv = t.p_inv[0];
