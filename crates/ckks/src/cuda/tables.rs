@@ -245,7 +245,10 @@ mod tests {
             assert_eq!(r, tab.n_inv());
             // The Post layout: (c, shoup, c * w1, shoup), w1 the inverse table's entry 1.
             let w1 = tab.inverse_twiddles()[1];
-            assert_eq!(&t.n_inv[4 * id..4 * id + 2], &[tab.n_inv(), shoup(tab.n_inv(), q)]);
+            assert_eq!(
+                &t.n_inv[4 * id..4 * id + 2],
+                &[tab.n_inv(), shoup(tab.n_inv(), q)]
+            );
             let f = mul_mod_u64(tab.n_inv(), w1, q);
             assert_eq!(&t.n_inv[4 * id + 2..4 * id + 4], &[f, shoup(f, q)]);
             assert_eq!(t.ks_post[4 * id + 2], mul_mod_u64(ks, w1, q));
