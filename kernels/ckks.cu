@@ -1395,16 +1395,22 @@ GS_KERNEL ntt_fwd_gs(NTT_FWD_PARAMS, unsigned* sync_ctr) {
 // and store once it is CL. Those items have consecutive tickets, so only the limb at the
 // ticket frontier can be partly taken, and every other waiting limb has all its items running:
 // no deadlock with at least CL blocks.
+// While a block runs a column item, its thread 0 already takes the next ticket (the atomic's
+// round trip to L2 hides behind the item): the ticket held is then either a column item (which
+// waits for nothing) or a row item whose holder waits for nothing until it starts it, so the
+// arguments above still hold. A row item takes its successor only when done (holding a row
+// item of its own limb while waiting for that limb's loads would deadlock).
 // The last block to leave (qs[1] counts them) zeroes qs for the next launch on its stream.
 // qs: 2 + 2 * limbs_y * limbs_z words, zero at the launch. Grid (blocks >= CL, 1, 1),
 // GS_THREADS threads.
 GS_KERNEL2 ntt_fwd_gq(NTT_FWD_PARAMS, uint32_t limbs_y, uint32_t limbs_z, unsigned* qs) {
     CL_SHARED(s);
     const uint32_t limbs = limbs_y * limbs_z, items = CL * limbs;
+    unsigned next = ~0u;  // thread 0: the ticket taken ahead, if any
     for (;;) {
         // The ticket through the tile (word 0): read by all after the barrier, and the tile is
         // written again only after the second one.
-        if (threadIdx.x == 0) s[0] = atomicAdd(&qs[0], 1u);
+        if (threadIdx.x == 0) s[0] = next != ~0u ? next : atomicAdd(&qs[0], 1u);
         __syncthreads();
         const uint32_t ticket = (uint32_t)s[0];
         __syncthreads();
@@ -1413,7 +1419,9 @@ GS_KERNEL2 ntt_fwd_gq(NTT_FWD_PARAMS, uint32_t limbs_y, uint32_t limbs_z, unsign
         const uint32_t i = rows ? ticket - items : ticket, limb = i / CL;
         const uint3 at = {i % CL, limb % limbs_y, limb / limbs_y};
         unsigned* arrived = &qs[2 + limb];
+        next = ~0u;
         if (!rows) {
+            if (threadIdx.x == 0) next = atomicAdd(&qs[0], 1u);
             ntt_fwd_entry<3>(s, at, NTT_FWD_ARGS);
             __syncthreads();
             if (threadIdx.x == 0) {

@@ -228,14 +228,17 @@ int main(int argc, char** argv) {
                             &a.rows, &a.kds, &a.kcs, &a.addn, &a.addn_cs, &a.padd, &c};
             return cudaLaunchCooperativeKernel((void*)ks_inner_gs, dim3(8, 9, 2),
                                                dim3(GS_THREADS), args, 0, st);
-        } else if (which == 14) {
+        } else if (which == 14 || which == 16 || which == 17) {
             // The ModUp of row 6 as a work queue (ntt_fwd_gq, one wave of 2 blocks per SM, the
-            // automorphism as an output permutation); the queue state comes back zeroed.
+            // automorphism as an output permutation); the queue state comes back zeroed. 16:
+            // without the automorphism (lift and pre-step kept), 17: a plain forward NTT of
+            // the same 72 limbs (as rows 9 and 10 for the cluster ModUp).
             const u64* c1 = src + (u64)limbs * NN;
             u64* ext = ks_ext;
-            uint32_t g = ks_ginv, one = 1, ly = 9, lz = 8;
+            uint32_t g = which == 14 ? ks_ginv : 0, one = which == 17 ? 0 : 1, ly = 9, lz = 8;
+            const WP* pre = which == 17 ? nullptr : dpost;
             u64 zero = 0, n = NN, rn = 9ull * NN;
-            void* args[] = {&c1, &ext, &dp, &dtw, &dpost, &off, &zero, &n, &n, &rn,
+            void* args[] = {&c1, &ext, &dp, &dtw, &pre, &off, &zero, &n, &n, &rn,
                             &mode, &g, &soff, &one, &ly, &lz, &gq_state};
             int bps = 0, sms = 0;
             cudaOccupancyMaxActiveBlocksPerMultiprocessor(&bps, (void*)ntt_fwd_gq, GS_THREADS, 0);
@@ -270,7 +273,8 @@ int main(int argc, char** argv) {
     };
     const char* names[] = {"fwd", "inv", "copy", "nop", "fwd-plain", "fwd-clr", "ks-modup",
                            "ks-inner", "ks-moddown", "modup-noaut", "modup-raw", "ks-chain",
-                           "ks-inner-gs", "ks-chain-gs", "ks-modup-gq", "ks-chain-gq"};
+                           "ks-inner-gs", "ks-chain-gs", "ks-modup-gq", "ks-chain-gq",
+                           "modup-gq-noaut", "modup-gq-raw"};
     // Rows 11, 13 and 15: the three key-switching kernels back to back on one key, as rotate
     // runs them (ModUp by clusters and the inner product by ks_inner_cl; the same with
     // ks_inner_gs; the ModUp as a queue and ks_inner_gs).
@@ -311,7 +315,7 @@ int main(int argc, char** argv) {
         cudaOccupancyMaxActiveBlocksPerMultiprocessor(&bps, (void*)ks_inner_cl, 512, 0);
         printf("ks_inner_cl blocks per SM %d\n", bps);
     }
-    for (int which = 0; which < 16; which++) {
+    for (int which = 0; which < 18; which++) {
         if (limbs != 8 && which >= 6) break;
         for (int i = 0; i < 50; i++) CK(run(which, i % sets));
         CK(cudaStreamSynchronize(st));
