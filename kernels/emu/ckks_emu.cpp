@@ -428,6 +428,10 @@ int main() {
         for (u64 x = 1; x < 2 * NN; x += 2)
             if (g * x % (2 * NN) == 1) ginv = x;
         auto ct = random_rows(2, L, off);
+        // The largest residues of each digit (c1's limbs), which a ModUp into a smaller target
+        // prime must reduce (q7 -> P here: q7 - 1 - k lies in [P, q7)).
+        for (unsigned j = 0; j < L; j++)
+            for (unsigned k = 0; k < 32; k++) ct[((size_t)L + j) * NN + k] = QS[off + j] - 1 - k;
         auto add1 = random_rows(1, L, off);
         // key [8][2][9][N], random canonical per row prime
         std::vector<u64> key((size_t)8 * 2 * 9 * NN);
