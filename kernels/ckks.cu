@@ -1301,11 +1301,6 @@ __device__ __forceinline__ void ntt_fwd_entry(
     u64* dst = out + z * out_zs + y * out_ys;
     const u64 src_q = primes[src_off + (src_by_z ? z : y)].q;
     const u64 src_q_mod = reduce64(src_q, p);
-    // A ModUp digit word is canonical mod src_q: with the plain reduction as pre-step (w = 1)
-    // and src_q < 2q, x mod q is one conditional subtraction (63 of the 72 limbs at level 0:
-    // every 40-bit digit into every target) instead of a Shoup product. Not on the cluster
-    // kernels (V < 2, the fallback), whose 40-register budget it would push into a spill.
-    const bool lift_sub = V >= 2 && src_by_z != 0 && pw.w == 1 && src_q < 2 * p.q;
     // A ModUp through sigma_g on the cluster kernels and ntt_fwd_gq reads the digit as it is
     // and applies sigma_g to the NTT output instead (a permutation of slots, aut_ntt's): the
     // balanced lift commutes with sigma_g's negations (q odd), so the words are those of the
@@ -1325,7 +1320,7 @@ __device__ __forceinline__ void ntt_fwd_entry(
         } else {
             x = src[pos];
         }
-        u64 r = lift_sub ? csub(x, p.q) : shoup(x, pw.w, pw.wp, p.q);
+        u64 r = shoup(x, pw.w, pw.wp, p.q);
         if (src_by_z && x > src_q / 2) r = submod(r, src_q_mod, p.q);
         return r;
     };
