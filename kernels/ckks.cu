@@ -1057,13 +1057,17 @@ __device__ __forceinline__ void fwd8(u64 (&x)[8], const Tw7& w, u64 q) {
 #pragma unroll
     for (int e = 0; e < 8; e += 2) ct_bfly(x[e], x[e + 1], w.w2[e >> 1], q);
 }
-// Inverse radix-8 round: stages pairing e with e + 1, e + 2, e + 4.
-__device__ __forceinline__ void inv8(u64 (&x)[8], const Tw7& w, u64 q) {
+// The first two stages of an inverse radix-8 round: pairing e with e + 1, then e + 2.
+__device__ __forceinline__ void inv8_first2(u64 (&x)[8], const Tw7& w, u64 q) {
 #pragma unroll
     for (int e = 0; e < 8; e += 2) gs_bfly(x[e], x[e + 1], w.w2[e >> 1], q);
 #pragma unroll
     for (int e = 0; e < 8; e++)
         if ((e & 2) == 0) gs_bfly(x[e], x[e + 2], w.w1[e >> 2], q);
+}
+// Inverse radix-8 round: stages pairing e with e + 1, e + 2, e + 4.
+__device__ __forceinline__ void inv8(u64 (&x)[8], const Tw7& w, u64 q) {
+    inv8_first2(x, w, q);
 #pragma unroll
     for (int e = 0; e < 4; e++) gs_bfly(x[e], x[e + 4], w.w0, q);
 }
@@ -1071,12 +1075,7 @@ __device__ __forceinline__ void inv8(u64 (&x)[8], const Tw7& w, u64 q) {
 // last stage, canonical out: (x + y) * c and (x - y) * w1 * c as one Shoup product each (the
 // sums are < 4q, inside Shoup's input range), instead of the stage's product and two scalings.
 __device__ __forceinline__ void inv8_last(u64 (&x)[8], const WP* tw, const Post& c, u64 q) {
-    Tw7 w = tw7(tw, 1);
-#pragma unroll
-    for (int e = 0; e < 8; e += 2) gs_bfly(x[e], x[e + 1], w.w2[e >> 1], q);
-#pragma unroll
-    for (int e = 0; e < 8; e++)
-        if ((e & 2) == 0) gs_bfly(x[e], x[e + 2], w.w1[e >> 2], q);
+    inv8_first2(x, tw7(tw, 1), q);
     const u64 two_q = 2 * q;
 #pragma unroll
     for (int e = 0; e < 4; e++) {
