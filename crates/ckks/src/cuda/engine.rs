@@ -957,9 +957,8 @@ impl CudaEngine {
             OP,
             dev.get_attribute(cust::device::DeviceAttribute::MultiprocessorCount),
         )?;
-        let mut gs_capacity = u32::MAX;
-        let mut gq_blocks = 0;
-        for k in [K::NttFwdGs, K::NttInvGs, K::KsInnerGs, K::NttFwdGq] {
+        // Blocks of kernel `k` (GS_THREADS threads) the device holds at once (0 if unknown).
+        let wave = |k: K| {
             let mut per_sm: i32 = 0;
             // SAFETY: a valid kernel handle of the loaded module and a valid out-pointer.
             let rc = unsafe {
@@ -970,17 +969,18 @@ impl CudaEngine {
                     0,
                 )
             };
-            let blocks = if rc == cust::sys::cudaError_enum::CUDA_SUCCESS {
+            if rc == cust::sys::cudaError_enum::CUDA_SUCCESS {
                 u32::try_from(per_sm.max(0) * sms.max(0)).unwrap_or(0)
             } else {
                 0
-            };
-            if k == K::NttFwdGq {
-                gq_blocks = blocks;
-            } else {
-                gs_capacity = gs_capacity.min(blocks);
             }
-        }
+        };
+        let gs_capacity = [K::NttFwdGs, K::NttInvGs, K::KsInnerGs]
+            .into_iter()
+            .map(wave)
+            .min()
+            .unwrap_or(0);
+        let gq_blocks = wave(K::NttFwdGq);
         Ok(Self {
             device,
             kernels,
@@ -2412,7 +2412,10 @@ impl CudaEngine {
         let kernels = self.ntt_kernels();
         let inner_args = inner(twi, dev_ptr(&self.ks_post));
         let global = kernels == NttKernels::GlobalSync;
-        let clustered = ((global
+        // ModUp, then the inner product: each on its GlobalSync kernel when it runs, else on
+        // the cluster kernel; `false` when neither ran (the two-pass kernels below then redo
+        // the whole switch).
+        let modup_done = (global
             && self.launch_gq(op, (rows as u32, limbs as u32), stream, &modup)?)
             || self.launch_cluster(
                 op,
@@ -2420,7 +2423,8 @@ impl CudaEngine {
                 (rows as u32, limbs as u32),
                 stream,
                 &modup,
-            )?)
+            )?;
+        let clustered = modup_done
             && ((global
                 && self.launch_gs(op, K::KsInnerGs, (rows as u32, 2), stream, &inner_args)?)
                 || self.launch_cluster(
