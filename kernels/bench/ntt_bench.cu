@@ -178,6 +178,31 @@ int main(int argc, char** argv) {
         const u64* padd = nullptr;
     };
     int region = 0;
+    // pdl_now: rows 22 / 23 launch the inner product and ModDown (12, 8) with programmatic
+    // stream serialization (PDL); the kernels wait on griddepcontrol.wait (variant pdl).
+    bool pdl_now = false;
+    auto go = [&](void* f, dim3 g, dim3 b, void** args, bool coop) -> cudaError_t {
+        if (!pdl_now)
+            return coop ? cudaLaunchCooperativeKernel(f, g, b, args, 0, st)
+                        : cudaLaunchKernel(f, g, b, args, 0, st);
+        cudaLaunchConfig_t cfg = {};
+        cfg.gridDim = g;
+        cfg.blockDim = b;
+        cfg.stream = st;
+        cudaLaunchAttribute at[2];
+        int n = 0;
+        at[n].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+        at[n].val.programmaticStreamSerializationAllowed = 1;
+        n++;
+        if (coop) {
+            at[n].id = cudaLaunchAttributeCooperative;
+            at[n].val.cooperative = 1;
+            n++;
+        }
+        cfg.attrs = at;
+        cfg.numAttrs = n;
+        return cudaLaunchKernelExC(&cfg, f, args);
+    };
     auto launch = [&](int which, int set) -> cudaError_t {
         const u64* src = in + (size_t)set * words;
         u64* dst = out + (size_t)set * words;
@@ -230,8 +255,7 @@ int main(int argc, char** argv) {
             KsArgs a{ks_key + (u64)(set % 4) * ks_key_words};
             void* args[] = {&ks_ext, &a.key, &ks_acc, &dp, &dtw, &dpostf, &off, &a.digits,
                             &a.rows, &a.kds, &a.kcs, &a.addn, &a.addn_cs, &a.padd, &c};
-            return cudaLaunchCooperativeKernel((void*)ks_inner_gs, dim3(8, 9, 2),
-                                               dim3(GS_THREADS), args, 0, st);
+            return go((void*)ks_inner_gs, dim3(8, 9, 2), dim3(GS_THREADS), args, true);
         } else if (which == 14 || which == 16 || which == 17) {
             // The ModUp of row 6 as a work queue (ntt_fwd_gq, one wave of 2 blocks per SM, the
             // automorphism as an output permutation); the queue state comes back zeroed. 16:
@@ -249,14 +273,21 @@ int main(int argc, char** argv) {
             cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0);
             const int blocks = std::min(8 * 72, bps * sms);
             return cudaLaunchKernel((void*)ntt_fwd_gq, dim3(blocks), dim3(GS_THREADS), args, 0, st);
+        } else if (which == 18) {
+            // The ciphertext's forward NTT (as row 0) by the work queue ntt_fwd_gq with a plain
+            // launch (deadlock-free at any grid of at least CL blocks): one item pair per block.
+            uint32_t ly = limbs, lz = comps;
+            void* args[] = {&src, &dst, &dp, &dtw, &nopre, &off, &ys, &zs, &ys, &zs,
+                            &mode, &ginv, &soff, &sbz, &ly, &lz, &gq_state};
+            return cudaLaunchKernel((void*)ntt_fwd_gq, dim3(8 * limbs * comps), dim3(GS_THREADS),
+                                    args, 0, st);
         } else if (which == 8) {
             // ModDown + adds: ks_moddown, grid (N / 256, limbs, 2).
             uint32_t L = limbs, g = 11;
             const u64* a0 = src;
             const u64* a1 = nullptr;
             void* args[] = {&ks_acc, &a0, &a1, &dst, &dp, &dpost, &off, &L, &g};
-            return cudaLaunchKernel((void*)ks_moddown, dim3(NN / 256, limbs, 2), dim3(256), args,
-                                    0, st);
+            return go((void*)ks_moddown, dim3(NN / 256, limbs, 2), dim3(256), args, false);
         } else if (which == 9 || which == 10) {
             // ModUp without the automorphism (9: lift and pre-step kept; 10: a plain forward
             // NTT of the same 72 limbs, no pre-step): what the gather and the lift cost.
@@ -278,11 +309,58 @@ int main(int argc, char** argv) {
     const char* names[] = {"fwd", "inv", "copy", "nop", "fwd-plain", "fwd-clr", "ks-modup",
                            "ks-inner", "ks-moddown", "modup-noaut", "modup-raw", "ks-chain",
                            "ks-inner-gs", "ks-chain-gs", "ks-modup-gq", "ks-chain-gq",
-                           "modup-gq-noaut", "modup-gq-raw"};
+                           "modup-gq-noaut", "modup-gq-raw", "fwd-gq", "chain-g1",
+                           "chain-g3", "fwd-g1", "chain-pdl", "chain-pdl-g"};
     // Rows 11, 13 and 15: the three key-switching kernels back to back on one key, as rotate
     // runs them (ModUp by clusters and the inner product by ks_inner_cl; the same with
     // ks_inner_gs; the ModUp as a queue and ks_inner_gs).
+    // Rows 19-23: how launches are submitted. 19: the gq chain (row 15) as three one-node
+    // graphs (the engine's way); 20: the same chain as one three-node graph; 21: the forward
+    // NTT (row 0) as a one-node graph; 22: the chain by stream launches, the inner product and
+    // ModDown with PDL; 23: row 22 captured into one graph (programmatic edges).
+    std::vector<cudaGraphExec_t> graphs(64, nullptr);
+    auto capture = [&](int slot, auto body) -> cudaError_t {
+        if (graphs[slot]) return cudaGraphLaunch(graphs[slot], st);
+        cudaGraph_t g;
+        cudaError_t e = cudaStreamBeginCapture(st, cudaStreamCaptureModeThreadLocal);
+        if (e != cudaSuccess) return e;
+        cudaError_t eb = body();
+        e = cudaStreamEndCapture(st, &g);
+        if (eb != cudaSuccess) return eb;
+        if (e != cudaSuccess) return e;
+        e = cudaGraphInstantiate(&graphs[slot], g, 0);
+        if (e != cudaSuccess) return e;
+        return cudaGraphLaunch(graphs[slot], st);
+    };
+    auto chain = [&](int set) -> cudaError_t {
+        cudaError_t e = launch(14, set);
+        if (e == cudaSuccess) e = launch(12, set);
+        if (e == cudaSuccess) e = launch(8, set);
+        return e;
+    };
     auto run = [&](int which, int set) -> cudaError_t {
+        if (which == 19) {
+            const int ks[3] = {14, 12, 8};
+            for (int i = 0; i < 3; i++) {
+                cudaError_t e = capture(set * 3 + i, [&] { return launch(ks[i], set); });
+                if (e != cudaSuccess) return e;
+            }
+            return cudaSuccess;
+        }
+        if (which == 20) return capture(16 + set, [&] { return chain(set); });
+        if (which == 21) return capture(24 + set, [&] { return launch(0, set); });
+        if (which == 22 || which == 23) {
+            auto body = [&]() -> cudaError_t {
+                cudaError_t e = launch(14, set);
+                pdl_now = true;
+                if (e == cudaSuccess) e = launch(12, set);
+                if (e == cudaSuccess) e = launch(8, set);
+                pdl_now = false;
+                return e;
+            };
+            if (which == 22) return body();
+            return capture(32 + set, body);
+        }
         if (which != 11 && which != 13 && which != 15) return launch(which, set);
         cudaError_t e = launch(which == 15 ? 14 : 6, set);
         if (e == cudaSuccess) e = launch(which == 11 ? 7 : 12, set);
@@ -319,8 +397,10 @@ int main(int argc, char** argv) {
         cudaOccupancyMaxActiveBlocksPerMultiprocessor(&bps, (void*)ks_inner_cl, 512, 0);
         printf("ks_inner_cl blocks per SM %d\n", bps);
     }
-    for (int which = 0; which < 18; which++) {
-        if (limbs != 8 && which >= 6) break;
+    for (int which = 0; which < 24; which++) {
+        if (limbs != 8 && which >= 6 && which != 18) continue;
+        if (which == 22 && !getenv("PDL")) continue;
+        if (which == 23 && !getenv("PDL")) continue;
         for (int i = 0; i < 50; i++) CK(run(which, i % sets));
         CK(cudaStreamSynchronize(st));
         const int burst = 400;
@@ -355,9 +435,19 @@ int main(int argc, char** argv) {
         };
         // ks-modup and ks-modup-gq (6, 14: ks_ext) must agree, and so must ks-inner and
         // ks-inner-gs (7, 12: ks_acc).
-        const int kinds[7] = {0, 1, 6, 14, 7, 12, 8};
+        const int kinds[8] = {0, 18, 1, 6, 14, 7, 12, 8};
+        // The chains' ModDown outputs (rows 15, 19, 20, 22, 23) must agree.
+        for (int w : {15, 19, 20, 22, 23}) {
+            if (limbs != 8 || ((w == 22 || w == 23) && !getenv("PDL"))) continue;
+            CK(cudaMemset(out, 0, words * 8));
+            CK(run(w, 0));
+            CK(cudaStreamSynchronize(st));
+            std::vector<u64> v(words);
+            CK(cudaMemcpy(v.data(), out, words * 8, cudaMemcpyDeviceToHost));
+            printf("hash %-11s %016llx\n", names[w], hash(v));
+        }
         for (int w : kinds) {
-            if (limbs != 8 && w >= 6) break;
+            if (limbs != 8 && w >= 6 && w != 18) continue;
             CK(launch(w, 0));
             CK(cudaStreamSynchronize(st));
             const bool acc = w == 7 || w == 12;

@@ -19,6 +19,12 @@ variants = {
     "base": src,
     "rel": src.replace(FENCE, REL),
     "nofence": src.replace(FENCE, "        atomicAdd(&ctr[0], 1u);\n"),
+    # acqrel: the limb barrier's fence as fence.acq_rel.gpu (MEMBAR.ALL.GPU) instead of
+    # __threadfence()'s fence.sc.gpu (MEMBAR.SC.GPU); still a release pattern with the atomic.
+    "acqrel": src.replace(
+        FENCE,
+        '        asm volatile("fence.acq_rel.gpu;" ::: "memory");\n        atomicAdd(&ctr[0], 1u);\n',
+    ),
     "nosync": src.replace(
         SYNC_BODY,
         "__device__ __forceinline__ void limb_sync(unsigned* ctr, unsigned target) { (void)ctr; (void)target; __syncthreads(); }\n",
@@ -75,6 +81,120 @@ variants["timed"] = timed
 # mupf / mupfks (the ModUp asking L2 for the key rows, alone and with kspf) and mdrows (ModDown
 # with one thread per coefficient over all rows) were measured slower and removed; their text
 # and the harness arguments they need are in commit 94e08e4 (docs/perf.md, 07:30 summary).
+
+# twpre: the *_gs kernels load their second phase's twiddles into registers before the limb
+# barrier (they wait there anyway), instead of after each of the phase's block barriers.
+FWD_GS = """    gs_fwd_cols(s, tw, q, load, tdst, blockIdx.x);
+    limb_sync(ctr, target);  // every column of the limb is in tdst
+    gs_fwd_rows(s, tw, q, store2, tdst, blockIdx.x);
+"""
+FWD_GS_PRE = """    gs_fwd_cols(s, tw, q, load, tdst, blockIdx.x);
+    const uint32_t k_ = blockIdx.x, lo_ = threadIdx.x % 16, hi_ = threadIdx.x / 16;
+    const uint32_t row_ = k_ * CL_LINES + hi_;
+    const Tw7 t1 = tw7(tw, SUB + row_);
+    const Tw7 t2 = tw7(tw, (SUB + k_ * CL_LINES + lo_) * 8 + (hi_ >> 1));
+    WP t3[4];
+#pragma unroll
+    for (int i = 0; i < 4; i++) t3[i] = ldwp(tw + (SUB + row_) * 64 + lo_ + 16 * i);
+    limb_sync(ctr, target);  // every column of the limb is in tdst
+    gs_fwd_rows_pre(s, q, store2, tdst, blockIdx.x, t1, t2, t3);
+"""
+ROWS_END = "// Both phases by block k = blockIdx.x, the blocks of the limb meeting on ctr in between"
+ROWS_PRE = """template <class Store2>
+__device__ __forceinline__ void gs_fwd_rows_pre(u64* s, u64 q, Store2 store2, const u64* tdst,
+                                                uint32_t k, const Tw7& t1, const Tw7& t2,
+                                                const WP (&t3)[4]) {
+    const uint32_t tid = threadIdx.x;
+    const uint32_t lo = tid % 16, hi = tid / 16, ah = hi >> 1, b0 = hi & 1;
+    u64 x[8];
+    const uint32_t row = k * CL_LINES + hi;
+#pragma unroll
+    for (int e = 0; e < 8; e++) x[e] = ldcg(tdst + row * SUB + lo + 16 * e);
+    fwd8(x, t1, q);
+#pragma unroll
+    for (int e = 0; e < 8; e++) s[gs_rw(hi, lo + 16 * e)] = x[e];
+    __syncthreads();
+    {
+        u64 y[8];
+#pragma unroll
+        for (int e = 0; e < 8; e++) y[e] = s[gs_rw(lo, ah * 16 + 2 * e + b0)];
+        fwd8(y, t2, q);
+#pragma unroll
+        for (int e = 0; e < 8; e++) s[gs_rw(lo, ah * 16 + 2 * e + b0)] = y[e];
+    }
+    __syncthreads();
+#pragma unroll
+    for (int i = 0; i < 4; i++) {
+        const uint32_t b = 2 * (lo + 16 * i);
+        u64 x0, x1;
+        ld2sh(s + (gs_rw(hi, b) & ~1u), x0, x1);
+        if (hi >= 8) {
+            const u64 t = x0;
+            x0 = x1;
+            x1 = t;
+        }
+        ct_bfly(x0, x1, t3[i], q);
+        x0 = csub(x0, 2 * q);
+        x1 = csub(x1, 2 * q);
+        store2(row * SUB + b, csub(x0, q), csub(x1, q));
+    }
+}
+"""
+INV_GS = """    limb_sync(ctr, target);  // every row of the limb is in tdst
+    {
+        const uint32_t col = k * CL_LINES + lo;
+        u64 x[8];
+        // Round 1: a bit 0, pairs a = 2 (hi + 16i).
+#pragma unroll
+        for (int i = 0; i < 4; i++) {
+            const uint32_t a = 2 * (hi + 16 * i);
+            u64 x0 = ldcg(tdst + a * SUB + col), x1 = ldcg(tdst + (a + 1) * SUB + col);
+            gs_bfly(x0, x1, ldwp(tw + 64 + a / 2), q);"""
+INV_GS_PRE = """    WP c1_[4];
+#pragma unroll
+    for (int i = 0; i < 4; i++) c1_[i] = ldwp(tw + 64 + hi + 16 * i);
+    const Tw7 c2_ = tw7(tw, 8 + ah);
+    limb_sync(ctr, target);  // every row of the limb is in tdst
+    {
+        const uint32_t col = k * CL_LINES + lo;
+        u64 x[8];
+        // Round 1: a bit 0, pairs a = 2 (hi + 16i).
+#pragma unroll
+        for (int i = 0; i < 4; i++) {
+            const uint32_t a = 2 * (hi + 16 * i);
+            u64 x0 = ldcg(tdst + a * SUB + col), x1 = ldcg(tdst + (a + 1) * SUB + col);
+            gs_bfly(x0, x1, c1_[i], q);"""
+INV_MID = """        // Round 2: a bits 1..3 (a = 16 ah + 2e + b0).
+        gs_mid_round<false, false>(s, lo, ah, b0, tw, 8 + ah, q);
+        __syncthreads();
+        // Round 3: a bits 4..6 (a = hi + 16e), scaled by c."""
+INV_MID_PRE = """        // Round 2: a bits 1..3 (a = 16 ah + 2e + b0).
+        {
+            u64 y[8];
+#pragma unroll
+            for (int e = 0; e < 8; e++) y[e] = s[gs_cw(lo, ah * 16 + 2 * e + b0)];
+            inv8(y, c2_, q);
+#pragma unroll
+            for (int e = 0; e < 8; e++) s[gs_cw(lo, ah * 16 + 2 * e + b0)] = y[e];
+        }
+        __syncthreads();
+        // Round 3: a bits 4..6 (a = hi + 16e), scaled by c."""
+for a in (FWD_GS, ROWS_END, INV_GS, INV_MID):
+    assert src.count(a) == 1, a[:60]
+variants["twpre"] = (
+    src.replace(FWD_GS, FWD_GS_PRE)
+    .replace(ROWS_END, ROWS_PRE + ROWS_END)
+    .replace(INV_GS, INV_GS_PRE)
+    .replace(INV_MID, INV_MID_PRE)
+)
+
+# pdl: ks_inner_gs and ks_moddown wait for their predecessor grid (griddepcontrol.wait, a no-op
+# without a programmatic launch) so the harness can launch them with PDL (rows chain-pdl*).
+GDW = '    asm volatile("griddepcontrol.wait;" ::: "memory");\n'
+INNER = "GS_KERNEL2 ks_inner_gs(KS_INNER_PARAMS, unsigned* sync_ctr) {\n"
+MD = "                                      uint32_t prime_off, uint32_t L, uint32_t ginv) {\n"
+assert src.count(INNER) == 1 and src.count(MD) == 1
+variants["pdl"] = src.replace(INNER, INNER + GDW).replace(MD, MD + GDW)
 
 for name, text in variants.items():
     if name != "base" and text == src:
