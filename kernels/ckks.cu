@@ -51,6 +51,17 @@ struct Post {
     WP f;
 };
 
+// Programmatic dependent launch (PTX 7.8, sm_90): the kernels that the engine's chain graphs
+// start as programmatic dependents of the kernel before them (ntt_fwd_gq, ks_inner_gs,
+// ks_moddown) call this first, before any access to global memory: it returns once every
+// prerequisite grid has completed and its writes are visible, so such a kernel's blocks may
+// be launched while its predecessor drains. Without a programmatic edge it returns at once.
+__device__ __forceinline__ void grid_dep_wait() {
+#ifndef FHE_EMU
+    asm volatile("griddepcontrol.wait;" ::: "memory");
+#endif
+}
+
 __device__ __forceinline__ u64 shoup_lazy(u64 x, u64 w, u64 wp, u64 q) {
     u64 hi = __umul64hi(x, wp);
     return x * w - hi * q;  // in [0, 2q)
@@ -384,6 +395,7 @@ extern "C" __global__ void ks_moddown(const u64* __restrict__ acc, const u64* __
                                       const u64* __restrict__ add1, u64* __restrict__ out,
                                       const Prime* __restrict__ primes, const WP* __restrict__ pinv,
                                       uint32_t prime_off, uint32_t L, uint32_t ginv) {
+    grid_dep_wait();
     const uint32_t k = blockIdx.x * blockDim.x + threadIdx.x;
     const uint32_t i = blockIdx.y, c = blockIdx.z;
     const uint32_t pid = prime_off + i;
@@ -1404,6 +1416,7 @@ GS_KERNEL ntt_fwd_gs(NTT_FWD_PARAMS, unsigned* sync_ctr) {
 // GS_THREADS threads.
 GS_KERNEL2 ntt_fwd_gq(NTT_FWD_PARAMS, uint32_t limbs_y, uint32_t limbs_z, unsigned* qs) {
     CL_SHARED(s);
+    grid_dep_wait();
     const uint32_t limbs = limbs_y * limbs_z, items = CL * limbs;
     unsigned next = ~0u;  // thread 0: the ticket taken ahead, if any
     for (;;) {
@@ -1586,5 +1599,6 @@ __device__ __forceinline__ void ks_inner_entry(KS_INNER_PARAMS, unsigned* sync_c
     ext, key, acc, primes, twi, post, prime_off, digits, rows, key_ds, key_cs, addn, addn_cs, padd
 CL_KERNEL ks_inner_cl(KS_INNER_PARAMS) { ks_inner_entry<false>(KS_INNER_ARGS); }
 GS_KERNEL2 ks_inner_gs(KS_INNER_PARAMS, unsigned* sync_ctr) {
+    grid_dep_wait();
     ks_inner_entry<true>(KS_INNER_ARGS, sync_ctr);
 }

@@ -179,7 +179,7 @@ int main(int argc, char** argv) {
     };
     int region = 0;
     // pdl_now: rows 22 / 23 launch the inner product and ModDown (12, 8) with programmatic
-    // stream serialization (PDL); the kernels wait on griddepcontrol.wait (variant pdl).
+    // stream serialization (PDL); those kernels start with grid_dep_wait.
     bool pdl_now = false;
     auto go = [&](void* f, dim3 g, dim3 b, void** args, bool coop) -> cudaError_t {
         if (!pdl_now)
@@ -399,8 +399,6 @@ int main(int argc, char** argv) {
     }
     for (int which = 0; which < 24; which++) {
         if (limbs != 8 && which >= 6 && which != 18) continue;
-        if (which == 22 && !getenv("PDL")) continue;
-        if (which == 23 && !getenv("PDL")) continue;
         for (int i = 0; i < 50; i++) CK(run(which, i % sets));
         CK(cudaStreamSynchronize(st));
         const int burst = 400;
@@ -438,7 +436,7 @@ int main(int argc, char** argv) {
         const int kinds[8] = {0, 18, 1, 6, 14, 7, 12, 8};
         // The chains' ModDown outputs (rows 15, 19, 20, 22, 23) must agree.
         for (int w : {15, 19, 20, 22, 23}) {
-            if (limbs != 8 || ((w == 22 || w == 23) && !getenv("PDL"))) continue;
+            if (limbs != 8) continue;
             CK(cudaMemset(out, 0, words * 8));
             CK(run(w, 0));
             CK(cudaStreamSynchronize(st));

@@ -188,13 +188,8 @@ variants["twpre"] = (
     .replace(INV_MID, INV_MID_PRE)
 )
 
-# pdl: ks_inner_gs and ks_moddown wait for their predecessor grid (griddepcontrol.wait, a no-op
-# without a programmatic launch) so the harness can launch them with PDL (rows chain-pdl*).
-GDW = '    asm volatile("griddepcontrol.wait;" ::: "memory");\n'
-INNER = "GS_KERNEL2 ks_inner_gs(KS_INNER_PARAMS, unsigned* sync_ctr) {\n"
-MD = "                                      uint32_t prime_off, uint32_t L, uint32_t ginv) {\n"
-assert src.count(INNER) == 1 and src.count(MD) == 1
-variants["pdl"] = src.replace(INNER, INNER + GDW).replace(MD, MD + GDW)
+# pdl (griddepcontrol.wait in ks_inner_gs and ks_moddown for the harness's PDL rows, run 51)
+# became the kernels' own grid_dep_wait; see commit 9db1e1e.
 
 for name, text in variants.items():
     if name != "base" and text == src:

@@ -455,6 +455,12 @@ fn oplat_table_on_the_gpu() {
     table.push_str(&format!(
         "(rows without a suffix: NttKernels::{default:?}; /2pass two-pass, /cl512 8 x 512-thread clusters, /clpre the same with twiddles preloaded into registers; /pool without the engine's buffer recycling; /direct without launch graphs)\n"
     ));
+    table.push_str(&format!(
+        "chain graphs launched {}, programmatic edges built {}, graphs held {}\n",
+        gpu.chain_launches(),
+        gpu.programmatic_edges(),
+        gpu.graph_count()
+    ));
     eprintln!("{table}");
     if let Ok(out) = std::env::var("OUT") {
         let _ = std::fs::write(std::path::Path::new(&out).join("oplat_gpu.txt"), &table);

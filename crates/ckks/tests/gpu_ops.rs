@@ -192,9 +192,10 @@ fn freed_results_are_recycled_on_their_stream_only() {
     fx.gpu.set_recycling(true);
 }
 
-/// Launch graphs (decision 0505): with them on, every launch of an operation replays a graph
-/// and the words are the CPU's at several levels, on two streams, with repeated and changing
-/// arguments; with them off no launch goes through a graph and the words are the same.
+/// Launch graphs (decisions 0505, 0508): with them on, every launch of an operation replays a
+/// graph (the key switch's launches one chain graph) and the words are the CPU's at several
+/// levels, on two streams, with repeated and changing arguments; with them off no launch goes
+/// through a graph and the words are the same.
 #[test]
 fn graph_launches_replay_every_kernel_and_change_no_word() {
     let Some(fx) = fixture() else { return };
@@ -234,15 +235,19 @@ fn graph_launches_replay_every_kernel_and_change_no_word() {
                     u64::from(on),
                     "ntt L{level} ({label}): one launch"
                 );
-                let before = fx.gpu.graph_replays();
+                let (before, chains) = (fx.gpu.graph_replays(), fx.gpu.chain_launches());
                 fx.check(&format!("rotate L{level} ({label})"), &want_rot, || {
                     fx.gpu.rotate_with_key(&d, &dkey, &fx.stream)
                 });
-                let launched = fx.gpu.graph_replays() - before;
                 assert_eq!(
-                    launched,
-                    3 * u64::from(on),
-                    "rotate L{level} ({label}): three launches"
+                    fx.gpu.graph_replays(),
+                    before,
+                    "rotate L{level} ({label}): no one-node graph"
+                );
+                assert_eq!(
+                    fx.gpu.chain_launches() - chains,
+                    u64::from(on),
+                    "rotate L{level} ({label}): its three kernels as one chain graph"
                 );
             }
             let r = fx
@@ -256,6 +261,17 @@ fn graph_launches_replay_every_kernel_and_change_no_word() {
                 &want_rot,
             );
         }
+    }
+    // The chains hang the kernels that wait on their predecessor (ntt_fwd_gq, ks_inner_gs,
+    // ks_moddown) by programmatic edges where the driver has edge data (CUDA >= 12.3).
+    let driver = cust::CudaApiVersion::get().expect("driver version");
+    if (driver.major(), driver.minor()) >= (12, 3) {
+        assert!(
+            fx.gpu.programmatic_edges() > 0,
+            "driver {}.{}: chain graphs without programmatic edges",
+            driver.major(),
+            driver.minor()
+        );
     }
     // A loop over the same input whose results go back to the recycling bins launches the
     // same arguments every time from the second iteration on: those replay the graph as it is
@@ -402,6 +418,19 @@ fn multiply_and_relinearize_match_cpu() {
                 || fx.gpu.coefficient_domain_to_ntt_domain(&dc, &fx.stream),
             );
         });
+        // On the default kernels relinearize's four launches (d2's inverse NTT and the key
+        // switch) go out as one chain graph; on the two-pass kernels (six launches, more than
+        // a chain holds) they went out one by one above, with the same words.
+        fx.gpu.set_ntt_kernels(NttKernels::GlobalSync);
+        let chains = fx.gpu.chain_launches();
+        fx.check(&format!("relinearize L{level} (chain)"), &want, || {
+            fx.gpu.relinearize_with_key(&dp, &drlk, &fx.stream)
+        });
+        assert_eq!(
+            fx.gpu.chain_launches() - chains,
+            u64::from(fx.gpu.graph_launches()),
+            "relinearize L{level}: one chain graph when graph launches are on"
+        );
     }
 }
 

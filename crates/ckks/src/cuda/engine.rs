@@ -310,7 +310,7 @@ fn launch_raw(
     graphs: &graphs::LaunchGraphs,
     op: &'static str,
     kernel: Kernel,
-    name: &str,
+    name: &'static str,
     grid: (u32, u32, u32),
     block: u32,
     stream: &Stream,
@@ -319,14 +319,31 @@ fn launch_raw(
     launch_raw_as(graphs, op, kernel, name, grid, block, stream, args, false)
 }
 
+/// The kernels that start with `grid_dep_wait` (kernels/ckks.cu): in a chain graph they hang
+/// on the node before them by a programmatic edge.
+const GRID_WAIT_KERNELS: [&str; 3] = ["ntt_fwd_gq", "ks_inner_gs", "ks_moddown"];
+
+/// Pointers to the values of `args`, in order (the kernel-parameter array of a launch).
+fn arg_ptrs(args: &[Arg]) -> [*mut c_void; MAX_ARGS] {
+    let mut ptrs = [std::ptr::null_mut::<c_void>(); MAX_ARGS];
+    for (p, a) in ptrs.iter_mut().zip(args) {
+        *p = match a {
+            Arg::U64(v) => std::ptr::from_ref(v).cast_mut().cast::<c_void>(),
+            Arg::U32(v) => std::ptr::from_ref(v).cast_mut().cast::<c_void>(),
+        };
+    }
+    ptrs
+}
+
 /// [`launch_raw`], or a cooperative launch (`cuLaunchCooperativeKernel`: every block resident
-/// at once, or the launch fails without enqueueing anything).
+/// at once, or the launch fails without enqueueing anything). While the thread records a
+/// chain (`graphs::Recording`), the launch is recorded instead of enqueued.
 #[allow(clippy::too_many_arguments)]
 fn launch_raw_as(
     graphs: &graphs::LaunchGraphs,
     op: &'static str,
     kernel: Kernel,
-    name: &str,
+    name: &'static str,
     grid: (u32, u32, u32),
     block: u32,
     stream: &Stream,
@@ -339,13 +356,47 @@ fn launch_raw_as(
             reason: format!("{name} takes at most {MAX_ARGS} arguments"),
         });
     }
-    let mut ptrs = [std::ptr::null_mut::<c_void>(); MAX_ARGS];
-    for (p, a) in ptrs.iter_mut().zip(args) {
-        *p = match a {
-            Arg::U64(v) => std::ptr::from_ref(v).cast_mut().cast::<c_void>(),
-            Arg::U32(v) => std::ptr::from_ref(v).cast_mut().cast::<c_void>(),
-        };
+    let mut held = [Arg::U32(0); MAX_ARGS];
+    held[..args.len()].copy_from_slice(args);
+    if graphs::record(graphs::Node {
+        func: kernel.0,
+        name,
+        grid,
+        block,
+        cooperative,
+        waits: GRID_WAIT_KERNELS.contains(&name),
+        args: held,
+        len: args.len(),
+    }) {
+        return Ok(());
     }
+    launch_now(
+        graphs,
+        op,
+        kernel,
+        name,
+        grid,
+        block,
+        stream,
+        args,
+        cooperative,
+    )
+}
+
+/// Enqueues one launch now: through its launch graph, else directly.
+#[allow(clippy::too_many_arguments)]
+fn launch_now(
+    graphs: &graphs::LaunchGraphs,
+    op: &'static str,
+    kernel: Kernel,
+    name: &'static str,
+    grid: (u32, u32, u32),
+    block: u32,
+    stream: &Stream,
+    args: &[Arg],
+    cooperative: bool,
+) -> Result<()> {
+    let mut ptrs = arg_ptrs(args);
     let rc = if let Some(rc) = graphs.launch(
         kernel.0,
         grid,
@@ -1099,6 +1150,20 @@ impl CudaEngine {
         self.graphs.replays()
     }
 
+    /// How many chain graphs (an operation's dependent launches as one graph: the key switch
+    /// of rotate and relinearize, decision 0508) were launched since the engine was made.
+    #[must_use]
+    pub fn chain_launches(&self) -> u64 {
+        self.graphs.chain_replays()
+    }
+
+    /// How many programmatic edges (programmatic dependent launch) the chain graphs built so
+    /// far hold: 0 on a driver older than CUDA 12.3, where chains use full edges only.
+    #[must_use]
+    pub fn programmatic_edges(&self) -> u64 {
+        self.graphs.programmatic_edges()
+    }
+
     /// How many launch graphs the engine holds (at most 8 per kernel, grid and stream; each
     /// replays the argument list of its last launch without an update).
     #[must_use]
@@ -1278,6 +1343,51 @@ impl CudaEngine {
             Err(CudaBackendError::Launch { .. }) => Ok(false),
             Err(e) => Err(e),
         }
+    }
+
+    /// Starts recording this thread's launches for one chain graph when chains are on and no
+    /// recording runs already (`None`: launches are enqueued as they come).
+    fn start_chain(&self) -> Option<graphs::Recording> {
+        if self.graphs.chains_enabled() {
+            graphs::Recording::start()
+        } else {
+            None
+        }
+    }
+
+    /// Enqueues the launches `rec` recorded, in order, on `stream`: as one chain graph, or
+    /// (chains off or refused by the driver) one by one.
+    fn submit_chain(
+        &self,
+        op: &'static str,
+        rec: graphs::Recording,
+        stream: &Stream,
+    ) -> Result<()> {
+        let nodes = rec.finish();
+        let mut ptrs = [[std::ptr::null_mut::<c_void>(); MAX_ARGS]; graphs::MAX_CHAIN];
+        for (p, n) in ptrs.iter_mut().zip(&nodes) {
+            *p = arg_ptrs(&n.args[..n.len]);
+        }
+        if self
+            .graphs
+            .launch_chain(&nodes, &mut ptrs, stream.as_inner())
+        {
+            return Ok(());
+        }
+        for n in &nodes {
+            launch_now(
+                &self.graphs,
+                op,
+                Kernel(n.func),
+                n.name,
+                n.grid,
+                n.block,
+                stream,
+                &n.args[..n.len],
+                n.cooperative,
+            )?;
+        }
+        Ok(())
     }
 
     /// The `*_gs` counter region for a launch on `stream`: the stream's own (see
@@ -2352,6 +2462,7 @@ impl CudaEngine {
         key: &GpuSwitchKey,
         prime_off: usize,
         limbs: usize,
+        pre: Option<&dyn Fn() -> Result<()>>,
         stream: &Stream,
     ) -> Result<DeviceBuffer<u64>> {
         let n = KERNEL_N as u64;
@@ -2359,6 +2470,12 @@ impl CudaEngine {
         let ext_words = limbs * rows * KERNEL_N;
         let scratch = self.alloc(op, ext_words + 2 * rows * KERNEL_N, stream)?;
         let out = self.alloc(op, 2 * limbs * KERNEL_N, stream)?;
+        // The launches from here to ModDown (with the caller's pre-step) go out as one chain
+        // graph (decision 0508), submitted before any scratch is recycled.
+        let chain = self.start_chain();
+        if let Some(pre) = pre {
+            pre()?;
+        }
         let ext = dev_ptr(&scratch);
         let acc = ext + (ext_words * 8) as u64;
         let (primes, twf, twi) = (
@@ -2513,6 +2630,9 @@ impl CudaEngine {
                 Arg::U32(ginv),
             ],
         )?;
+        if let Some(rec) = chain {
+            self.submit_chain(op, rec, stream)?;
+        }
         if let Some(b) = fallback_rows {
             self.recycle(op, b, stream)?;
         }
@@ -2573,6 +2693,7 @@ impl CudaEngine {
             key,
             ct.prime_ids[0],
             limbs,
+            None,
             stream,
         )?;
         Ok(self.like(ct, out))
@@ -2605,16 +2726,19 @@ impl CudaEngine {
         // leave ModDown's division by P as they are.
         let row = (limbs * KERNEL_N * 8) as u64;
         let coeff = self.alloc(OP, limbs * KERNEL_N, stream)?;
-        self.ntt_inverse_raw(
-            OP,
-            ct.ptr() + 2 * row,
-            dev_ptr(&coeff),
-            dev_ptr(&self.n_inv),
-            ct.prime_ids[0],
-            limbs,
-            1,
-            stream,
-        )?;
+        // d2's inverse NTT runs as the key switch's pre-step (the first node of its chain).
+        let intt = || {
+            self.ntt_inverse_raw(
+                OP,
+                ct.ptr() + 2 * row,
+                dev_ptr(&coeff),
+                dev_ptr(&self.n_inv),
+                ct.prime_ids[0],
+                limbs,
+                1,
+                stream,
+            )
+        };
         let out = self.key_switch(
             OP,
             dev_ptr(&coeff),
@@ -2623,6 +2747,7 @@ impl CudaEngine {
             key,
             ct.prime_ids[0],
             limbs,
+            Some(&intt),
             stream,
         )?;
         self.recycle(OP, coeff, stream)?;
