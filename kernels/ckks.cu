@@ -52,8 +52,9 @@ struct Post {
 };
 
 // Programmatic dependent launch (PTX 7.8, sm_90): the kernels that the engine's chain graphs
-// start as programmatic dependents of the kernel before them (ntt_fwd_gq, ks_inner_gs,
-// ks_moddown) call this first, before any access to global memory: it returns once every
+// start as programmatic dependents of the kernel before them (ntt_fwd_gs, ntt_inv_gs,
+// ntt_fwd_gq, ks_inner_gs, ks_moddown) call this first, before any access to global memory:
+// it returns once every
 // prerequisite grid has completed and its writes are visible, so such a kernel's blocks may
 // be launched while its predecessor drains. Without a programmatic edge it returns at once.
 __device__ __forceinline__ void grid_dep_wait() {
@@ -1387,6 +1388,7 @@ CL_KERNEL1 ntt_fwd_clr(NTT_FWD_PARAMS) {
 // cooperatively. Grid (CL, limbs, components), GS_THREADS threads.
 GS_KERNEL ntt_fwd_gs(NTT_FWD_PARAMS, unsigned* sync_ctr) {
     CL_SHARED(s);
+    grid_dep_wait();
     ntt_fwd_entry<2>(s, blockIdx, NTT_FWD_ARGS, sync_ctr);
 }
 
@@ -1500,6 +1502,7 @@ CL_KERNEL1 ntt_inv_clr(NTT_INV_PARAMS) { ntt_inv_entry<1>(NTT_INV_ARGS); }
 // Without clusters (gs_inv_ntt), as ntt_fwd_gs (the row results go through the output limb);
 // GS_THREADS threads.
 GS_KERNEL ntt_inv_gs(NTT_INV_PARAMS, unsigned* sync_ctr) {
+    grid_dep_wait();
     ntt_inv_entry<2>(NTT_INV_ARGS, sync_ctr);
 }
 

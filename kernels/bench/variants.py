@@ -191,6 +191,10 @@ variants["twpre"] = (
 # pdl (griddepcontrol.wait in ks_inner_gs and ks_moddown for the harness's PDL rows, run 51)
 # became the kernels' own grid_dep_wait; see commit 9db1e1e.
 
+# trig (ntt_fwd_gq and ks_inner_gs triggering their programmatic dependents at their start) was
+# measured slower (run 53: chain-pdl-g +0.3-0.5 us) and not kept: it added
+# `griddepcontrol.launch_dependents` right after grid_dep_wait() in those two kernels.
+
 for name, text in variants.items():
     if name != "base" and text == src:
         sys.exit(f"variant {name}: pattern not found")

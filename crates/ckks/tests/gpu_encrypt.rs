@@ -75,20 +75,33 @@ fn encrypt_message_on_the_device_matches_the_cpu_word_for_word() {
         ("empty".into(), Vec::new()),
         ("host-encode fallback".into(), big),
     ];
-    for (i, (what, m)) in cases.iter().enumerate() {
-        let k = key(i as u8);
-        let pt = fx.cpu.encode(m, 0, None).expect("cpu encode");
-        let want = fx
-            .cpu
-            .encrypt_with_sampling_key(&pt, &k)
-            .expect("cpu encrypt");
-        fx.gpu.poison_pool(POISON_WORDS, s).expect("poison");
-        let got = fx
-            .gpu
-            .encrypt_message_with_sampling_key(m, &pk, &k, s)
-            .expect("gpu encrypt_message");
-        assert_same_words(&format!("encrypt_message ({what})"), &fx.down(&got), &want);
+    // With launch graphs the launches after the upload go out as one chain graph (decision
+    // 0508), without them one by one: the same words either way.
+    for graphs in [true, false] {
+        fx.gpu.set_graph_launches(graphs);
+        for (i, (what, m)) in cases.iter().enumerate() {
+            let k = key(i as u8);
+            let pt = fx.cpu.encode(m, 0, None).expect("cpu encode");
+            let want = fx
+                .cpu
+                .encrypt_with_sampling_key(&pt, &k)
+                .expect("cpu encrypt");
+            fx.gpu.poison_pool(POISON_WORDS, s).expect("poison");
+            let chains = fx.gpu.chain_launches();
+            let got = fx
+                .gpu
+                .encrypt_message_with_sampling_key(m, &pk, &k, s)
+                .expect("gpu encrypt_message");
+            let what = format!("encrypt_message ({what}, graphs {graphs})");
+            assert_same_words(&what, &fx.down(&got), &want);
+            assert_eq!(
+                fx.gpu.chain_launches() - chains,
+                u64::from(fx.gpu.graph_launches()),
+                "{what}: one chain graph with graph launches, none without"
+            );
+        }
     }
+    fx.gpu.set_graph_launches(true);
 }
 
 #[test]
@@ -150,7 +163,13 @@ fn decrypt_message_on_the_device_matches_the_cpu_bit_for_bit() {
         let want = fx.cpu.decrypt_message(ct).expect("cpu decrypt");
         let dev = fx.gpu.upload_ciphertext(ct, s).expect("upload");
         fx.gpu.poison_pool(POISON_WORDS, s).expect("poison");
+        let chains = fx.gpu.chain_launches();
         let got = fx.gpu.decrypt_message(&dev, &sk, s).expect("gpu decrypt");
+        assert_eq!(
+            fx.gpu.chain_launches() - chains,
+            u64::from(fx.gpu.graph_launches()),
+            "decrypt_message {what}: its five launches as one chain graph"
+        );
         assert_eq!(got.len(), want.len(), "{what}: slot count");
         if let Some(i) = (0..got.len()).find(|&i| got[i].to_bits() != want[i].to_bits()) {
             let bad = (0..got.len())

@@ -410,6 +410,8 @@ impl CudaEngine {
             .map(|c| u64::from_le_bytes(c.try_into().unwrap_or([0; 8])))
             .collect();
         let e = &self.enc;
+        // The six launches after the upload go out as one chain graph (decision 0508).
+        let chain = self.start_chain();
         self.launch_enc(
             op,
             EncK::RowsSample,
@@ -492,6 +494,9 @@ impl CudaEngine {
                 Arg::U32(level as u32),
             ],
         )?;
+        if let Some(rec) = chain {
+            self.submit_chain(op, rec, stream)?;
+        }
         self.recycle(op, scratch, stream)?;
         Ok(GpuCiphertext {
             buf: self.owned(out),
@@ -542,6 +547,8 @@ impl CudaEngine {
         let fft = tmp + row(2);
         let out = tmp + row(4);
         let e = &self.enc;
+        // The five launches before the download go out as one chain graph (decision 0508).
+        let chain = self.start_chain();
         self.ntt_forward_raw(OP, c1, tmp, off, 2, 1, stream)?;
         self.launch_enc(
             OP,
@@ -594,6 +601,9 @@ impl CudaEngine {
                 Arg::U64(out),
             ],
         )?;
+        if let Some(rec) = chain {
+            self.submit_chain(OP, rec, stream)?;
+        }
         let slots = n / 2;
         let mut slot = e.slot(OP)?;
         // SAFETY: `out` holds `slots` f64 written by dec_cols on `stream`; the destination is

@@ -321,7 +321,13 @@ fn launch_raw(
 
 /// The kernels that start with `grid_dep_wait` (kernels/ckks.cu): in a chain graph they hang
 /// on the node before them by a programmatic edge.
-const GRID_WAIT_KERNELS: [&str; 3] = ["ntt_fwd_gq", "ks_inner_gs", "ks_moddown"];
+const GRID_WAIT_KERNELS: [&str; 5] = [
+    "ntt_fwd_gs",
+    "ntt_inv_gs",
+    "ntt_fwd_gq",
+    "ks_inner_gs",
+    "ks_moddown",
+];
 
 /// Pointers to the values of `args`, in order (the kernel-parameter array of a launch).
 fn arg_ptrs(args: &[Arg]) -> [*mut c_void; MAX_ARGS] {

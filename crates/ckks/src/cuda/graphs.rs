@@ -69,8 +69,8 @@ struct Slot {
     used: u64,
 }
 
-/// Most launches one chain holds (relinearize: inverse NTT, ModUp, inner product, ModDown).
-pub(super) const MAX_CHAIN: usize = 4;
+/// Most launches one chain holds (encrypt_message: six).
+pub(super) const MAX_CHAIN: usize = 8;
 
 /// One recorded launch of a chain.
 #[derive(Clone, Copy)]
