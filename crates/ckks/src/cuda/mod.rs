@@ -30,7 +30,10 @@
 //! * every kernel launch replays a one-node CUDA graph kept per (kernel, grid, stream), its
 //!   arguments updated per call (decision 0505): on the H200 VM that costs ~1-2 us less host
 //!   time than `cuLaunchKernel`, which is latency for a call timed on an idle stream;
-//!   [`CudaEngine::set_graph_launches`] or `FHELIUM_CKKS_GRAPHS=0` launch directly instead.
+//!   [`CudaEngine::set_graph_launches`] or `FHELIUM_CKKS_GRAPHS=0` launch directly instead;
+//! * an operation of several dependent launches (rotate, relinearize, encrypt, decrypt)
+//!   submits them as one chain graph, with programmatic edges into the kernels that start by
+//!   waiting for their predecessor (decision 0508; [`CudaEngine::chain_launches`]).
 //!
 //! This is the one module of the crate allowed `unsafe`, each block with a `// SAFETY:` note.
 #![allow(unsafe_code)]
