@@ -195,6 +195,10 @@ variants["twpre"] = (
 # measured slower (run 53: chain-pdl-g +0.3-0.5 us) and not kept: it added
 # `griddepcontrol.launch_dependents` right after grid_dep_wait() in those two kernels.
 
+# smem16 (the kernels without clusters declaring the 16 KiB tile they use instead of 32 KiB,
+# more L1) was measured no faster (run 55: forward 8.24-8.31 us back to back against
+# 8.20-8.33, fwd-g1 single 10.1-10.2 against 9.9-10.0) and not kept.
+
 for name, text in variants.items():
     if name != "base" and text == src:
         sys.exit(f"variant {name}: pattern not found")
