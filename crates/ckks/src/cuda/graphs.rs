@@ -368,18 +368,7 @@ impl LaunchGraphs {
         };
         let mut held = [Arg::U32(0); MAX_ARGS];
         held[..args.len()].copy_from_slice(args);
-        let params = cu::CUDA_KERNEL_NODE_PARAMS {
-            func,
-            gridDimX: grid.0,
-            gridDimY: grid.1,
-            gridDimZ: grid.2,
-            blockDimX: block,
-            blockDimY: 1,
-            blockDimZ: 1,
-            sharedMemBytes: 0,
-            kernelParams: ptrs.as_mut_ptr(),
-            extra: std::ptr::null_mut(),
-        };
+        let params = node_params(func, grid, block, ptrs.as_mut_ptr());
         let want = Some((held, args.len()));
         let mut guard = self.graphs.lock();
         let Graphs {
@@ -437,10 +426,20 @@ impl LaunchGraphs {
 fn kernel_params(
     node: Option<(&Node, &mut [*mut c_void; MAX_ARGS])>,
 ) -> cu::CUDA_KERNEL_NODE_PARAMS {
-    let (func, grid, block, params) = match node {
-        Some((n, ptrs)) => (n.func, n.grid, n.block, ptrs.as_mut_ptr()),
-        None => (std::ptr::null_mut(), (0, 0, 0), 0, std::ptr::null_mut()),
-    };
+    match node {
+        Some((n, ptrs)) => node_params(n.func, n.grid, n.block, ptrs.as_mut_ptr()),
+        None => node_params(std::ptr::null_mut(), (0, 0, 0), 0, std::ptr::null_mut()),
+    }
+}
+
+/// Kernel-node parameters: `func` over `grid` blocks of `block` threads, no dynamic shared
+/// memory, the argument pointers at `params`.
+fn node_params(
+    func: cu::CUfunction,
+    grid: (u32, u32, u32),
+    block: u32,
+    params: *mut *mut c_void,
+) -> cu::CUDA_KERNEL_NODE_PARAMS {
     cu::CUDA_KERNEL_NODE_PARAMS {
         func,
         gridDimX: grid.0,
