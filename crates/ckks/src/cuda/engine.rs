@@ -364,7 +364,7 @@ fn launch_raw_as(
     }
     let mut held = [Arg::U32(0); MAX_ARGS];
     held[..args.len()].copy_from_slice(args);
-    if graphs::record(graphs::Node {
+    let node = graphs::Node {
         func: kernel.0,
         name,
         grid,
@@ -373,35 +373,22 @@ fn launch_raw_as(
         waits: GRID_WAIT_KERNELS.contains(&name),
         args: held,
         len: args.len(),
-    }) {
+    };
+    if graphs::record(node) {
         return Ok(());
     }
-    launch_now(
-        graphs,
-        op,
-        kernel,
-        name,
-        grid,
-        block,
-        stream,
-        args,
-        cooperative,
-    )
+    launch_now(graphs, op, &node, stream)
 }
 
-/// Enqueues one launch now: through its launch graph, else directly.
-#[allow(clippy::too_many_arguments)]
+/// Enqueues the launch `n` now: through its launch graph, else directly.
 fn launch_now(
     graphs: &graphs::LaunchGraphs,
     op: &'static str,
-    kernel: Kernel,
-    name: &'static str,
-    grid: (u32, u32, u32),
-    block: u32,
+    n: &graphs::Node,
     stream: &Stream,
-    args: &[Arg],
-    cooperative: bool,
 ) -> Result<()> {
+    let args = &n.args[..n.len];
+    let (kernel, grid, block, cooperative) = (Kernel(n.func), n.grid, n.block, n.cooperative);
     let mut ptrs = arg_ptrs(args);
     let rc = if let Some(rc) = graphs.launch(
         kernel.0,
@@ -421,7 +408,7 @@ fn launch_now(
     } else {
         Err(CudaBackendError::Launch {
             op,
-            kernel: name.to_string(),
+            kernel: n.name.to_string(),
             code: format!("{rc:?}"),
         })
     }
@@ -1381,17 +1368,7 @@ impl CudaEngine {
             return Ok(());
         }
         for n in &nodes {
-            launch_now(
-                &self.graphs,
-                op,
-                Kernel(n.func),
-                n.name,
-                n.grid,
-                n.block,
-                stream,
-                &n.args[..n.len],
-                n.cooperative,
-            )?;
+            launch_now(&self.graphs, op, n, stream)?;
         }
         Ok(())
     }

@@ -298,26 +298,19 @@ impl LaunchGraphs {
             list.last_mut()?
         } else {
             let slot = list.iter_mut().min_by_key(|s| s.used)?;
-            for (node, p) in slot.nodes.iter().zip(&params[..nodes.len()]) {
-                // SAFETY: `slot.exec` and `node` are live handles of one instantiated chain
-                // graph (built by `build_chain`, destroyed only in `drop`), the node a kernel
-                // node of the same function, grid and block (same shape); `p.kernelParams`
-                // points to pointers to this launch's live argument values (the caller's
-                // contract); the driver copies them, and the update affects later launches.
-                let rc = unsafe { cu::cuGraphExecKernelNodeSetParams(slot.exec, *node, p) };
-                if rc != cu::cudaError_enum::CUDA_SUCCESS {
-                    slot.args = None;
-                    return None;
-                }
+            if !update_nodes(
+                slot.exec,
+                &slot.nodes[..nodes.len()],
+                &params[..nodes.len()],
+            ) {
+                slot.args = None;
+                return None;
             }
             slot.args = want;
             slot
         };
         slot.used = *clock;
-        // SAFETY: `slot.exec` is a live instantiated chain graph whose nodes hold this chain's
-        // functions, grids, blocks and arguments (built or updated above); `stream` is the
-        // caller's live stream of the engine's context.
-        let rc = unsafe { cu::cuGraphLaunch(slot.exec, stream) };
+        let rc = launch_exec(slot.exec, stream);
         if rc != cu::cudaError_enum::CUDA_SUCCESS {
             // A refused graph launch enqueues nothing; chains stay off from now on.
             self.chains_broken.store(true, Ordering::Relaxed);
@@ -392,13 +385,7 @@ impl LaunchGraphs {
         } else {
             // The least recently launched graph of the shape takes the new arguments.
             let slot = list.iter_mut().min_by_key(|s| s.used)?;
-            // SAFETY: `slot.exec` and `slot.node` are live handles of one instantiated graph
-            // (built by `build`, destroyed only in `drop`); `params.kernelParams` points to
-            // `args.len()` pointers to live argument values matching the kernel's parameters
-            // (the caller's contract); the driver copies the values before returning, and the
-            // update affects only later launches of the graph.
-            let rc = unsafe { cu::cuGraphExecKernelNodeSetParams(slot.exec, slot.node, &params) };
-            if rc != cu::cudaError_enum::CUDA_SUCCESS {
+            if !update_nodes(slot.exec, &[slot.node], std::slice::from_ref(&params)) {
                 slot.args = None;
                 return None;
             }
@@ -406,10 +393,7 @@ impl LaunchGraphs {
             slot
         };
         slot.used = *clock;
-        // SAFETY: `slot.exec` is a live instantiated graph whose one kernel node holds this
-        // launch's function, grid, block and arguments (built or updated with them above);
-        // `stream` is the caller's live stream of the engine's context.
-        let rc = unsafe { cu::cuGraphLaunch(slot.exec, stream) };
+        let rc = launch_exec(slot.exec, stream);
         if rc == cu::cudaError_enum::CUDA_SUCCESS {
             self.replays.fetch_add(1, Ordering::Relaxed);
         }
@@ -420,6 +404,33 @@ impl LaunchGraphs {
     pub(super) fn built(&self) -> usize {
         self.graphs.lock().count
     }
+}
+
+/// Sets the kernel parameters of `nodes` of the instantiated graph `exec` to `params` (one
+/// entry per node); whether the driver took them all (a refusal leaves the graph's arguments
+/// unknown to the caller).
+fn update_nodes(
+    exec: cu::CUgraphExec,
+    nodes: &[cu::CUgraphNode],
+    params: &[cu::CUDA_KERNEL_NODE_PARAMS],
+) -> bool {
+    nodes.iter().zip(params).all(|(node, p)| {
+        // SAFETY: `exec` and `node` are live handles of one instantiated graph (built by
+        // `build` or `build_chain`, destroyed only in `drop`), the node a kernel node of the
+        // function, grid and block `p` names (the graph's shape); `p.kernelParams` points to
+        // pointers to live argument values matching the kernel's parameters (the callers'
+        // contract); the driver copies them, and the update affects only later launches.
+        let rc = unsafe { cu::cuGraphExecKernelNodeSetParams(exec, *node, p) };
+        rc == cu::cudaError_enum::CUDA_SUCCESS
+    })
+}
+
+/// Launches the instantiated graph `exec` on `stream`.
+fn launch_exec(exec: cu::CUgraphExec, stream: cu::CUstream) -> cu::CUresult {
+    // SAFETY: `exec` is a live instantiated graph whose kernel nodes hold the functions, grids,
+    // blocks and arguments of this launch (built or updated with them by the caller); `stream`
+    // is the caller's live stream of the engine's context.
+    unsafe { cu::cuGraphLaunch(exec, stream) }
 }
 
 /// The kernel-node parameters of `node` (its argument pointers in `ptrs`), or empty ones.
