@@ -655,3 +655,72 @@ impl Drop for LaunchGraphs {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn node(name: &'static str, first_arg: u64) -> Node {
+        let mut args = [Arg::U32(0); MAX_ARGS];
+        args[0] = Arg::U64(first_arg);
+        Node {
+            func: std::ptr::null_mut(),
+            name,
+            grid: (8, 1, 1),
+            block: 256,
+            cooperative: false,
+            waits: false,
+            args,
+            len: 1,
+        }
+    }
+
+    #[test]
+    fn a_recording_takes_this_threads_launches_in_order_and_nests_into_the_outer_one() {
+        assert!(!record(node("before", 0)), "no recording yet: launch now");
+        let rec = Recording::start().expect("no recording runs");
+        assert!(
+            Recording::start().is_none(),
+            "a nested start joins the outer recording"
+        );
+        assert!(record(node("a", 1)));
+        assert!(record(node("b", 2)));
+        // Another thread records nothing of this one's.
+        std::thread::spawn(|| assert!(!record(node("elsewhere", 9))))
+            .join()
+            .expect("thread");
+        let nodes = rec.finish();
+        let got: Vec<(&str, Arg)> = nodes.iter().map(|n| (n.name, n.args[0])).collect();
+        assert_eq!(got, vec![("a", Arg::U64(1)), ("b", Arg::U64(2))]);
+        assert!(!record(node("after", 3)), "finished: launch now");
+    }
+
+    #[test]
+    fn a_dropped_recording_discards_its_launches() {
+        {
+            let _rec = Recording::start().expect("no recording runs");
+            assert!(record(node("lost", 1)));
+        }
+        assert!(!record(node("after", 2)), "dropped: launch now");
+        let rec = Recording::start().expect("a new recording starts empty");
+        assert!(rec.finish().is_empty());
+    }
+
+    #[test]
+    fn node_shapes_differ_by_launch_kind_not_by_arguments() {
+        let a = node("k", 1);
+        let mut b = a;
+        b.waits = true;
+        assert_ne!(
+            a.shape(),
+            b.shape(),
+            "a programmatic dependent is another shape"
+        );
+        b = a;
+        b.cooperative = true;
+        assert_ne!(a.shape(), b.shape(), "a cooperative node is another shape");
+        b = a;
+        b.args[0] = Arg::U64(7);
+        assert_eq!(a.shape(), b.shape(), "arguments are not part of the shape");
+    }
+}
