@@ -1143,8 +1143,8 @@ impl CudaEngine {
         self.graphs.replays()
     }
 
-    /// How many chain graphs (an operation's dependent launches as one graph: the key switch
-    /// of rotate and relinearize, decision 0508) were launched since the engine was made.
+    /// How many chain graphs (an operation's dependent launches as one graph: rotate,
+    /// relinearize, encrypt, decrypt; decision 0508) were launched since the engine was made.
     #[must_use]
     pub fn chain_launches(&self) -> u64 {
         self.graphs.chain_replays()
@@ -1157,8 +1157,9 @@ impl CudaEngine {
         self.graphs.programmatic_edges()
     }
 
-    /// How many launch graphs the engine holds (at most 8 per kernel, grid and stream; each
-    /// replays the argument list of its last launch without an update).
+    /// How many launch graphs the engine holds: one-node graphs (at most 8 per kernel, grid
+    /// and stream) and chain graphs (at most 32 per chain shape and stream); each replays the
+    /// argument lists of its last launch without an update.
     #[must_use]
     pub fn graph_count(&self) -> usize {
         self.graphs.built()
