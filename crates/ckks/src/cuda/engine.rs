@@ -319,16 +319,6 @@ fn launch_raw(
     launch_raw_as(graphs, op, kernel, name, grid, block, stream, args, false)
 }
 
-/// The kernels that start with `grid_dep_wait` (kernels/ckks.cu): in a chain graph they hang
-/// on the node before them by a programmatic edge.
-const GRID_WAIT_KERNELS: [&str; 5] = [
-    "ntt_fwd_gs",
-    "ntt_inv_gs",
-    "ntt_fwd_gq",
-    "ks_inner_gs",
-    "ks_moddown",
-];
-
 /// Pointers to the values of `args`, in order (the kernel-parameter array of a launch).
 fn arg_ptrs(args: &[Arg]) -> [*mut c_void; MAX_ARGS] {
     let mut ptrs = [std::ptr::null_mut::<c_void>(); MAX_ARGS];
@@ -370,7 +360,6 @@ fn launch_raw_as(
         grid,
         block,
         cooperative,
-        waits: GRID_WAIT_KERNELS.contains(&name),
         args: held,
         len: args.len(),
     };

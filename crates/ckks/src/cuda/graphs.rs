@@ -58,15 +58,71 @@ struct Shape {
     stream: usize,
 }
 
-/// One instantiated one-node graph and the arguments its node holds now.
-struct Slot {
+/// One instantiated graph (`N`: its kernel node or nodes) and the arguments (`A`) its nodes
+/// hold now.
+struct Slot<N, A> {
     graph: cu::CUgraph,
-    node: cu::CUgraphNode,
+    nodes: N,
     exec: cu::CUgraphExec,
     // `None`: unknown (a failed update), so no launch matches it until it is updated.
-    args: Option<([Arg; MAX_ARGS], usize)>,
+    args: Option<A>,
     // When it was last launched (the `Graphs::clock` value): the least recent is updated.
     used: u64,
+}
+
+/// The arguments of one launch.
+type LaunchArgs = ([Arg; MAX_ARGS], usize);
+/// A one-node graph.
+type OneSlot = Slot<cu::CUgraphNode, LaunchArgs>;
+/// A chain graph.
+type ChainSlot = Slot<[cu::CUgraphNode; MAX_CHAIN], ChainArgs>;
+
+// SAFETY: the graph, node and exec handles are driver handles that any thread may use with the
+// engine's context; every use goes through the `Mutex` in `LaunchGraphs`, so no two threads
+// touch one slot at once.
+unsafe impl<N, A> Send for Slot<N, A> {}
+
+/// The graph of `list` (one shape's graphs) to launch with `want`: one that holds `want`
+/// already, else a new one from `build` while the shape has fewer than `cap` graphs (and the
+/// engine fewer than `MAX_GRAPHS`), else the least recently launched one after `update` gave it
+/// `want`. The slot is marked used at `clock`. `None` when the driver refused to build (then
+/// `build_refused` is set) or to update, or no graph was there to update: launch otherwise.
+#[allow(clippy::too_many_arguments)]
+fn pick<'a, N, A: PartialEq>(
+    list: &'a mut Vec<Slot<N, A>>,
+    want: A,
+    cap: usize,
+    count: &mut usize,
+    clock: u64,
+    build: impl FnOnce() -> Option<Slot<N, A>>,
+    update: impl FnOnce(&Slot<N, A>) -> bool,
+    build_refused: &AtomicBool,
+) -> Option<&'a mut Slot<N, A>> {
+    let i = if let Some(i) = list.iter().position(|s| s.args.as_ref() == Some(&want)) {
+        i
+    } else if list.len() < cap && *count < MAX_GRAPHS {
+        let Some(slot) = build() else {
+            build_refused.store(true, Ordering::Relaxed);
+            return None;
+        };
+        *count += 1;
+        list.push(Slot {
+            args: Some(want),
+            ..slot
+        });
+        list.len() - 1
+    } else {
+        let (i, _) = list.iter().enumerate().min_by_key(|(_, s)| s.used)?;
+        let ok = update(&list[i]);
+        list[i].args = ok.then_some(want);
+        if !ok {
+            return None;
+        }
+        i
+    };
+    let slot = &mut list[i];
+    slot.used = clock;
+    Some(slot)
 }
 
 /// Most launches one chain holds (encrypt_message: six).
@@ -81,21 +137,34 @@ pub(super) struct Node {
     pub(super) grid: (u32, u32, u32),
     pub(super) block: u32,
     pub(super) cooperative: bool,
-    /// The kernel starts with `grid_dep_wait`: it may hang on the node before it by a
-    /// programmatic edge.
-    pub(super) waits: bool,
     pub(super) args: [Arg; MAX_ARGS],
     pub(super) len: usize,
 }
 
+/// The kernels that start with `grid_dep_wait` (kernels/ckks.cu): in a chain graph they hang
+/// on the node before them by a programmatic edge.
+const GRID_WAIT_KERNELS: [&str; 5] = [
+    "ntt_fwd_gs",
+    "ntt_inv_gs",
+    "ntt_fwd_gq",
+    "ks_inner_gs",
+    "ks_moddown",
+];
+
 impl Node {
+    /// The kernel starts with `grid_dep_wait`: it may hang on the node before it by a
+    /// programmatic edge.
+    fn waits(&self) -> bool {
+        GRID_WAIT_KERNELS.contains(&self.name)
+    }
+
     fn shape(&self) -> NodeShape {
         NodeShape {
             func: self.func as usize,
             grid: self.grid,
             block: self.block,
             cooperative: self.cooperative,
-            waits: self.waits,
+            waits: self.waits(),
         }
     }
 }
@@ -170,31 +239,14 @@ struct ChainShape {
 /// The argument lists of a chain's nodes.
 type ChainArgs = [([Arg; MAX_ARGS], usize); MAX_CHAIN];
 
-/// One instantiated chain graph.
-struct ChainSlot {
-    graph: cu::CUgraph,
-    nodes: [cu::CUgraphNode; MAX_CHAIN],
-    exec: cu::CUgraphExec,
-    args: Option<ChainArgs>,
-    used: u64,
-}
-
-// SAFETY: as for `Slot`: driver handles, every use under the `Mutex` in `LaunchGraphs`.
-unsafe impl Send for ChainSlot {}
-
 /// Every graph, by shape, with a launch clock.
 #[derive(Default)]
 struct Graphs {
-    by_shape: HashMap<Shape, Vec<Slot>>,
+    by_shape: HashMap<Shape, Vec<OneSlot>>,
     chains: HashMap<ChainShape, Vec<ChainSlot>>,
     count: usize,
     clock: u64,
 }
-
-// SAFETY: the graph, node and exec handles are driver handles that any thread may use with the
-// engine's context; every use goes through the `Mutex` in `LaunchGraphs`, so no two threads
-// touch one slot at once.
-unsafe impl Send for Slot {}
 
 /// The engine's launch graphs (see the module docs).
 pub(super) struct LaunchGraphs {
@@ -274,7 +326,7 @@ impl LaunchGraphs {
             held[i] = (n.args, n.len);
             params[i] = kernel_params(Some((n, &mut ptrs[i])));
         }
-        let want = Some(held);
+        let params = &params[..nodes.len()];
         let mut guard = self.graphs.lock();
         let Graphs {
             chains,
@@ -283,33 +335,21 @@ impl LaunchGraphs {
             ..
         } = &mut *guard;
         *clock += 1;
-        let list = chains.entry(shape).or_default();
-        let slot = if let Some(i) = list.iter().position(|s| s.args == want) {
-            &mut list[i]
-        } else if list.len() < PER_CHAIN && *count < MAX_GRAPHS {
-            let Some((slot, programmatic)) = build_chain(&params[..nodes.len()], nodes) else {
-                self.chains_broken.store(true, Ordering::Relaxed);
-                return None;
-            };
-            *count += 1;
-            self.programmatic_edges
-                .fetch_add(programmatic, Ordering::Relaxed);
-            list.push(ChainSlot { args: want, ..slot });
-            list.last_mut()?
-        } else {
-            let slot = list.iter_mut().min_by_key(|s| s.used)?;
-            if !update_nodes(
-                slot.exec,
-                &slot.nodes[..nodes.len()],
-                &params[..nodes.len()],
-            ) {
-                slot.args = None;
-                return None;
-            }
-            slot.args = want;
-            slot
-        };
-        slot.used = *clock;
+        let slot = pick(
+            chains.entry(shape).or_default(),
+            held,
+            PER_CHAIN,
+            count,
+            *clock,
+            || {
+                let (slot, programmatic) = build_chain(params, nodes)?;
+                self.programmatic_edges
+                    .fetch_add(programmatic, Ordering::Relaxed);
+                Some(slot)
+            },
+            |slot| update_nodes(slot.exec, &slot.nodes[..params.len()], params),
+            &self.chains_broken,
+        )?;
         let rc = launch_exec(slot.exec, stream);
         if rc != cu::cudaError_enum::CUDA_SUCCESS {
             // A refused graph launch enqueues nothing; chains stay off from now on.
@@ -362,7 +402,6 @@ impl LaunchGraphs {
         let mut held = [Arg::U32(0); MAX_ARGS];
         held[..args.len()].copy_from_slice(args);
         let params = node_params(func, grid, block, ptrs.as_mut_ptr());
-        let want = Some((held, args.len()));
         let mut guard = self.graphs.lock();
         let Graphs {
             by_shape,
@@ -371,28 +410,16 @@ impl LaunchGraphs {
             ..
         } = &mut *guard;
         *clock += 1;
-        let list = by_shape.entry(shape).or_default();
-        let slot = if let Some(i) = list.iter().position(|s| s.args == want) {
-            &mut list[i]
-        } else if list.len() < PER_SHAPE && *count < MAX_GRAPHS {
-            let Some(slot) = build(&params, cooperative) else {
-                self.broken.store(true, Ordering::Relaxed);
-                return None;
-            };
-            *count += 1;
-            list.push(Slot { args: want, ..slot });
-            list.last_mut()?
-        } else {
-            // The least recently launched graph of the shape takes the new arguments.
-            let slot = list.iter_mut().min_by_key(|s| s.used)?;
-            if !update_nodes(slot.exec, &[slot.node], std::slice::from_ref(&params)) {
-                slot.args = None;
-                return None;
-            }
-            slot.args = want;
-            slot
-        };
-        slot.used = *clock;
+        let slot = pick(
+            by_shape.entry(shape).or_default(),
+            (held, args.len()),
+            PER_SHAPE,
+            count,
+            *clock,
+            || build(&params, cooperative),
+            |slot| update_nodes(slot.exec, &[slot.nodes], std::slice::from_ref(&params)),
+            &self.broken,
+        )?;
         let rc = launch_exec(slot.exec, stream);
         if rc == cu::cudaError_enum::CUDA_SUCCESS {
             self.replays.fetch_add(1, Ordering::Relaxed);
@@ -557,7 +584,7 @@ fn build_chain(params: &[cu::CUDA_KERNEL_NODE_PARAMS], nodes: &[Node]) -> Option
             // has exited (output port CU_GRAPH_KERNEL_NODE_PORT_PROGRAMMATIC = 1, type
             // CU_GRAPH_DEPENDENCY_TYPE_PROGRAMMATIC = 1); its kernel's grid_dep_wait then
             // waits for the predecessor's completion and writes.
-            let pdl = n.waits
+            let pdl = n.waits()
                 && add_dependencies().is_some_and(|add| {
                     let edge = EdgeData {
                         from_port: 1,
@@ -599,7 +626,7 @@ fn build_chain(params: &[cu::CUDA_KERNEL_NODE_PARAMS], nodes: &[Node]) -> Option
 
 /// Builds and instantiates a one-node graph of `params` (cooperative when asked); `None` when
 /// the driver refuses any step (nothing is left allocated).
-fn build(params: &cu::CUDA_KERNEL_NODE_PARAMS, cooperative: bool) -> Option<Slot> {
+fn build(params: &cu::CUDA_KERNEL_NODE_PARAMS, cooperative: bool) -> Option<OneSlot> {
     let ok = |rc: cu::CUresult| rc == cu::cudaError_enum::CUDA_SUCCESS;
     let mut graph: cu::CUgraph = std::ptr::null_mut();
     // SAFETY: `graph` is a valid out-pointer; flags 0 is the only defined value.
@@ -629,7 +656,7 @@ fn build(params: &cu::CUDA_KERNEL_NODE_PARAMS, cooperative: bool) -> Option<Slot
     }
     Some(Slot {
         graph,
-        node,
+        nodes: node,
         exec,
         args: None,
         used: 0,
@@ -669,7 +696,6 @@ mod tests {
             grid: (8, 1, 1),
             block: 256,
             cooperative: false,
-            waits: false,
             args,
             len: 1,
         }
@@ -710,7 +736,8 @@ mod tests {
     fn node_shapes_differ_by_launch_kind_not_by_arguments() {
         let a = node("k", 1);
         let mut b = a;
-        b.waits = true;
+        b.name = "ks_moddown"; // starts with grid_dep_wait
+        assert!(b.waits() && !a.waits());
         assert_ne!(
             a.shape(),
             b.shape(),
