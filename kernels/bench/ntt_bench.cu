@@ -5,6 +5,61 @@
 // on the H200 with its nvcc: nvcc -arch=sm_90 -O3 -I<variant dir> ntt_bench.cu.
 #include "ckks_v.cu"
 #include "bench_common.cuh"
+
+// Run 58's experiment (dropped: ks_ip + the 18-limb ntt_inv_gs took 23.0 us against ks_inner_gs's
+// 19.9, words identical). The key inner product alone (ks_inner_gs's first step without its
+// inverse NTT), for the 18-limb ntt_inv_gs after it: acc[c][y] = sum_d ext[d][y] * key[d][c][pid] (+ P * addn[c][y]),
+// canonical NTT-domain words, the same words ks_sum gives ks_inner_gs (the digits summed
+// exactly in 128 bits in groups of 8, one Montgomery reduction per group). An elementwise
+// kernel over every SM: one pair of words per thread, every digit's ext and key pair of a
+// group loaded before its products (16 loads of 16 bytes in flight per thread). Grid
+// (N / (2 * KS_IP_THREADS), rows, 2), KS_IP_THREADS threads; arguments as ks_inner_gs's but
+// the twiddles, the post-scaling and the counters.
+#define KS_IP_THREADS 256
+extern "C" __global__ void __launch_bounds__(KS_IP_THREADS)
+    ks_ip(const u64* __restrict__ ext, const u64* __restrict__ key, u64* __restrict__ acc,
+          const Prime* __restrict__ primes, uint32_t prime_off, uint32_t digits, uint32_t rows,
+          u64 key_ds, u64 key_cs, const u64* __restrict__ addn, u64 addn_cs,
+          const u64* __restrict__ padd) {
+    grid_dep_wait();
+    const uint32_t y = blockIdx.y, c = blockIdx.z;
+    const uint32_t pid = prime_off + y;
+    const Prime p = primes[pid];
+    const uint32_t pos = 2 * (blockIdx.x * KS_IP_THREADS + threadIdx.x);
+    const u64* e0 = ext + (u64)y * NN + pos;
+    const u64* k0 = key + (u64)prime_off * key_ds + c * key_cs + (u64)pid * NN + pos;
+    const u64 ext_ds = (u64)rows * NN;
+    u64 a[2] = {0, 0};
+    for (uint32_t d0 = 0; d0 < digits; d0 += 8) {
+        const uint32_t nd = digits - d0 < 8 ? digits - d0 : 8;
+        u64 e[16], k[16];
+#pragma unroll
+        for (uint32_t d = 0; d < 8; d++) {
+            if (d < nd) {
+                ld2sh(e0 + (d0 + d) * ext_ds, e[2 * d], e[2 * d + 1]);
+                ld2sh(k0 + (d0 + d) * key_ds, k[2 * d], k[2 * d + 1]);
+            }
+        }
+        u64 lo[2] = {0, 0}, hi[2] = {0, 0};
+#pragma unroll
+        for (uint32_t d = 0; d < 8; d++) {
+            if (d < nd) {
+                mac128(lo[0], hi[0], e[2 * d], k[2 * d]);
+                mac128(lo[1], hi[1], e[2 * d + 1], k[2 * d + 1]);
+            }
+        }
+#pragma unroll
+        for (int i = 0; i < 2; i++) a[i] = addmod(a[i], mont_reduce(lo[i], hi[i], p), p.q);
+    }
+    if (addn != nullptr && y < digits) {
+        const u64 pm = padd[pid];
+        u64 v[2];
+        ld2sh(addn + c * addn_cs + (u64)y * NN + pos, v[0], v[1]);
+#pragma unroll
+        for (int i = 0; i < 2; i++) a[i] = addmod(a[i], mont(v[i], pm, p), p.q);
+    }
+    st2(acc + ((u64)c * rows + y) * NN + pos, a[0], a[1]);
+}
 #include <cuda_runtime.h>
 #include <algorithm>
 #include <cstdio>
@@ -255,7 +310,23 @@ int main(int argc, char** argv) {
             KsArgs a{ks_key + (u64)(set % 4) * ks_key_words};
             void* args[] = {&ks_ext, &a.key, &ks_acc, &dp, &dtw, &dpostf, &off, &a.digits,
                             &a.rows, &a.kds, &a.kcs, &a.addn, &a.addn_cs, &a.padd, &c};
-            return go((void*)ks_inner_gs, dim3(8, 9, 2), dim3(GS_THREADS), args, true);
+            // KS_ROWS=r as for row 7: with r = 8 the 128 blocks take one SM each (at r = 9, 12
+            // SMs hold two of the 144), which shows what the shared SMs cost.
+            const unsigned ry = getenv("KS_ROWS") ? atoi(getenv("KS_ROWS")) : 9;
+            return go((void*)ks_inner_gs, dim3(8, ry, 2), dim3(GS_THREADS), args, true);
+        } else if (which == 24) {
+            // The inner product alone (ks_ip, every SM, no NTT): grid (N / 512, 9, 2), 256 threads.
+            KsArgs a{ks_key + (u64)(set % 4) * ks_key_words};
+            void* args[] = {&ks_ext, &a.key, &ks_acc, &dp, &off, &a.digits, &a.rows,
+                            &a.kds, &a.kcs, &a.addn, &a.addn_cs, &a.padd};
+            return go((void*)ks_ip, dim3(NN / (2 * KS_IP_THREADS), 9, 2), dim3(KS_IP_THREADS),
+                      args, false);
+        } else if (which == 25) {
+            // The inverse NTT of the 18 accumulator limbs in place (ntt_inv_gs, 144 blocks,
+            // two per SM on 12 SMs), scaled by the key switch's post table.
+            u64 n = NN, rn = 9ull * NN;
+            void* args[] = {&ks_acc, &ks_acc, &dp, &dtw, &dpostf, &off, &n, &rn, &n, &rn, &c};
+            return go((void*)ntt_inv_gs, dim3(8, 9, 2), dim3(GS_THREADS), args, true);
         } else if (which == 14 || which == 16 || which == 17) {
             // The ModUp of row 6 as a work queue (ntt_fwd_gq, one wave of 2 blocks per SM, the
             // automorphism as an output permutation); the queue state comes back zeroed. 16:
@@ -310,10 +381,15 @@ int main(int argc, char** argv) {
                            "ks-inner", "ks-moddown", "modup-noaut", "modup-raw", "ks-chain",
                            "ks-inner-gs", "ks-chain-gs", "ks-modup-gq", "ks-chain-gq",
                            "modup-gq-noaut", "modup-gq-raw", "fwd-gq", "chain-g1",
-                           "chain-g3", "fwd-g1", "chain-pdl", "chain-pdl-g"};
+                           "chain-g3", "fwd-g1", "chain-pdl", "chain-pdl-g", "ks-ip",
+                           "ks-inv18", "ks-unf", "chain-unf-g"};
     // Rows 11, 13 and 15: the three key-switching kernels back to back on one key, as rotate
     // runs them (ModUp by clusters and the inner product by ks_inner_cl; the same with
     // ks_inner_gs; the ModUp as a queue and ks_inner_gs).
+    // (Rows 28-29, ks_inner_gp alone and in row 23's chain, live on the branch ks-inner-gp
+    // with the kernel: run 60, dropped.)
+    // Rows 24-27: the inner product unfused from the inverse NTT (ks_ip alone, the 18-limb
+    // ntt_inv_gs alone, both, and row 23's chain with both in place of ks_inner_gs).
     // Rows 19-23: how launches are submitted. 19: the gq chain (row 15) as three one-node
     // graphs (the engine's way); 20: the same chain as one three-node graph; 21: the forward
     // NTT (row 0) as a one-node graph; 22: the chain by stream launches, the inner product and
@@ -348,6 +424,24 @@ int main(int argc, char** argv) {
             return cudaSuccess;
         }
         if (which == 20) return capture(16 + set, [&] { return chain(set); });
+        if (which == 26) {
+            cudaError_t e = launch(24, set);
+            if (e == cudaSuccess) e = launch(25, set);
+            return e;
+        }
+        if (which == 27) {
+            // Row 23 with the inner product unfused: ModUp, ks_ip, the 18-limb inverse NTT,
+            // ModDown, one graph with programmatic edges.
+            return capture(40 + set, [&]() -> cudaError_t {
+                cudaError_t e = launch(14, set);
+                pdl_now = true;
+                if (e == cudaSuccess) e = launch(24, set);
+                if (e == cudaSuccess) e = launch(25, set);
+                if (e == cudaSuccess) e = launch(8, set);
+                pdl_now = false;
+                return e;
+            });
+        }
         if (which == 21) return capture(24 + set, [&] { return launch(0, set); });
         if (which == 22 || which == 23) {
             auto body = [&]() -> cudaError_t {
@@ -397,7 +491,7 @@ int main(int argc, char** argv) {
         cudaOccupancyMaxActiveBlocksPerMultiprocessor(&bps, (void*)ks_inner_cl, 512, 0);
         printf("ks_inner_cl blocks per SM %d\n", bps);
     }
-    for (int which = 0; which < 24; which++) {
+    for (int which = 0; which < 28; which++) {
         if (limbs != 8 && which >= 6 && which != 18) continue;
         for (int i = 0; i < 50; i++) CK(run(which, i % sets));
         CK(cudaStreamSynchronize(st));
@@ -433,9 +527,10 @@ int main(int argc, char** argv) {
         };
         // ks-modup and ks-modup-gq (6, 14: ks_ext) must agree, and so must ks-inner and
         // ks-inner-gs (7, 12: ks_acc).
-        const int kinds[8] = {0, 18, 1, 6, 14, 7, 12, 8};
+        // ks-unf (26: ks_ip + the 18-limb inverse NTT) must agree with them too.
+        const int kinds[9] = {0, 18, 1, 6, 14, 7, 12, 26, 8};
         // The chains' ModDown outputs (rows 15, 19, 20, 22, 23) must agree.
-        for (int w : {15, 19, 20, 22, 23}) {
+        for (int w : {15, 19, 20, 22, 23, 27}) {
             if (limbs != 8) continue;
             CK(cudaMemset(out, 0, words * 8));
             CK(run(w, 0));
@@ -446,9 +541,9 @@ int main(int argc, char** argv) {
         }
         for (int w : kinds) {
             if (limbs != 8 && w >= 6 && w != 18) continue;
-            CK(launch(w, 0));
+            CK(run(w, 0));
             CK(cudaStreamSynchronize(st));
-            const bool acc = w == 7 || w == 12;
+            const bool acc = w == 7 || w == 12 || w == 26;
             const bool ext = w == 6 || w == 14;
             std::vector<u64> v(ext ? (size_t)8 * 9 * NN : acc ? (size_t)2 * 9 * NN : words);
             CK(cudaMemcpy(v.data(), ext ? ks_ext : acc ? ks_acc : out, v.size() * 8,

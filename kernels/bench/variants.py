@@ -14,6 +14,15 @@ REL = ('        asm volatile("red.release.gpu.global.add.u32 [%0], 1;" :: "l"(&c
 SYNC_BODY = src[src.index("__device__ __forceinline__ void limb_sync(unsigned* ctr, unsigned target) {"):]
 SYNC_BODY = SYNC_BODY[: SYNC_BODY.index("\n}\n") + 3]
 SHOUP = "    return x * w - hi * q;  // in [0, 2q)"
+KS_LOOP = "#pragma unroll 1\n        for (uint32_t d = d0; d < d1; d++) {\n"
+KS_PF = """            if (d + {ahead} < digits) {{
+#pragma unroll
+                for (int i = 0; i < M; i++) {{
+                    asm volatile("prefetch.global.L2 [%0];" ::"l"(k0 + (d + {ahead}) * key_ds + pos[i]));
+                    asm volatile("prefetch.global.L2 [%0];" ::"l"(e0 + (d + {ahead}) * ext_ds + pos[i]));
+                }}
+            }}
+"""
 
 variants = {
     "base": src,
@@ -34,6 +43,11 @@ variants = {
         "#pragma unroll 1\n        for (uint32_t d = d0; d < d1; d++) {",
         "#pragma unroll 2\n        for (uint32_t d = d0; d < d1; d++) {",
     ),
+    # kspf1 / kspf2: the inner product's digit loop asks L2 for the lines of digit d + 1 (d + 2)
+    # while it loads digit d (prefetch.global.L2: no registers), so each digit's loads wait on L2
+    # instead of DRAM.
+    "kspf1": src.replace(KS_LOOP, KS_LOOP + KS_PF.format(ahead=1)),
+    "kspf2": src.replace(KS_LOOP, KS_LOOP + KS_PF.format(ahead=2)),
     "ksunroll": src.replace(
         "#pragma unroll 1\n        for (uint32_t d = d0; d < d1; d++) {",
         "#pragma unroll 4\n        for (uint32_t d = d0; d < d1; d++) {",
@@ -76,6 +90,8 @@ variants["timed"] = timed
 # became the shared helper ks_sum; their text is in commit 403e1d6.
 # warp (every warp fences and counts itself at the limb barrier) was measured slower (run 40:
 # forward burst 10.4 us against 8.2) and removed; its text is in commit 8842825.
+# gpnowork / gpnowait / gpnone (run 61: ks_inner_gp's P warp without its rounds, without its
+# barrier wait, without both) patch the kernel of the branch ks-inner-gp and live there.
 # gsnopf (the *_gs kernels without an L1 prefetch of every twiddle line a block reads) was the
 # control of a prefetch measured slower (run 34) and removed with it; see commit a0a58ea.
 # mupf / mupfks (the ModUp asking L2 for the key rows, alone and with kspf) and mdrows (ModDown
