@@ -386,8 +386,7 @@ int main(int argc, char** argv) {
     // Rows 11, 13 and 15: the three key-switching kernels back to back on one key, as rotate
     // runs them (ModUp by clusters and the inner product by ks_inner_cl; the same with
     // ks_inner_gs; the ModUp as a queue and ks_inner_gs).
-    // (Rows 28-29, ks_inner_gp alone and in row 23's chain, live on the branch ks-inner-gp
-    // with the kernel: run 60, dropped.)
+    // (Rows 28-29 come with the dropped kernels of kernels/bench/experiments/*.patch.)
     // Rows 24-27: the inner product unfused from the inverse NTT (ks_ip alone, the 18-limb
     // ntt_inv_gs alone, both, and row 23's chain with both in place of ks_inner_gs).
     // Rows 19-23: how launches are submitted. 19: the gq chain (row 15) as three one-node

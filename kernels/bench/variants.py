@@ -91,7 +91,7 @@ variants["timed"] = timed
 # warp (every warp fences and counts itself at the limb barrier) was measured slower (run 40:
 # forward burst 10.4 us against 8.2) and removed; its text is in commit 8842825.
 # gpnowork / gpnowait / gpnone (run 61: ks_inner_gp's P warp without its rounds, without its
-# barrier wait, without both) patch the kernel of the branch ks-inner-gp and live there.
+# barrier wait, without both) patch that kernel and live in kernels/bench/experiments/ks-inner-gp.patch.
 # gsnopf (the *_gs kernels without an L1 prefetch of every twiddle line a block reads) was the
 # control of a prefetch measured slower (run 34) and removed with it; see commit a0a58ea.
 # mupf / mupfks (the ModUp asking L2 for the key rows, alone and with kspf) and mdrows (ModDown

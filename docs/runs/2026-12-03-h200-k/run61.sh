@@ -3,7 +3,7 @@
 # Q rows without P): its P warp's rounds left out (gpnowork), its P barrier wait left out
 # (gpnowait), both (gpnone); base again. Wrong P rows on purpose in the variants.
 set -u
-# The bench binaries of this run were built from the branch ks-inner-gp (commit 61e37db).
+# The bench binaries of this run were built with kernels/bench/experiments/ks-inner-gp.patch applied.
 X=$(pwd)/.gpu/bin/x
 mkdir -p $OUT/logs
 for pass in 1 2; do for v in base gpnowork gpnowait gpnone; do

@@ -5,7 +5,7 @@
 # against row 23), three times. Words: ks-inner-gx's accumulator hash must equal
 # ks-inner-gs's (30b9c28c2b84c50d), chain-gx-g's the chains' (f58b5242f0e61ff8).
 set -u
-# The bench binary of this run was built from the branch ks-inner-gp (its second commit).
+# The bench binary of this run was built with kernels/bench/experiments/ks-inner-gx.patch applied.
 X=$(pwd)/.gpu/bin/x
 mkdir -p $OUT/logs
 for i in 1 2 3; do timeout 60 $X/bench_base 8 2 > $OUT/logs/bench$i.txt 2>&1; echo "rc=$?"; grep -E '^(ks-inner-gs|ks-inner-gx|chain-pdl-g|chain-gx-g) ' $OUT/logs/bench$i.txt; done
