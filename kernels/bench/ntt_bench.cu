@@ -258,6 +258,22 @@ int main(int argc, char** argv) {
         cfg.numAttrs = n;
         return cudaLaunchKernelExC(&cfg, f, args);
     };
+    // A plain launch with clusters of 8 along x (no cooperative attribute): the 8 blocks of a
+    // limb are then co-scheduled by the hardware, which is all the *_gs limb barrier needs.
+    auto goc = [&](void* f, dim3 g, dim3 b, void** args) -> cudaError_t {
+        cudaLaunchConfig_t cfg = {};
+        cfg.gridDim = g;
+        cfg.blockDim = b;
+        cfg.stream = st;
+        cudaLaunchAttribute at[1];
+        at[0].id = cudaLaunchAttributeClusterDimension;
+        at[0].val.clusterDim.x = 8;
+        at[0].val.clusterDim.y = 1;
+        at[0].val.clusterDim.z = 1;
+        cfg.attrs = at;
+        cfg.numAttrs = 1;
+        return cudaLaunchKernelExC(&cfg, f, args);
+    };
     auto launch = [&](int which, int set) -> cudaError_t {
         const u64* src = in + (size_t)set * words;
         u64* dst = out + (size_t)set * words;
@@ -327,6 +343,21 @@ int main(int argc, char** argv) {
             u64 n = NN, rn = 9ull * NN;
             void* args[] = {&ks_acc, &ks_acc, &dp, &dtw, &dpostf, &off, &n, &rn, &n, &rn, &c};
             return go((void*)ntt_inv_gs, dim3(8, 9, 2), dim3(GS_THREADS), args, true);
+        } else if (which == 28 || which == 29) {
+            // ntt_fwd_gs / ntt_inv_gs as rows 0 / 1, by a plain launch in clusters of 8.
+            if (which == 28) {
+                void* args[] = {&src, &dst, &dp, &dtw, &nopre, &off, &ys, &zs, &ys, &zs,
+                                &mode, &ginv, &soff, &sbz, &c};
+                return goc((void*)ntt_fwd_gs, grid, dim3(GS_THREADS), args);
+            }
+            void* args[] = {&src, &dst, &dp, &dtw, &dpostf, &off, &ys, &zs, &ys, &zs, &c};
+            return goc((void*)ntt_inv_gs, grid, dim3(GS_THREADS), args);
+        } else if (which == 31) {
+            // ks_inner_gs as row 12, by a plain launch in clusters of 8 (18 clusters).
+            KsArgs a{ks_key + (u64)(set % 4) * ks_key_words};
+            void* args[] = {&ks_ext, &a.key, &ks_acc, &dp, &dtw, &dpostf, &off, &a.digits,
+                            &a.rows, &a.kds, &a.kcs, &a.addn, &a.addn_cs, &a.padd, &c};
+            return goc((void*)ks_inner_gs, dim3(8, 9, 2), dim3(GS_THREADS), args);
         } else if (which == 14 || which == 16 || which == 17) {
             // The ModUp of row 6 as a work queue (ntt_fwd_gq, one wave of 2 blocks per SM, the
             // automorphism as an output permutation); the queue state comes back zeroed. 16:
@@ -382,11 +413,14 @@ int main(int argc, char** argv) {
                            "ks-inner-gs", "ks-chain-gs", "ks-modup-gq", "ks-chain-gq",
                            "modup-gq-noaut", "modup-gq-raw", "fwd-gq", "chain-g1",
                            "chain-g3", "fwd-g1", "chain-pdl", "chain-pdl-g", "ks-ip",
-                           "ks-inv18", "ks-unf", "chain-unf-g"};
+                           "ks-inv18", "ks-unf", "chain-unf-g", "fwd-cl8", "inv-cl8",
+                           "fwd-cl8-g", "ks-inner-cl8"};
     // Rows 11, 13 and 15: the three key-switching kernels back to back on one key, as rotate
     // runs them (ModUp by clusters and the inner product by ks_inner_cl; the same with
     // ks_inner_gs; the ModUp as a queue and ks_inner_gs).
-    // (Rows 28-29 come with the dropped kernels of kernels/bench/experiments/*.patch.)
+    // Rows 28-31: the *_gs kernels by a plain launch in clusters of 8 instead of a cooperative
+    // launch (forward, inverse, the forward as a one-node graph, ks_inner_gs). (The dropped
+    // kernels of kernels/bench/experiments/*.patch bring their own rows 28-29.)
     // Rows 24-27: the inner product unfused from the inverse NTT (ks_ip alone, the 18-limb
     // ntt_inv_gs alone, both, and row 23's chain with both in place of ks_inner_gs).
     // Rows 19-23: how launches are submitted. 19: the gq chain (row 15) as three one-node
@@ -428,6 +462,7 @@ int main(int argc, char** argv) {
             if (e == cudaSuccess) e = launch(25, set);
             return e;
         }
+        if (which == 30) return capture(48 + set, [&] { return launch(28, set); });
         if (which == 27) {
             // Row 23 with the inner product unfused: ModUp, ks_ip, the 18-limb inverse NTT,
             // ModDown, one graph with programmatic edges.
@@ -484,14 +519,26 @@ int main(int argc, char** argv) {
         e = cudaOccupancyMaxActiveClusters(&n, (void*)ks_inner_cl, &cfg);
         printf("max active clusters of ks_inner_cl (18 clusters) %d (%s)\n", n,
                cudaGetErrorString(e));
+        // The *_gs kernels in clusters of 8 (rows 28-31): 16 limbs need 16 clusters at once.
+        cfg.gridDim = grid;
+        cfg.blockDim = dim3(GS_THREADS);
+        e = cudaOccupancyMaxActiveClusters(&n, (void*)ntt_fwd_gs, &cfg);
+        printf("max active clusters of ntt_fwd_gs in clusters of 8: %d (%s)\n", n,
+               cudaGetErrorString(e));
+        cfg.gridDim = dim3(8, 9, 2);
+        e = cudaOccupancyMaxActiveClusters(&n, (void*)ks_inner_gs, &cfg);
+        printf("max active clusters of ks_inner_gs in clusters of 8: %d (%s)\n", n,
+               cudaGetErrorString(e));
+        cfg.blockDim = dim3(512);
         int bps = 0;
         cudaOccupancyMaxActiveBlocksPerMultiprocessor(&bps, (void*)ntt_fwd_cl, 512, 0);
         printf("ntt_fwd_cl blocks per SM %d; ", bps);
         cudaOccupancyMaxActiveBlocksPerMultiprocessor(&bps, (void*)ks_inner_cl, 512, 0);
         printf("ks_inner_cl blocks per SM %d\n", bps);
     }
-    for (int which = 0; which < 28; which++) {
-        if (limbs != 8 && which >= 6 && which != 18) continue;
+    for (int which = 0; which < 32; which++) {
+        if (limbs != 8 && which >= 6 && which != 18 && which != 28 && which != 29 && which != 30)
+            continue;
         for (int i = 0; i < 50; i++) CK(run(which, i % sets));
         CK(cudaStreamSynchronize(st));
         const int burst = 400;
@@ -527,7 +574,7 @@ int main(int argc, char** argv) {
         // ks-modup and ks-modup-gq (6, 14: ks_ext) must agree, and so must ks-inner and
         // ks-inner-gs (7, 12: ks_acc).
         // ks-unf (26: ks_ip + the 18-limb inverse NTT) must agree with them too.
-        const int kinds[9] = {0, 18, 1, 6, 14, 7, 12, 26, 8};
+        const int kinds[13] = {0, 18, 28, 30, 1, 29, 6, 14, 7, 12, 26, 31, 8};
         // The chains' ModDown outputs (rows 15, 19, 20, 22, 23) must agree.
         for (int w : {15, 19, 20, 22, 23, 27}) {
             if (limbs != 8) continue;
@@ -539,10 +586,10 @@ int main(int argc, char** argv) {
             printf("hash %-11s %016llx\n", names[w], hash(v));
         }
         for (int w : kinds) {
-            if (limbs != 8 && w >= 6 && w != 18) continue;
+            if (limbs != 8 && w >= 6 && w != 18 && w != 28 && w != 29 && w != 30) continue;
             CK(run(w, 0));
             CK(cudaStreamSynchronize(st));
-            const bool acc = w == 7 || w == 12 || w == 26;
+            const bool acc = w == 7 || w == 12 || w == 26 || w == 31;
             const bool ext = w == 6 || w == 14;
             std::vector<u64> v(ext ? (size_t)8 * 9 * NN : acc ? (size_t)2 * 9 * NN : words);
             CK(cudaMemcpy(v.data(), ext ? ks_ext : acc ? ks_acc : out, v.size() * 8,
