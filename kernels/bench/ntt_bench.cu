@@ -6,11 +6,12 @@
 #include "ckks_v.cu"
 #include "bench_common.cuh"
 
-// Run 58's experiment (dropped: ks_ip + the 18-limb ntt_inv_gs took 23.0 us against ks_inner_gs's
-// 19.9, words identical). The key inner product alone (ks_inner_gs's first step without its
-// inverse NTT), for the 18-limb ntt_inv_gs after it: acc[c][y] = sum_d ext[d][y] * key[d][c][pid] (+ P * addn[c][y]),
-// canonical NTT-domain words, the same words ks_sum gives ks_inner_gs (the digits summed
-// exactly in 128 bits in groups of 8, one Montgomery reduction per group). An elementwise
+// Run 58's experiment (dropped: ks_ip + the 18-limb ntt_inv_gs took 23.0 us against
+// ks_inner_gs's 19.9, words identical). The key inner product alone (ks_inner_gs's first step
+// without its inverse NTT), for the 18-limb ntt_inv_gs after it:
+// acc[c][y] = sum_d ext[d][y] * key[d][c][pid] (+ P * addn[c][y]), canonical NTT-domain words,
+// the same words ks_sum gives ks_inner_gs (the digits summed exactly in 128 bits in groups of
+// 8, one Montgomery reduction per group). An elementwise
 // kernel over every SM: one pair of words per thread, every digit's ext and key pair of a
 // group loaded before its products (16 loads of 16 bytes in flight per thread). Grid
 // (N / (2 * KS_IP_THREADS), rows, 2), KS_IP_THREADS threads; arguments as ks_inner_gs's but
@@ -259,7 +260,8 @@ int main(int argc, char** argv) {
         return cudaLaunchKernelExC(&cfg, f, args);
     };
     // A plain launch with clusters of 8 along x (no cooperative attribute): the 8 blocks of a
-    // limb are then co-scheduled by the hardware, which is all the *_gs limb barrier needs.
+    // limb are then co-scheduled by the hardware, which is all the *_gs limb barrier needs
+    // (run 64: same words, slower; the hardware packs two blocks on some SMs).
     auto goc = [&](void* f, dim3 g, dim3 b, void** args) -> cudaError_t {
         cudaLaunchConfig_t cfg = {};
         cfg.gridDim = g;
