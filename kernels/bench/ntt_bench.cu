@@ -262,17 +262,18 @@ int main(int argc, char** argv) {
     // A plain launch with clusters of 8 along x (no cooperative attribute): the 8 blocks of a
     // limb are then co-scheduled by the hardware, which is all the *_gs limb barrier needs
     // (run 64: same words, slower; the hardware packs two blocks on some SMs).
+    // The attribute "clusters of 8 along x" (also for the occupancy queries below).
+    cudaLaunchAttribute cl8;
+    cl8.id = cudaLaunchAttributeClusterDimension;
+    cl8.val.clusterDim.x = 8;
+    cl8.val.clusterDim.y = 1;
+    cl8.val.clusterDim.z = 1;
     auto goc = [&](void* f, dim3 g, dim3 b, void** args) -> cudaError_t {
         cudaLaunchConfig_t cfg = {};
         cfg.gridDim = g;
         cfg.blockDim = b;
         cfg.stream = st;
-        cudaLaunchAttribute at[1];
-        at[0].id = cudaLaunchAttributeClusterDimension;
-        at[0].val.clusterDim.x = 8;
-        at[0].val.clusterDim.y = 1;
-        at[0].val.clusterDim.z = 1;
-        cfg.attrs = at;
+        cfg.attrs = &cl8;
         cfg.numAttrs = 1;
         return cudaLaunchKernelExC(&cfg, f, args);
     };
@@ -501,12 +502,7 @@ int main(int argc, char** argv) {
         cudaLaunchConfig_t cfg = {};
         cfg.gridDim = grid;
         cfg.blockDim = dim3(512);
-        cudaLaunchAttribute at[1];
-        at[0].id = cudaLaunchAttributeClusterDimension;
-        at[0].val.clusterDim.x = 8;
-        at[0].val.clusterDim.y = 1;
-        at[0].val.clusterDim.z = 1;
-        cfg.attrs = at;
+        cfg.attrs = &cl8;
         cfg.numAttrs = 1;
         int n = -1;
         cudaError_t e = cudaOccupancyMaxActiveClusters(&n, (void*)ntt_fwd_clr, &cfg);
