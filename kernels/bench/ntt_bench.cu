@@ -237,44 +237,40 @@ int main(int argc, char** argv) {
     // pdl_now: rows 22 / 23 launch the inner product and ModDown (12, 8) with programmatic
     // stream serialization (PDL); those kernels start with grid_dep_wait.
     bool pdl_now = false;
-    auto go = [&](void* f, dim3 g, dim3 b, void** args, bool coop) -> cudaError_t {
-        if (!pdl_now)
+    // The attribute "clusters of 8 along x" (rows 28-31 and the occupancy queries below).
+    cudaLaunchAttribute cl8;
+    cl8.id = cudaLaunchAttributeClusterDimension;
+    cl8.val.clusterDim.x = 8;
+    cl8.val.clusterDim.y = 1;
+    cl8.val.clusterDim.z = 1;
+    // One launch of f: cooperative when coop; in clusters of 8 when cluster (a plain launch:
+    // the 8 blocks of a limb are co-scheduled by the hardware, which is all the *_gs limb
+    // barrier needs; run 64: same words, slower, the hardware packs two blocks on some SMs);
+    // with programmatic stream serialization while pdl_now.
+    auto go = [&](void* f, dim3 g, dim3 b, void** args, bool coop,
+                  bool cluster = false) -> cudaError_t {
+        if (!pdl_now && !cluster)
             return coop ? cudaLaunchCooperativeKernel(f, g, b, args, 0, st)
                         : cudaLaunchKernel(f, g, b, args, 0, st);
         cudaLaunchConfig_t cfg = {};
         cfg.gridDim = g;
         cfg.blockDim = b;
         cfg.stream = st;
-        cudaLaunchAttribute at[2];
+        cudaLaunchAttribute at[3];
         int n = 0;
-        at[n].id = cudaLaunchAttributeProgrammaticStreamSerialization;
-        at[n].val.programmaticStreamSerializationAllowed = 1;
-        n++;
+        if (pdl_now) {
+            at[n].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+            at[n].val.programmaticStreamSerializationAllowed = 1;
+            n++;
+        }
         if (coop) {
             at[n].id = cudaLaunchAttributeCooperative;
             at[n].val.cooperative = 1;
             n++;
         }
+        if (cluster) at[n++] = cl8;
         cfg.attrs = at;
         cfg.numAttrs = n;
-        return cudaLaunchKernelExC(&cfg, f, args);
-    };
-    // A plain launch with clusters of 8 along x (no cooperative attribute): the 8 blocks of a
-    // limb are then co-scheduled by the hardware, which is all the *_gs limb barrier needs
-    // (run 64: same words, slower; the hardware packs two blocks on some SMs).
-    // The attribute "clusters of 8 along x" (also for the occupancy queries below).
-    cudaLaunchAttribute cl8;
-    cl8.id = cudaLaunchAttributeClusterDimension;
-    cl8.val.clusterDim.x = 8;
-    cl8.val.clusterDim.y = 1;
-    cl8.val.clusterDim.z = 1;
-    auto goc = [&](void* f, dim3 g, dim3 b, void** args) -> cudaError_t {
-        cudaLaunchConfig_t cfg = {};
-        cfg.gridDim = g;
-        cfg.blockDim = b;
-        cfg.stream = st;
-        cfg.attrs = &cl8;
-        cfg.numAttrs = 1;
         return cudaLaunchKernelExC(&cfg, f, args);
     };
     auto launch = [&](int which, int set) -> cudaError_t {
@@ -351,16 +347,16 @@ int main(int argc, char** argv) {
             if (which == 28) {
                 void* args[] = {&src, &dst, &dp, &dtw, &nopre, &off, &ys, &zs, &ys, &zs,
                                 &mode, &ginv, &soff, &sbz, &c};
-                return goc((void*)ntt_fwd_gs, grid, dim3(GS_THREADS), args);
+                return go((void*)ntt_fwd_gs, grid, dim3(GS_THREADS), args, false, true);
             }
             void* args[] = {&src, &dst, &dp, &dtw, &dpostf, &off, &ys, &zs, &ys, &zs, &c};
-            return goc((void*)ntt_inv_gs, grid, dim3(GS_THREADS), args);
+            return go((void*)ntt_inv_gs, grid, dim3(GS_THREADS), args, false, true);
         } else if (which == 31) {
             // ks_inner_gs as row 12, by a plain launch in clusters of 8 (18 clusters).
             KsArgs a{ks_key + (u64)(set % 4) * ks_key_words};
             void* args[] = {&ks_ext, &a.key, &ks_acc, &dp, &dtw, &dpostf, &off, &a.digits,
                             &a.rows, &a.kds, &a.kcs, &a.addn, &a.addn_cs, &a.padd, &c};
-            return goc((void*)ks_inner_gs, dim3(8, 9, 2), dim3(GS_THREADS), args);
+            return go((void*)ks_inner_gs, dim3(8, 9, 2), dim3(GS_THREADS), args, false, true);
         } else if (which == 14 || which == 16 || which == 17) {
             // The ModUp of row 6 as a work queue (ntt_fwd_gq, one wave of 2 blocks per SM, the
             // automorphism as an output permutation); the queue state comes back zeroed. 16:
@@ -534,9 +530,10 @@ int main(int argc, char** argv) {
         cudaOccupancyMaxActiveBlocksPerMultiprocessor(&bps, (void*)ks_inner_cl, 512, 0);
         printf("ks_inner_cl blocks per SM %d\n", bps);
     }
+    // The rows that run at any limb count (the others assume the 8-limb key-switch set-up).
+    auto any_limbs = [](int w) { return w < 6 || w == 18 || (w >= 28 && w <= 30); };
     for (int which = 0; which < 32; which++) {
-        if (limbs != 8 && which >= 6 && which != 18 && which != 28 && which != 29 && which != 30)
-            continue;
+        if (limbs != 8 && !any_limbs(which)) continue;
         for (int i = 0; i < 50; i++) CK(run(which, i % sets));
         CK(cudaStreamSynchronize(st));
         const int burst = 400;
@@ -584,7 +581,7 @@ int main(int argc, char** argv) {
             printf("hash %-11s %016llx\n", names[w], hash(v));
         }
         for (int w : kinds) {
-            if (limbs != 8 && w >= 6 && w != 18 && w != 28 && w != 29 && w != 30) continue;
+            if (limbs != 8 && !any_limbs(w)) continue;
             CK(run(w, 0));
             CK(cudaStreamSynchronize(st));
             const bool acc = w == 7 || w == 12 || w == 26 || w == 31;
