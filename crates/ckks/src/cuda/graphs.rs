@@ -18,7 +18,8 @@
 //! graph support.
 //!
 //! **Chains** (decision 0508): an operation of several dependent launches (the key switch of
-//! rotate and relinearize) records them on its thread ([`Recording`]) instead of enqueueing
+//! rotate and relinearize, encrypt_message after its upload, decrypt_message before its
+//! download) records them on its thread ([`Recording`]) instead of enqueueing
 //! them, then launches them as one graph of kernel nodes in a line ([`LaunchGraphs::launch_chain`]),
 //! kept and updated like the one-node graphs. A node whose kernel starts with
 //! `grid_dep_wait` (`griddepcontrol.wait`) hangs on the node before it by a programmatic edge
