@@ -63,6 +63,7 @@ extern "C" __global__ void __launch_bounds__(KS_IP_THREADS)
 }
 #include <cuda_runtime.h>
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <random>
 #include <vector>
@@ -71,6 +72,128 @@ extern "C" __global__ void __launch_bounds__(KS_IP_THREADS)
 
 
 // A plain copy with the same grid: the memory floor of one pass over the ciphertext.
+// Run 68's prototype: the forward NTT of a limb by quarters, no limb barrier. After the
+// first two stages (half-spans N/2, N/4) the four quarters of the limb are independent
+// transforms; each quarter is computed by a cluster of 2 blocks (one TPC), which forms the
+// quarter's first two stages itself from all four input quarters (3 products per word instead
+// of 1: the work of stages 0-1 x 3, ~1.29x the limb's products), then exchanges through
+// distributed shared memory only. Grid (8, limbs, comps): block x = 2 * quarter + rank;
+// GS_THREADS threads; 64 clusters of 2 for a 16-limb ciphertext (one block per SM). Quarter t,
+// view a * 128 + c: rows a in [32t, 32t + 32), block `rank` holds columns [64 rank, 64 rank +
+// 64) in the column phase (t1: 32 x 64) and rows 32t + 16 rank + [0, 16) in the row phase.
+// Raw canonical input, canonical output: the words of ntt_fwd_gs.
+extern "C" __global__ void __cluster_dims__(2, 1, 1) __launch_bounds__(GS_THREADS, 1)
+    ntt_fwd_q4(const u64* __restrict__ in, u64* __restrict__ out,
+               const Prime* __restrict__ primes, const WP* __restrict__ twf, uint32_t prime_off,
+               u64 ys, u64 zs) {
+    __shared__ __align__(16) u64 t1[2048];
+    __shared__ __align__(16) u64 s[2048];
+    const uint32_t y = blockIdx.y, z = blockIdx.z, pid = prime_off + y;
+    const u64 q = primes[pid].q, two_q = 2 * q;
+    const WP* tw = twf + (u64)pid * NN;
+    const u64* src = in + z * zs + y * ys;
+    u64* dst = out + z * zs + y * ys;
+    const uint32_t qt = blockIdx.x >> 1, rank = blockIdx.x & 1;
+    const uint32_t tid = threadIdx.x;
+    {
+        // Round 1: stages 0-2 of column cg at rows r0 + 16e (e = 0..7), only the two outputs in
+        // quarter qt (e = 2qt, 2qt + 1 -> t1 rows r0, r0 + 16).
+        const uint32_t c = tid % 64, cg = rank * 64 + c;
+        const bool d0 = (qt >> 1) != 0, d1 = (qt & 1) != 0;
+        const WP w0 = ldwp(tw + 1), w1 = ldwp(tw + 2 + (qt >> 1)), w2 = ldwp(tw + 4 + qt);
+        u64 x[4][8];
+#pragma unroll
+        for (int i = 0; i < 4; i++) {
+            const uint32_t r0 = tid / 64 + 4 * i;
+#pragma unroll
+            for (int e = 0; e < 8; e++) x[i][e] = src[(r0 + 16 * e) * SUB + cg];
+        }
+#pragma unroll
+        for (int i = 0; i < 4; i++) {
+            const uint32_t r0 = tid / 64 + 4 * i;
+            u64 v[4];
+#pragma unroll
+            for (int e = 0; e < 4; e++) {
+                const u64 a = csub(x[i][e], two_q), t = shoup_lazy(x[i][e + 4], w0.w, w0.wp, q);
+                v[e] = d0 ? a - t + two_q : a + t;
+            }
+            u64 u[2];
+#pragma unroll
+            for (int e = 0; e < 2; e++) {
+                const u64 a = csub(v[e], two_q), t = shoup_lazy(v[e + 2], w1.w, w1.wp, q);
+                u[e] = d1 ? a - t + two_q : a + t;
+            }
+            ct_bfly(u[0], u[1], w2, q);
+            t1[r0 * 64 + c] = u[0];
+            t1[(r0 + 16) * 64 + c] = u[1];
+        }
+    }
+    __syncthreads();
+    {
+        // Round 2: stages 3-5 (radix 8) of column c, rows 16g + b0 + 2e.
+        const uint32_t c = tid % 64, g = (tid >> 6) & 1, b0 = tid >> 7;
+        u64 x[8];
+#pragma unroll
+        for (int e = 0; e < 8; e++) x[e] = t1[(16 * g + b0 + 2 * e) * 64 + c];
+        fwd8(x, tw7(tw, 8 + 2 * qt + g), q);
+#pragma unroll
+        for (int e = 0; e < 8; e++) t1[(16 * g + b0 + 2 * e) * 64 + c] = x[e];
+    }
+    __syncthreads();
+    {
+        // Round 3: stage 6, pairs of rows (2p, 2p + 1).
+        const uint32_t c = tid % 64;
+#pragma unroll
+        for (int i = 0; i < 4; i++) {
+            const uint32_t pr = tid / 64 + 4 * i;
+            u64 x0 = t1[2 * pr * 64 + c], x1 = t1[(2 * pr + 1) * 64 + c];
+            ct_bfly(x0, x1, ldwp(tw + 64 + 16 * qt + pr), q);
+            t1[2 * pr * 64 + c] = x0;
+            t1[(2 * pr + 1) * 64 + c] = x1;
+        }
+    }
+    __syncthreads();
+    cl_sync();  // both column halves of the quarter are in the two blocks' t1
+    const uint32_t lo = tid % 16, hi = tid / 16, ah = hi >> 1, b0 = hi & 1;
+    const uint32_t row0 = 32 * qt + 16 * rank;
+    {
+        // Row round 1: b = lo + 16e of row hi (columns < 64 from rank 0's t1, the rest from
+        // rank 1's).
+        const u64* p0 = cl_map(t1, 0);
+        const u64* p1 = cl_map(t1, 1);
+        const uint32_t rl = 16 * rank + hi;
+        u64 x[8];
+#pragma unroll
+        for (int e = 0; e < 8; e++) x[e] = (e < 4 ? p0 : p1)[rl * 64 + ((lo + 16 * e) & 63)];
+        fwd8(x, tw7(tw, SUB + row0 + hi), q);
+#pragma unroll
+        for (int e = 0; e < 8; e++) s[gs_rw(hi, lo + 16 * e)] = x[e];
+    }
+    __syncthreads();
+    cl_arrive_relaxed();  // done reading the cluster's t1
+    gs_mid_round<true, true>(s, lo, ah, b0, tw, (SUB + row0 + lo) * 8 + ah, q);
+    __syncthreads();
+    {
+        const uint32_t row = row0 + hi;
+#pragma unroll
+        for (int i = 0; i < 4; i++) {
+            const uint32_t b = 2 * (lo + 16 * i);
+            u64 x0, x1;
+            ld2sh(s + (gs_rw(hi, b) & ~1u), x0, x1);
+            if (hi >= 8) {
+                const u64 t = x0;
+                x0 = x1;
+                x1 = t;
+            }
+            ct_bfly(x0, x1, ldwp(tw + (SUB + row) * 64 + b / 2), q);
+            x0 = csub(csub(x0, two_q), q);
+            x1 = csub(csub(x1, two_q), q);
+            st2(dst + row * SUB + b, x0, x1);
+        }
+    }
+    cl_wait();  // the other block has read this block's t1
+}
+
 extern "C" __global__ void __launch_bounds__(512) copy_ct(const u64* in, u64* out) {
     const uint32_t blk = (blockIdx.z * gridDim.y + blockIdx.y) * gridDim.x + blockIdx.x;
     const u64* s = in + (u64)blk * 2048;
@@ -400,6 +523,24 @@ int main(int argc, char** argv) {
             void* args[] = {&c1, &ext, &dp, &dtw, &pre, &off, &zero, &n, &n, &rn,
                             &mode, &g, &soff, &one};
             return cudaLaunchKernel((void*)ntt_fwd_cl, dim3(8, 9, 8), dim3(512), args, 0, st);
+        } else if (which == 37) {
+            // Q4_PAD bytes of dynamic shared memory (unused) per block: 90000 leaves room for
+            // one block per SM (the cluster kernel otherwise fits two, 132 clusters of 2).
+            void* args[] = {&src, &dst, &dp, &dtw, &off, &ys, &zs};
+            static const int pad = getenv("Q4_PAD") ? atoi(getenv("Q4_PAD")) : 0;
+            static const cudaError_t attr = cudaFuncSetAttribute(
+                (void*)ntt_fwd_q4, cudaFuncAttributeMaxDynamicSharedMemorySize, pad);
+            if (attr != cudaSuccess) return attr;
+            cudaLaunchConfig_t cfg = {};
+            cfg.gridDim = grid;
+            cfg.blockDim = dim3(GS_THREADS);
+            cfg.dynamicSmemBytes = pad;
+            cfg.stream = st;
+            return cudaLaunchKernelExC(&cfg, (void*)ntt_fwd_q4, args);
+        } else if (which == 40) {
+            // The inverse kernel by a plain launch (row 36's graph node).
+            void* args[] = {&src, &dst, &dp, &dtw, &dpostf, &off, &ys, &zs, &ys, &zs, &c};
+            return cudaLaunchKernel((void*)ntt_inv_gs, grid, dim3(GS_THREADS), args, 0, st);
         } else {
             // The forward kernel by a plain launch (every block fits at once on an idle GPU).
             void* args[] = {&src, &dst, &dp, &dtw, &nopre, &off, &ys, &zs, &ys, &zs,
@@ -413,7 +554,8 @@ int main(int argc, char** argv) {
                            "modup-gq-noaut", "modup-gq-raw", "fwd-gq", "chain-g1",
                            "chain-g3", "fwd-g1", "chain-pdl", "chain-pdl-g", "ks-ip",
                            "ks-inv18", "ks-unf", "chain-unf-g", "fwd-cl8", "inv-cl8",
-                           "fwd-cl8-g", "ks-inner-cl8"};
+                           "fwd-cl8-g", "ks-inner-cl8", "fwd-g1p", "nop-g1", "copy-g1",
+                           "inv-g1", "inv-g1p", "fwd-q4", "fwd-q4-g"};
     // Rows 11, 13 and 15: the three key-switching kernels back to back on one key, as rotate
     // runs them (ModUp by clusters and the inner product by ks_inner_cl; the same with
     // ks_inner_gs; the ModUp as a queue and ks_inner_gs).
@@ -426,7 +568,11 @@ int main(int argc, char** argv) {
     // graphs (the engine's way); 20: the same chain as one three-node graph; 21: the forward
     // NTT (row 0) as a one-node graph; 22: the chain by stream launches, the inner product and
     // ModDown with PDL; 23: row 22 captured into one graph (programmatic edges).
-    std::vector<cudaGraphExec_t> graphs(64, nullptr);
+    // Rows 32-36: one-node graphs of the forward NTT by a plain launch (row 4), of the no-work
+    // and copy kernels (rows 3, 2: what any one-launch op costs as a graph), and of the inverse
+    // NTT cooperative (row 1) and plain.
+    // Rows 37-38: run 68's ntt_fwd_q4 (quarters by clusters of 2), plain launch and one-node graph.
+    std::vector<cudaGraphExec_t> graphs(80 + 4, nullptr);
     auto capture = [&](int slot, auto body) -> cudaError_t {
         if (graphs[slot]) return cudaGraphLaunch(graphs[slot], st);
         cudaGraph_t g;
@@ -476,6 +622,12 @@ int main(int argc, char** argv) {
             });
         }
         if (which == 21) return capture(24 + set, [&] { return launch(0, set); });
+        if (which == 32) return capture(56 + set, [&] { return launch(4, set); });
+        if (which == 33) return capture(60 + set, [&] { return launch(3, set); });
+        if (which == 34) return capture(64 + set, [&] { return launch(2, set); });
+        if (which == 35) return capture(68 + set, [&] { return launch(1, set); });
+        if (which == 36) return capture(72 + set, [&] { return launch(40, set); });
+        if (which == 38) return capture(76 + set, [&] { return launch(37, set); });
         if (which == 22 || which == 23) {
             auto body = [&]() -> cudaError_t {
                 cudaError_t e = launch(14, set);
@@ -523,6 +675,21 @@ int main(int argc, char** argv) {
         e = cudaOccupancyMaxActiveClusters(&n, (void*)ks_inner_gs, &cfg);
         printf("max active clusters of ks_inner_gs in clusters of 8: %d (%s)\n", n,
                cudaGetErrorString(e));
+        {
+            cudaLaunchConfig_t c2 = {};
+            cudaLaunchAttribute a2;
+            a2.id = cudaLaunchAttributeClusterDimension;
+            a2.val.clusterDim.x = 2;
+            a2.val.clusterDim.y = 1;
+            a2.val.clusterDim.z = 1;
+            c2.gridDim = grid;
+            c2.blockDim = dim3(GS_THREADS);
+            c2.attrs = &a2;
+            c2.numAttrs = 1;
+            e = cudaOccupancyMaxActiveClusters(&n, (void*)ntt_fwd_q4, &c2);
+            printf("max active clusters of ntt_fwd_q4 (clusters of 2): %d (%s)\n", n,
+                   cudaGetErrorString(e));
+        }
         cfg.blockDim = dim3(512);
         int bps = 0;
         cudaOccupancyMaxActiveBlocksPerMultiprocessor(&bps, (void*)ntt_fwd_cl, 512, 0);
@@ -531,8 +698,8 @@ int main(int argc, char** argv) {
         printf("ks_inner_cl blocks per SM %d\n", bps);
     }
     // The rows that run at any limb count (the others assume the 8-limb key-switch set-up).
-    auto any_limbs = [](int w) { return w < 6 || w == 18 || (w >= 28 && w <= 30); };
-    for (int which = 0; which < 32; which++) {
+    auto any_limbs = [](int w) { return w < 6 || w == 18 || (w >= 28 && w <= 30) || w >= 32; };
+    for (int which = 0; which < 39; which++) {
         if (limbs != 8 && !any_limbs(which)) continue;
         for (int i = 0; i < 50; i++) CK(run(which, i % sets));
         CK(cudaStreamSynchronize(st));
@@ -543,11 +710,15 @@ int main(int argc, char** argv) {
         CK(cudaEventSynchronize(e1));
         float ms;
         CK(cudaEventElapsedTime(&ms, e0, e1));
-        std::vector<float> single;
+        std::vector<float> single, host;
         for (int i = 0; i < 200; i++) {
             CK(cudaStreamSynchronize(st));
             CK(cudaEventRecord(e0, st));
+            const auto h0 = std::chrono::steady_clock::now();
             CK(run(which, i % sets));
+            host.push_back(
+                std::chrono::duration<float, std::micro>(std::chrono::steady_clock::now() - h0)
+                    .count());
             CK(cudaEventRecord(e1, st));
             CK(cudaEventSynchronize(e1));
             float s;
@@ -555,8 +726,10 @@ int main(int argc, char** argv) {
             single.push_back(s * 1000.f);
         }
         std::sort(single.begin(), single.end());
-        printf("%-10s burst_us %7.2f  single_median_us %7.2f  p10 %7.2f\n", names[which],
-               ms * 1000.f / burst, single[100], single[20]);
+        std::sort(host.begin(), host.end());
+        // host_us: the host time of the single launch (the submission, median).
+        printf("%-10s burst_us %7.2f  single_median_us %7.2f  p10 %7.2f  host_us %6.2f\n",
+               names[which], ms * 1000.f / burst, single[100], single[20], host[100]);
     }
     // Hashes of what the forward, inverse and ModUp kernels wrote for set 0, to compare variants
     // that must agree word for word.
@@ -569,7 +742,7 @@ int main(int argc, char** argv) {
         // ks-modup and ks-modup-gq (6, 14: ks_ext) must agree, and so must ks-inner and
         // ks-inner-gs (7, 12: ks_acc).
         // ks-unf (26: ks_ip + the 18-limb inverse NTT) must agree with them too.
-        const int kinds[13] = {0, 18, 28, 30, 1, 29, 6, 14, 7, 12, 26, 31, 8};
+        const int kinds[19] = {0, 18, 28, 30, 32, 37, 38, 1, 29, 35, 36, 6, 14, 7, 12, 26, 31, 8, 4};
         // The chains' ModDown outputs (rows 15, 19, 20, 22, 23) must agree.
         for (int w : {15, 19, 20, 22, 23, 27}) {
             if (limbs != 8) continue;

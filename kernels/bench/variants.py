@@ -48,6 +48,13 @@ variants = {
     # instead of DRAM.
     "kspf1": src.replace(KS_LOOP, KS_LOOP + KS_PF.format(ahead=1)),
     "kspf2": src.replace(KS_LOOP, KS_LOOP + KS_PF.format(ahead=2)),
+    # twsmall (run 69, wrong words): every twiddle of the *_gs rounds taken from the table's
+    # first 64 pairs (L1 hits), so the rows' twiddle lines (2x the block's data in the second
+    # phase) cost no L2 traffic: what the twiddle loads cost.
+    "twsmall": src.replace(
+        "__device__ __forceinline__ Tw7 tw7(const WP* tw, uint32_t B) {\n    Tw7 t;",
+        "__device__ __forceinline__ Tw7 tw7(const WP* tw, uint32_t B) {\n    Tw7 t;\n    B &= 15u;",
+    ).replace("ldwp(tw + (SUB + row) * 64 + b / 2)", "ldwp(tw + b / 2)"),
     "ksunroll": src.replace(
         "#pragma unroll 1\n        for (uint32_t d = d0; d < d1; d++) {",
         "#pragma unroll 4\n        for (uint32_t d = d0; d < d1; d++) {",
