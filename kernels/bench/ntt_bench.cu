@@ -194,6 +194,100 @@ extern "C" __global__ void __cluster_dims__(2, 1, 1) __launch_bounds__(GS_THREAD
     cl_wait();  // the other block has read this block's t1
 }
 
+// Run 72's prototype: the forward NTT of a limb by halves. After stage 0 (half-span N/2) the
+// two halves of the limb are independent transforms; each half is computed by a cluster of 4
+// blocks, which forms the half's stage 0 itself from both input halves (one product per word
+// of the half: stage 0's work twice, ~1.07x the limb's products, the input read twice), then
+// exchanges through distributed shared memory only. Grid (8, limbs, comps): block x = 4 * half
+// + rank; GS_THREADS threads; 32 clusters of 4 for a 16-limb ciphertext. Half hh, view a * 128
+// + c: rows a in [64hh, 64hh + 64); block `rank` holds columns [32 rank, 32 rank + 32) in the
+// column phase (t1: 64 x 32) and rows 64hh + 16 rank + [0, 16) in the row phase.
+extern "C" __global__ void __cluster_dims__(4, 1, 1) __launch_bounds__(GS_THREADS, 1)
+    ntt_fwd_h2(const u64* __restrict__ in, u64* __restrict__ out,
+               const Prime* __restrict__ primes, const WP* __restrict__ twf, uint32_t prime_off,
+               u64 ys, u64 zs) {
+    __shared__ __align__(16) u64 t1[2048];
+    __shared__ __align__(16) u64 s[2048];
+    const uint32_t y = blockIdx.y, z = blockIdx.z, pid = prime_off + y;
+    const u64 q = primes[pid].q, two_q = 2 * q;
+    const WP* tw = twf + (u64)pid * NN;
+    const u64* src = in + z * zs + y * ys;
+    u64* dst = out + z * zs + y * ys;
+    const uint32_t hh = blockIdx.x >> 2, rank = blockIdx.x & 3;
+    const uint32_t tid = threadIdx.x;
+    {
+        // Round 1: stage 0 (only the half's outputs) and stages 1-3 of column cg at half rows
+        // r0 + 8e (e = 0..7).
+        const uint32_t c = tid % 32, r0 = tid / 32, cg = rank * 32 + c;
+        const WP w0 = ldwp(tw + 1);
+        u64 lo8[8], hi8[8], x[8];
+#pragma unroll
+        for (int e = 0; e < 8; e++) {
+            lo8[e] = src[(r0 + 8 * e) * SUB + cg];
+            hi8[e] = src[(r0 + 8 * e + 64) * SUB + cg];
+        }
+#pragma unroll
+        for (int e = 0; e < 8; e++) {
+            const u64 a = csub(lo8[e], two_q), t = shoup_lazy(hi8[e], w0.w, w0.wp, q);
+            x[e] = hh ? a - t + two_q : a + t;
+        }
+        fwd8(x, tw7(tw, 2 + hh), q);
+#pragma unroll
+        for (int e = 0; e < 8; e++) t1[(r0 + 8 * e) * 32 + c] = x[e];
+    }
+    __syncthreads();
+    {
+        // Round 2: stages 4-6 of column c, half rows 8g + e.
+        const uint32_t c = tid % 32, g = tid / 32;
+        u64 x[8];
+#pragma unroll
+        for (int e = 0; e < 8; e++) x[e] = t1[(8 * g + e) * 32 + c];
+        fwd8(x, tw7(tw, 16 + 8 * hh + g), q);
+#pragma unroll
+        for (int e = 0; e < 8; e++) t1[(8 * g + e) * 32 + c] = x[e];
+    }
+    __syncthreads();
+    cl_sync();  // the half's 128 columns are in the cluster's four t1
+    const uint32_t lo = tid % 16, hi = tid / 16, ah = hi >> 1, b0 = hi & 1;
+    const uint32_t row0 = 64 * hh + 16 * rank;
+    {
+        // Row round 1: b = lo + 16e of row hi; column b from rank b / 32's t1.
+        const uint32_t rl = 16 * rank + hi;
+        u64 x[8];
+#pragma unroll
+        for (int e = 0; e < 8; e++) {
+            const u64* pe = cl_map(t1, (uint32_t)e >> 1);
+            x[e] = pe[rl * 32 + ((lo + 16 * e) & 31)];
+        }
+        fwd8(x, tw7(tw, SUB + row0 + hi), q);
+#pragma unroll
+        for (int e = 0; e < 8; e++) s[gs_rw(hi, lo + 16 * e)] = x[e];
+    }
+    __syncthreads();
+    cl_arrive_relaxed();  // done reading the cluster's t1
+    gs_mid_round<true, true>(s, lo, ah, b0, tw, (SUB + row0 + lo) * 8 + ah, q);
+    __syncthreads();
+    {
+        const uint32_t row = row0 + hi;
+#pragma unroll
+        for (int i = 0; i < 4; i++) {
+            const uint32_t b = 2 * (lo + 16 * i);
+            u64 x0, x1;
+            ld2sh(s + (gs_rw(hi, b) & ~1u), x0, x1);
+            if (hi >= 8) {
+                const u64 t = x0;
+                x0 = x1;
+                x1 = t;
+            }
+            ct_bfly(x0, x1, ldwp(tw + (SUB + row) * 64 + b / 2), q);
+            x0 = csub(csub(x0, two_q), q);
+            x1 = csub(csub(x1, two_q), q);
+            st2(dst + row * SUB + b, x0, x1);
+        }
+    }
+    cl_wait();  // the other blocks have read this block's t1
+}
+
 extern "C" __global__ void __launch_bounds__(512) copy_ct(const u64* in, u64* out) {
     const uint32_t blk = (blockIdx.z * gridDim.y + blockIdx.y) * gridDim.x + blockIdx.x;
     const u64* s = in + (u64)blk * 2048;
@@ -537,7 +631,20 @@ int main(int argc, char** argv) {
             cfg.dynamicSmemBytes = pad;
             cfg.stream = st;
             return cudaLaunchKernelExC(&cfg, (void*)ntt_fwd_q4, args);
-        } else if (which == 40) {
+        } else if (which == 39) {
+            // H2_PAD bytes of unused dynamic shared memory per block (as Q4_PAD).
+            void* args[] = {&src, &dst, &dp, &dtw, &off, &ys, &zs};
+            static const int pad = getenv("H2_PAD") ? atoi(getenv("H2_PAD")) : 0;
+            static const cudaError_t attr = cudaFuncSetAttribute(
+                (void*)ntt_fwd_h2, cudaFuncAttributeMaxDynamicSharedMemorySize, pad);
+            if (attr != cudaSuccess) return attr;
+            cudaLaunchConfig_t cfg = {};
+            cfg.gridDim = grid;
+            cfg.blockDim = dim3(GS_THREADS);
+            cfg.dynamicSmemBytes = pad;
+            cfg.stream = st;
+            return cudaLaunchKernelExC(&cfg, (void*)ntt_fwd_h2, args);
+        } else if (which == 41) {
             // The inverse kernel by a plain launch (row 36's graph node).
             void* args[] = {&src, &dst, &dp, &dtw, &dpostf, &off, &ys, &zs, &ys, &zs, &c};
             return cudaLaunchKernel((void*)ntt_inv_gs, grid, dim3(GS_THREADS), args, 0, st);
@@ -555,7 +662,7 @@ int main(int argc, char** argv) {
                            "chain-g3", "fwd-g1", "chain-pdl", "chain-pdl-g", "ks-ip",
                            "ks-inv18", "ks-unf", "chain-unf-g", "fwd-cl8", "inv-cl8",
                            "fwd-cl8-g", "ks-inner-cl8", "fwd-g1p", "nop-g1", "copy-g1",
-                           "inv-g1", "inv-g1p", "fwd-q4", "fwd-q4-g"};
+                           "inv-g1", "inv-g1p", "fwd-q4", "fwd-q4-g", "fwd-h2", "fwd-h2-g"};
     // Rows 11, 13 and 15: the three key-switching kernels back to back on one key, as rotate
     // runs them (ModUp by clusters and the inner product by ks_inner_cl; the same with
     // ks_inner_gs; the ModUp as a queue and ks_inner_gs).
@@ -572,7 +679,8 @@ int main(int argc, char** argv) {
     // and copy kernels (rows 3, 2: what any one-launch op costs as a graph), and of the inverse
     // NTT cooperative (row 1) and plain.
     // Rows 37-38: run 68's ntt_fwd_q4 (quarters by clusters of 2), plain launch and one-node graph.
-    std::vector<cudaGraphExec_t> graphs(80 + 4, nullptr);
+    // Rows 39-40: run 72's ntt_fwd_h2 (halves by clusters of 4), plain launch and one-node graph.
+    std::vector<cudaGraphExec_t> graphs(80 + 8, nullptr);
     auto capture = [&](int slot, auto body) -> cudaError_t {
         if (graphs[slot]) return cudaGraphLaunch(graphs[slot], st);
         cudaGraph_t g;
@@ -626,8 +734,9 @@ int main(int argc, char** argv) {
         if (which == 33) return capture(60 + set, [&] { return launch(3, set); });
         if (which == 34) return capture(64 + set, [&] { return launch(2, set); });
         if (which == 35) return capture(68 + set, [&] { return launch(1, set); });
-        if (which == 36) return capture(72 + set, [&] { return launch(40, set); });
+        if (which == 36) return capture(72 + set, [&] { return launch(41, set); });
         if (which == 38) return capture(76 + set, [&] { return launch(37, set); });
+        if (which == 40) return capture(80 + set, [&] { return launch(39, set); });
         if (which == 22 || which == 23) {
             auto body = [&]() -> cudaError_t {
                 cudaError_t e = launch(14, set);
@@ -689,6 +798,15 @@ int main(int argc, char** argv) {
             e = cudaOccupancyMaxActiveClusters(&n, (void*)ntt_fwd_q4, &c2);
             printf("max active clusters of ntt_fwd_q4 (clusters of 2): %d (%s)\n", n,
                    cudaGetErrorString(e));
+            // ntt_fwd_h2 in clusters of 4, with H2_PAD bytes of dynamic shared memory.
+            a2.val.clusterDim.x = 4;
+            const int hpad = getenv("H2_PAD") ? atoi(getenv("H2_PAD")) : 0;
+            cudaFuncSetAttribute((void*)ntt_fwd_h2, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                 hpad);
+            c2.dynamicSmemBytes = hpad;
+            e = cudaOccupancyMaxActiveClusters(&n, (void*)ntt_fwd_h2, &c2);
+            printf("max active clusters of ntt_fwd_h2 (clusters of 4, pad %d): %d (%s)\n", hpad,
+                   n, cudaGetErrorString(e));
         }
         cfg.blockDim = dim3(512);
         int bps = 0;
@@ -699,7 +817,7 @@ int main(int argc, char** argv) {
     }
     // The rows that run at any limb count (the others assume the 8-limb key-switch set-up).
     auto any_limbs = [](int w) { return w < 6 || w == 18 || (w >= 28 && w <= 30) || w >= 32; };
-    for (int which = 0; which < 39; which++) {
+    for (int which = 0; which < 41; which++) {
         if (limbs != 8 && !any_limbs(which)) continue;
         for (int i = 0; i < 50; i++) CK(run(which, i % sets));
         CK(cudaStreamSynchronize(st));
@@ -742,7 +860,7 @@ int main(int argc, char** argv) {
         // ks-modup and ks-modup-gq (6, 14: ks_ext) must agree, and so must ks-inner and
         // ks-inner-gs (7, 12: ks_acc).
         // ks-unf (26: ks_ip + the 18-limb inverse NTT) must agree with them too.
-        const int kinds[19] = {0, 18, 28, 30, 32, 37, 38, 1, 29, 35, 36, 6, 14, 7, 12, 26, 31, 8, 4};
+        const int kinds[21] = {0, 18, 28, 30, 32, 37, 38, 39, 40, 1, 29, 35, 36, 6, 14, 7, 12, 26, 31, 8, 4};
         // The chains' ModDown outputs (rows 15, 19, 20, 22, 23) must agree.
         for (int w : {15, 19, 20, 22, 23, 27}) {
             if (limbs != 8) continue;
