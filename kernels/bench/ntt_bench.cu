@@ -72,6 +72,55 @@ extern "C" __global__ void __launch_bounds__(KS_IP_THREADS)
 
 
 // A plain copy with the same grid: the memory floor of one pass over the ciphertext.
+// The row phase of the split-limb prototypes (ntt_fwd_q4, ntt_fwd_h2): rows row0 + [0, 16) of
+// the limb, row hi's words read from the cluster's column tiles t1 (block r holding columns
+// [W r, W r + W) of every local row, W words per row; this block's rows are local rows
+// rl0 + [0, 16)) through distributed shared memory, then gs_fwd_rows' rounds 2 and 3 on s,
+// canonical out to dst. Ends with the cluster barrier that keeps t1 until every block has
+// read it.
+template <uint32_t W>
+__device__ __forceinline__ void split_fwd_rows(u64* s, const u64* t1, const WP* tw, u64 q,
+                                               uint32_t row0, uint32_t rl0, u64* dst) {
+    const uint32_t tid = threadIdx.x;
+    const uint32_t lo = tid % 16, hi = tid / 16, ah = hi >> 1, b0 = hi & 1;
+    const u64 two_q = 2 * q;
+    {
+        // Round 1: b = lo + 16e of row hi; column b from rank b / W's t1.
+        u64 x[8];
+#pragma unroll
+        for (int e = 0; e < 8; e++) {
+            const uint32_t b = lo + 16 * e;
+            x[e] = cl_map(t1, b / W)[(rl0 + hi) * W + b % W];
+        }
+        fwd8(x, tw7(tw, SUB + row0 + hi), q);
+#pragma unroll
+        for (int e = 0; e < 8; e++) s[gs_rw(hi, lo + 16 * e)] = x[e];
+    }
+    __syncthreads();
+    cl_arrive_relaxed();  // done reading the cluster's t1
+    gs_mid_round<true, true>(s, lo, ah, b0, tw, (SUB + row0 + lo) * 8 + ah, q);
+    __syncthreads();
+    {
+        const uint32_t row = row0 + hi;
+#pragma unroll
+        for (int i = 0; i < 4; i++) {
+            const uint32_t b = 2 * (lo + 16 * i);
+            u64 x0, x1;
+            ld2sh(s + (gs_rw(hi, b) & ~1u), x0, x1);
+            if (hi >= 8) {
+                const u64 t = x0;
+                x0 = x1;
+                x1 = t;
+            }
+            ct_bfly(x0, x1, ldwp(tw + (SUB + row) * 64 + b / 2), q);
+            x0 = csub(csub(x0, two_q), q);
+            x1 = csub(csub(x1, two_q), q);
+            st2(dst + row * SUB + b, x0, x1);
+        }
+    }
+    cl_wait();  // the other blocks have read this block's t1
+}
+
 // Run 68's prototype: the forward NTT of a limb by quarters, no limb barrier. After the
 // first two stages (half-spans N/2, N/4) the four quarters of the limb are independent
 // transforms; each quarter is computed by a cluster of 2 blocks (one TPC), which forms the
@@ -154,44 +203,7 @@ extern "C" __global__ void __cluster_dims__(2, 1, 1) __launch_bounds__(GS_THREAD
     }
     __syncthreads();
     cl_sync();  // both column halves of the quarter are in the two blocks' t1
-    const uint32_t lo = tid % 16, hi = tid / 16, ah = hi >> 1, b0 = hi & 1;
-    const uint32_t row0 = 32 * qt + 16 * rank;
-    {
-        // Row round 1: b = lo + 16e of row hi (columns < 64 from rank 0's t1, the rest from
-        // rank 1's).
-        const u64* p0 = cl_map(t1, 0);
-        const u64* p1 = cl_map(t1, 1);
-        const uint32_t rl = 16 * rank + hi;
-        u64 x[8];
-#pragma unroll
-        for (int e = 0; e < 8; e++) x[e] = (e < 4 ? p0 : p1)[rl * 64 + ((lo + 16 * e) & 63)];
-        fwd8(x, tw7(tw, SUB + row0 + hi), q);
-#pragma unroll
-        for (int e = 0; e < 8; e++) s[gs_rw(hi, lo + 16 * e)] = x[e];
-    }
-    __syncthreads();
-    cl_arrive_relaxed();  // done reading the cluster's t1
-    gs_mid_round<true, true>(s, lo, ah, b0, tw, (SUB + row0 + lo) * 8 + ah, q);
-    __syncthreads();
-    {
-        const uint32_t row = row0 + hi;
-#pragma unroll
-        for (int i = 0; i < 4; i++) {
-            const uint32_t b = 2 * (lo + 16 * i);
-            u64 x0, x1;
-            ld2sh(s + (gs_rw(hi, b) & ~1u), x0, x1);
-            if (hi >= 8) {
-                const u64 t = x0;
-                x0 = x1;
-                x1 = t;
-            }
-            ct_bfly(x0, x1, ldwp(tw + (SUB + row) * 64 + b / 2), q);
-            x0 = csub(csub(x0, two_q), q);
-            x1 = csub(csub(x1, two_q), q);
-            st2(dst + row * SUB + b, x0, x1);
-        }
-    }
-    cl_wait();  // the other block has read this block's t1
+    split_fwd_rows<64>(s, t1, tw, q, 32 * qt + 16 * rank, 16 * rank, dst);
 }
 
 // Run 72's prototype: the forward NTT of a limb by halves. After stage 0 (half-span N/2) the
@@ -248,44 +260,7 @@ extern "C" __global__ void __cluster_dims__(4, 1, 1) __launch_bounds__(GS_THREAD
     }
     __syncthreads();
     cl_sync();  // the half's 128 columns are in the cluster's four t1
-    const uint32_t lo = tid % 16, hi = tid / 16, ah = hi >> 1, b0 = hi & 1;
-    const uint32_t row0 = 64 * hh + 16 * rank;
-    {
-        // Row round 1: b = lo + 16e of row hi; column b from rank b / 32's t1.
-        const uint32_t rl = 16 * rank + hi;
-        u64 x[8];
-#pragma unroll
-        for (int e = 0; e < 8; e++) {
-            const u64* pe = cl_map(t1, (uint32_t)e >> 1);
-            x[e] = pe[rl * 32 + ((lo + 16 * e) & 31)];
-        }
-        fwd8(x, tw7(tw, SUB + row0 + hi), q);
-#pragma unroll
-        for (int e = 0; e < 8; e++) s[gs_rw(hi, lo + 16 * e)] = x[e];
-    }
-    __syncthreads();
-    cl_arrive_relaxed();  // done reading the cluster's t1
-    gs_mid_round<true, true>(s, lo, ah, b0, tw, (SUB + row0 + lo) * 8 + ah, q);
-    __syncthreads();
-    {
-        const uint32_t row = row0 + hi;
-#pragma unroll
-        for (int i = 0; i < 4; i++) {
-            const uint32_t b = 2 * (lo + 16 * i);
-            u64 x0, x1;
-            ld2sh(s + (gs_rw(hi, b) & ~1u), x0, x1);
-            if (hi >= 8) {
-                const u64 t = x0;
-                x0 = x1;
-                x1 = t;
-            }
-            ct_bfly(x0, x1, ldwp(tw + (SUB + row) * 64 + b / 2), q);
-            x0 = csub(csub(x0, two_q), q);
-            x1 = csub(csub(x1, two_q), q);
-            st2(dst + row * SUB + b, x0, x1);
-        }
-    }
-    cl_wait();  // the other blocks have read this block's t1
+    split_fwd_rows<32>(s, t1, tw, q, 64 * hh + 16 * rank, 16 * rank, dst);
 }
 
 extern "C" __global__ void __launch_bounds__(512) copy_ct(const u64* in, u64* out) {
