@@ -263,6 +263,32 @@ extern "C" __global__ void __cluster_dims__(4, 1, 1) __launch_bounds__(GS_THREAD
     split_fwd_rows<32>(s, t1, tw, q, 64 * hh + 16 * rank, 16 * rank, dst);
 }
 
+// Run 73's experiment: the forward NTT as two kernels in one graph, the column phase
+// (ntt_fwd_entry<3>, ntt_fwd_gq's column work item, into the output limb) and the row phase
+// (ntt_fwd_entry<4>) hung on it by a programmatic edge: the second grid's completion wait
+// (griddepcontrol.wait) in place of the limb barrier. TRIG: the first kernel lets the second
+// launch at its start (griddepcontrol.launch_dependents), so the second's blocks are resident
+// and waiting when the first ends. Grid (8, limbs, comps), GS_THREADS threads, plain launches.
+template <bool TRIG>
+__device__ __forceinline__ void fwd_p1_body(u64* s, NTT_FWD_PARAMS) {
+    grid_dep_wait();
+    if constexpr (TRIG) asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+    ntt_fwd_entry<3>(s, blockIdx, NTT_FWD_ARGS);
+}
+extern "C" __global__ void __launch_bounds__(GS_THREADS, 1) ntt_fwd_p1(NTT_FWD_PARAMS) {
+    CL_SHARED(s);
+    fwd_p1_body<false>(s, NTT_FWD_ARGS);
+}
+extern "C" __global__ void __launch_bounds__(GS_THREADS, 1) ntt_fwd_p1t(NTT_FWD_PARAMS) {
+    CL_SHARED(s);
+    fwd_p1_body<true>(s, NTT_FWD_ARGS);
+}
+extern "C" __global__ void __launch_bounds__(GS_THREADS, 1) ntt_fwd_p2(NTT_FWD_PARAMS) {
+    CL_SHARED(s);
+    grid_dep_wait();
+    ntt_fwd_entry<4>(s, blockIdx, NTT_FWD_ARGS);
+}
+
 extern "C" __global__ void __launch_bounds__(512) copy_ct(const u64* in, u64* out) {
     const uint32_t blk = (blockIdx.z * gridDim.y + blockIdx.y) * gridDim.x + blockIdx.x;
     const u64* s = in + (u64)blk * 2048;
@@ -619,6 +645,12 @@ int main(int argc, char** argv) {
             cfg.dynamicSmemBytes = pad;
             cfg.stream = st;
             return cudaLaunchKernelExC(&cfg, (void*)ntt_fwd_h2, args);
+        } else if (which == 42 || which == 43 || which == 44) {
+            void* args[] = {&src, &dst, &dp, &dtw, &nopre, &off, &ys, &zs, &ys, &zs,
+                            &mode, &ginv, &soff, &sbz};
+            void* f = which == 42 ? (void*)ntt_fwd_p1 : which == 43 ? (void*)ntt_fwd_p1t
+                                                                     : (void*)ntt_fwd_p2;
+            return go(f, grid, dim3(GS_THREADS), args, false);
         } else if (which == 41) {
             // The inverse kernel by a plain launch (row 36's graph node).
             void* args[] = {&src, &dst, &dp, &dtw, &dpostf, &off, &ys, &zs, &ys, &zs, &c};
@@ -637,7 +669,7 @@ int main(int argc, char** argv) {
                            "chain-g3", "fwd-g1", "chain-pdl", "chain-pdl-g", "ks-ip",
                            "ks-inv18", "ks-unf", "chain-unf-g", "fwd-cl8", "inv-cl8",
                            "fwd-cl8-g", "ks-inner-cl8", "fwd-g1p", "nop-g1", "copy-g1",
-                           "inv-g1", "inv-g1p", "fwd-q4", "fwd-q4-g", "fwd-h2", "fwd-h2-g"};
+                           "inv-g1", "inv-g1p", "fwd-q4", "fwd-q4-g", "fwd-h2", "fwd-h2-g", "fwd-2k", "fwd-2k-g", "fwd-2kt-g"};
     // Rows 11, 13 and 15: the three key-switching kernels back to back on one key, as rotate
     // runs them (ModUp by clusters and the inner product by ks_inner_cl; the same with
     // ks_inner_gs; the ModUp as a queue and ks_inner_gs).
@@ -655,7 +687,9 @@ int main(int argc, char** argv) {
     // NTT cooperative (row 1) and plain.
     // Rows 37-38: run 68's ntt_fwd_q4 (quarters by clusters of 2), plain launch and one-node graph.
     // Rows 39-40: run 72's ntt_fwd_h2 (halves by clusters of 4), plain launch and one-node graph.
-    std::vector<cudaGraphExec_t> graphs(80 + 8, nullptr);
+    // Rows 41-43: run 73's two-kernel forward NTT (stream launches with PDL; one graph with a
+    // programmatic edge; the same with the first kernel triggering at its start).
+    std::vector<cudaGraphExec_t> graphs(80 + 16, nullptr);
     auto capture = [&](int slot, auto body) -> cudaError_t {
         if (graphs[slot]) return cudaGraphLaunch(graphs[slot], st);
         cudaGraph_t g;
@@ -712,6 +746,18 @@ int main(int argc, char** argv) {
         if (which == 36) return capture(72 + set, [&] { return launch(41, set); });
         if (which == 38) return capture(76 + set, [&] { return launch(37, set); });
         if (which == 40) return capture(80 + set, [&] { return launch(39, set); });
+        if (which == 41 || which == 42 || which == 43) {
+            // The two-kernel forward NTT: column phase, then the row phase with PDL.
+            auto body = [&]() -> cudaError_t {
+                cudaError_t e = launch(which == 43 ? 43 : 42, set);
+                pdl_now = true;
+                if (e == cudaSuccess) e = launch(44, set);
+                pdl_now = false;
+                return e;
+            };
+            if (which == 41) return body();
+            return capture((which == 42 ? 88 : 92) + set, body);
+        }
         if (which == 22 || which == 23) {
             auto body = [&]() -> cudaError_t {
                 cudaError_t e = launch(14, set);
@@ -792,7 +838,7 @@ int main(int argc, char** argv) {
     }
     // The rows that run at any limb count (the others assume the 8-limb key-switch set-up).
     auto any_limbs = [](int w) { return w < 6 || w == 18 || (w >= 28 && w <= 30) || w >= 32; };
-    for (int which = 0; which < 41; which++) {
+    for (int which = 0; which < 44; which++) {
         if (limbs != 8 && !any_limbs(which)) continue;
         for (int i = 0; i < 50; i++) CK(run(which, i % sets));
         CK(cudaStreamSynchronize(st));
@@ -835,7 +881,7 @@ int main(int argc, char** argv) {
         // ks-modup and ks-modup-gq (6, 14: ks_ext) must agree, and so must ks-inner and
         // ks-inner-gs (7, 12: ks_acc).
         // ks-unf (26: ks_ip + the 18-limb inverse NTT) must agree with them too.
-        const int kinds[21] = {0, 18, 28, 30, 32, 37, 38, 39, 40, 1, 29, 35, 36, 6, 14, 7, 12, 26, 31, 8, 4};
+        const int kinds[24] = {0, 18, 28, 30, 32, 37, 38, 39, 40, 41, 42, 43, 1, 29, 35, 36, 6, 14, 7, 12, 26, 31, 8, 4};
         // The chains' ModDown outputs (rows 15, 19, 20, 22, 23) must agree.
         for (int w : {15, 19, 20, 22, 23, 27}) {
             if (limbs != 8) continue;
