@@ -289,6 +289,90 @@ extern "C" __global__ void __launch_bounds__(GS_THREADS, 1) ntt_fwd_p2(NTT_FWD_P
     ntt_fwd_entry<4>(s, blockIdx, NTT_FWD_ARGS);
 }
 
+// Run 76's experiment: ntt_fwd_gs with one block per prime and line set serving both
+// components of a ciphertext (16 blocks per prime: block k holds lines 8k + [0, 8) of component
+// 0 as its tile lines 0-7 and of component 1 as lines 8-15), so a block's row-phase twiddles
+// are those of 8 rows, each read for two limbs: half the twiddle lines per block. The 16 blocks
+// of a prime meet on their own counters (sync_ctr + 2 (40 + y), multiples of 16). Grid (16,
+// limbs, 1), GS_THREADS threads, cooperative. Raw canonical input, the words of ntt_fwd_gs.
+extern "C" __global__ void __launch_bounds__(GS_THREADS, 1)
+    ntt_fwd_d2(const u64* __restrict__ in, u64* __restrict__ out,
+               const Prime* __restrict__ primes, const WP* __restrict__ twf, uint32_t prime_off,
+               u64 ys, u64 zs, unsigned* sync_ctr) {
+    CL_SHARED(s);
+    const uint32_t y = blockIdx.y, k = blockIdx.x, pid = prime_off + y;
+    const u64 q = primes[pid].q, two_q = 2 * q;
+    const WP* tw = twf + (u64)pid * NN;
+    const uint32_t tid = threadIdx.x, lo = tid % 16, hi = tid / 16, ah = hi >> 1, b0 = hi & 1;
+    unsigned* ctr = sync_ctr + 2 * (40 + y);
+    unsigned target = 0;
+    if (tid == 0) target = (ld_relaxed(ctr) & ~15u) + 16;
+    {
+        // Column phase: tile line lo = column 8k + lo % 8 of component lo / 8.
+        const uint32_t col = 8 * k + (lo & 7);
+        const u64* src = in + (lo >> 3) * zs + y * ys;
+        u64* tdst = out + (lo >> 3) * zs + y * ys;
+        u64 x[8];
+#pragma unroll
+        for (int e = 0; e < 8; e++) x[e] = src[(hi + 16 * e) * SUB + col];
+        fwd8(x, tw7(tw, 1), q);
+#pragma unroll
+        for (int e = 0; e < 8; e++) s[gs_cw(lo, hi + 16 * e)] = x[e];
+        __syncthreads();
+        gs_mid_round<true, false>(s, lo, ah, b0, tw, 8 + ah, q);
+        __syncthreads();
+#pragma unroll
+        for (int i = 0; i < 4; i++) {
+            const uint32_t a = 2 * (hi + 16 * i);
+            u64 x0 = s[gs_cw(lo, a)], x1 = s[gs_cw(lo, a + 1)];
+            ct_bfly(x0, x1, ldwp(tw + 64 + a / 2), q);
+            tdst[a * SUB + col] = x0;
+            tdst[(a + 1) * SUB + col] = x1;
+        }
+    }
+    __syncthreads();
+    if (tid == 0) {
+        __threadfence();
+        atomicAdd(ctr, 1u);
+        while ((int)(ld_acquire(ctr) - target) < 0) {
+        }
+    }
+    __syncthreads();
+    {
+        // Row phase: tile line hi = row 8k + hi % 8 of component hi / 8.
+        const uint32_t row = 8 * k + (hi & 7);
+        const u64* tsrc = out + (hi >> 3) * zs + y * ys;
+        u64 x[8];
+#pragma unroll
+        for (int e = 0; e < 8; e++) x[e] = ldcg(tsrc + row * SUB + lo + 16 * e);
+        fwd8(x, tw7(tw, SUB + row), q);
+#pragma unroll
+        for (int e = 0; e < 8; e++) s[gs_rw(hi, lo + 16 * e)] = x[e];
+    }
+    __syncthreads();
+    gs_mid_round<true, true>(s, lo, ah, b0, tw, (SUB + 8 * k + (lo & 7)) * 8 + ah, q);
+    __syncthreads();
+    {
+        const uint32_t row = 8 * k + (hi & 7);
+        u64* dst = out + (hi >> 3) * zs + y * ys;
+#pragma unroll
+        for (int i = 0; i < 4; i++) {
+            const uint32_t b = 2 * (lo + 16 * i);
+            u64 x0, x1;
+            ld2sh(s + (gs_rw(hi, b) & ~1u), x0, x1);
+            if (hi >= 8) {
+                const u64 t = x0;
+                x0 = x1;
+                x1 = t;
+            }
+            ct_bfly(x0, x1, ldwp(tw + (SUB + row) * 64 + b / 2), q);
+            x0 = csub(csub(x0, two_q), q);
+            x1 = csub(csub(x1, two_q), q);
+            st2(dst + row * SUB + b, x0, x1);
+        }
+    }
+}
+
 extern "C" __global__ void __launch_bounds__(512) copy_ct(const u64* in, u64* out) {
     const uint32_t blk = (blockIdx.z * gridDim.y + blockIdx.y) * gridDim.x + blockIdx.x;
     const u64* s = in + (u64)blk * 2048;
@@ -645,6 +729,12 @@ int main(int argc, char** argv) {
             cfg.dynamicSmemBytes = pad;
             cfg.stream = st;
             return cudaLaunchKernelExC(&cfg, (void*)ntt_fwd_h2, args);
+        } else if (which == 50) {
+            // ntt_fwd_d2 (rows 44-45): grid (16, limbs), both components per block.
+            if (comps != 2) return cudaErrorInvalidValue;
+            void* args[] = {&src, &dst, &dp, &dtw, &off, &ys, &zs, &ctr};
+            return cudaLaunchCooperativeKernel((void*)ntt_fwd_d2, dim3(16, limbs, 1),
+                                               dim3(GS_THREADS), args, 0, st);
         } else if (which == 42 || which == 43 || which == 44) {
             void* args[] = {&src, &dst, &dp, &dtw, &nopre, &off, &ys, &zs, &ys, &zs,
                             &mode, &ginv, &soff, &sbz};
@@ -669,7 +759,7 @@ int main(int argc, char** argv) {
                            "chain-g3", "fwd-g1", "chain-pdl", "chain-pdl-g", "ks-ip",
                            "ks-inv18", "ks-unf", "chain-unf-g", "fwd-cl8", "inv-cl8",
                            "fwd-cl8-g", "ks-inner-cl8", "fwd-g1p", "nop-g1", "copy-g1",
-                           "inv-g1", "inv-g1p", "fwd-q4", "fwd-q4-g", "fwd-h2", "fwd-h2-g", "fwd-2k", "fwd-2k-g", "fwd-2kt-g"};
+                           "inv-g1", "inv-g1p", "fwd-q4", "fwd-q4-g", "fwd-h2", "fwd-h2-g", "fwd-2k", "fwd-2k-g", "fwd-2kt-g", "fwd-d2", "fwd-d2-g"};
     // Rows 11, 13 and 15: the three key-switching kernels back to back on one key, as rotate
     // runs them (ModUp by clusters and the inner product by ks_inner_cl; the same with
     // ks_inner_gs; the ModUp as a queue and ks_inner_gs).
@@ -689,7 +779,8 @@ int main(int argc, char** argv) {
     // Rows 39-40: run 72's ntt_fwd_h2 (halves by clusters of 4), plain launch and one-node graph.
     // Rows 41-43: run 73's two-kernel forward NTT (stream launches with PDL; one graph with a
     // programmatic edge; the same with the first kernel triggering at its start).
-    std::vector<cudaGraphExec_t> graphs(80 + 16, nullptr);
+    // Rows 44-45: run 76's ntt_fwd_d2 (both components per block), launch and one-node graph.
+    std::vector<cudaGraphExec_t> graphs(80 + 20, nullptr);
     auto capture = [&](int slot, auto body) -> cudaError_t {
         if (graphs[slot]) return cudaGraphLaunch(graphs[slot], st);
         cudaGraph_t g;
@@ -746,6 +837,8 @@ int main(int argc, char** argv) {
         if (which == 36) return capture(72 + set, [&] { return launch(41, set); });
         if (which == 38) return capture(76 + set, [&] { return launch(37, set); });
         if (which == 40) return capture(80 + set, [&] { return launch(39, set); });
+        if (which == 44) return launch(50, set);
+        if (which == 45) return capture(96 + set, [&] { return launch(50, set); });
         if (which == 41 || which == 42 || which == 43) {
             // The two-kernel forward NTT: column phase, then the row phase with PDL.
             auto body = [&]() -> cudaError_t {
@@ -838,7 +931,7 @@ int main(int argc, char** argv) {
     }
     // The rows that run at any limb count (the others assume the 8-limb key-switch set-up).
     auto any_limbs = [](int w) { return w < 6 || w == 18 || (w >= 28 && w <= 30) || w >= 32; };
-    for (int which = 0; which < 44; which++) {
+    for (int which = 0; which < 46; which++) {
         if (limbs != 8 && !any_limbs(which)) continue;
         for (int i = 0; i < 50; i++) CK(run(which, i % sets));
         CK(cudaStreamSynchronize(st));
@@ -881,7 +974,7 @@ int main(int argc, char** argv) {
         // ks-modup and ks-modup-gq (6, 14: ks_ext) must agree, and so must ks-inner and
         // ks-inner-gs (7, 12: ks_acc).
         // ks-unf (26: ks_ip + the 18-limb inverse NTT) must agree with them too.
-        const int kinds[24] = {0, 18, 28, 30, 32, 37, 38, 39, 40, 41, 42, 43, 1, 29, 35, 36, 6, 14, 7, 12, 26, 31, 8, 4};
+        const int kinds[26] = {0, 18, 28, 30, 32, 37, 38, 39, 40, 41, 42, 43, 44, 45, 1, 29, 35, 36, 6, 14, 7, 12, 26, 31, 8, 4};
         // The chains' ModDown outputs (rows 15, 19, 20, 22, 23) must agree.
         for (int w : {15, 19, 20, 22, 23, 27}) {
             if (limbs != 8) continue;
