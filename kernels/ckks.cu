@@ -1153,6 +1153,28 @@ __device__ __forceinline__ void gs_fwd_cols(u64* s, const WP* tw, u64 q, Load lo
         }
     }
 }
+// The last round of gs_fwd_rows (b bit 0, pairs b = 2 (lo + 16i)) on tile row hi = limb row
+// `row` of the row tile s: canonical words through store2(row * SUB + b, x0, x1).
+template <class Store2>
+__device__ __forceinline__ void gs_fwd_rows_last(const u64* s, const WP* tw, u64 q, uint32_t row,
+                                                 Store2 store2) {
+    const uint32_t lo = threadIdx.x % 16, hi = threadIdx.x / 16;
+#pragma unroll
+    for (int i = 0; i < 4; i++) {
+        const uint32_t b = 2 * (lo + 16 * i);
+        u64 x0, x1;
+        ld2sh(s + (gs_rw(hi, b) & ~1u), x0, x1);
+        if (hi >= 8) {
+            const u64 t = x0;
+            x0 = x1;
+            x1 = t;
+        }
+        ct_bfly(x0, x1, ldwp(tw + (SUB + row) * 64 + b / 2), q);
+        x0 = csub(x0, 2 * q);
+        x1 = csub(x1, 2 * q);
+        store2(row * SUB + b, csub(x0, q), csub(x1, q));
+    }
+}
 // READS (ntt_fwd_gq with sigma_g as an output permutation, whose stores land in rows other
 // blocks of the limb read): count this block in *reads once its rows are loaded, and store only
 // once all CL blocks of the limb have loaded theirs.
@@ -1187,25 +1209,8 @@ __device__ __forceinline__ void gs_fwd_rows(u64* s, const WP* tw, u64 q, Store2 
             }
             __syncthreads();
         }
-        // Round 3: b bit 0, pairs b = 2 (lo + 16i) of row hi; canonical out.
-        {
-            const uint32_t row = k * CL_LINES + hi;
-#pragma unroll
-            for (int i = 0; i < 4; i++) {
-                const uint32_t b = 2 * (lo + 16 * i);
-                u64 x0, x1;
-                ld2sh(s + (gs_rw(hi, b) & ~1u), x0, x1);
-                if (hi >= 8) {
-                    const u64 t = x0;
-                    x0 = x1;
-                    x1 = t;
-                }
-                ct_bfly(x0, x1, ldwp(tw + (SUB + row) * 64 + b / 2), q);
-                x0 = csub(x0, 2 * q);
-                x1 = csub(x1, 2 * q);
-                store2(row * SUB + b, csub(x0, q), csub(x1, q));
-            }
-        }
+        // Round 3: b bit 0 of row hi; canonical out.
+        gs_fwd_rows_last(s, tw, q, k * CL_LINES + hi, store2);
     }
 }
 // Both phases by block k = blockIdx.x, the blocks of the limb meeting on ctr in between

@@ -72,6 +72,20 @@ extern "C" __global__ void __launch_bounds__(KS_IP_THREADS)
 
 
 // A plain copy with the same grid: the memory floor of one pass over the ciphertext.
+// Rounds 2 and 3 of gs_fwd_rows for the harness's prototypes, on the row tile s after its
+// round 1: tile line l is limb row trow(l) (its twiddles), written canonical to out(l) + row *
+// SUB (out: the line's limb base).
+template <class TRow, class Out>
+__device__ __forceinline__ void fwd_rows_tail(u64* s, const WP* tw, u64 q, TRow trow, Out out) {
+    const uint32_t tid = threadIdx.x;
+    const uint32_t lo = tid % 16, hi = tid / 16, ah = hi >> 1, b0 = hi & 1;
+    gs_mid_round<true, true>(s, lo, ah, b0, tw, (SUB + trow(lo)) * 8 + ah, q);
+    __syncthreads();
+    u64* dst = out(hi);
+    gs_fwd_rows_last(s, tw, q, trow(hi),
+                     [&](uint32_t pos, u64 x0, u64 x1) { st2(dst + pos, x0, x1); });
+}
+
 // The row phase of the split-limb prototypes (ntt_fwd_q4, ntt_fwd_h2): rows row0 + [0, 16) of
 // the limb, row hi's words read from the cluster's column tiles t1 (block r holding columns
 // [W r, W r + W) of every local row, W words per row; this block's rows are local rows
@@ -81,9 +95,7 @@ extern "C" __global__ void __launch_bounds__(KS_IP_THREADS)
 template <uint32_t W>
 __device__ __forceinline__ void split_fwd_rows(u64* s, const u64* t1, const WP* tw, u64 q,
                                                uint32_t row0, uint32_t rl0, u64* dst) {
-    const uint32_t tid = threadIdx.x;
-    const uint32_t lo = tid % 16, hi = tid / 16, ah = hi >> 1, b0 = hi & 1;
-    const u64 two_q = 2 * q;
+    const uint32_t lo = threadIdx.x % 16, hi = threadIdx.x / 16;
     {
         // Round 1: b = lo + 16e of row hi; column b from rank b / W's t1.
         u64 x[8];
@@ -98,26 +110,7 @@ __device__ __forceinline__ void split_fwd_rows(u64* s, const u64* t1, const WP* 
     }
     __syncthreads();
     cl_arrive_relaxed();  // done reading the cluster's t1
-    gs_mid_round<true, true>(s, lo, ah, b0, tw, (SUB + row0 + lo) * 8 + ah, q);
-    __syncthreads();
-    {
-        const uint32_t row = row0 + hi;
-#pragma unroll
-        for (int i = 0; i < 4; i++) {
-            const uint32_t b = 2 * (lo + 16 * i);
-            u64 x0, x1;
-            ld2sh(s + (gs_rw(hi, b) & ~1u), x0, x1);
-            if (hi >= 8) {
-                const u64 t = x0;
-                x0 = x1;
-                x1 = t;
-            }
-            ct_bfly(x0, x1, ldwp(tw + (SUB + row) * 64 + b / 2), q);
-            x0 = csub(csub(x0, two_q), q);
-            x1 = csub(csub(x1, two_q), q);
-            st2(dst + row * SUB + b, x0, x1);
-        }
-    }
+    fwd_rows_tail(s, tw, q, [&](uint32_t l) { return row0 + l; }, [&](uint32_t) { return dst; });
     cl_wait();  // the other blocks have read this block's t1
 }
 
@@ -301,7 +294,7 @@ extern "C" __global__ void __launch_bounds__(GS_THREADS, 1)
                u64 ys, u64 zs, unsigned* sync_ctr) {
     CL_SHARED(s);
     const uint32_t y = blockIdx.y, k = blockIdx.x, pid = prime_off + y;
-    const u64 q = primes[pid].q, two_q = 2 * q;
+    const u64 q = primes[pid].q;
     const WP* tw = twf + (u64)pid * NN;
     const uint32_t tid = threadIdx.x, lo = tid % 16, hi = tid / 16, ah = hi >> 1, b0 = hi & 1;
     unsigned* ctr = sync_ctr + 2 * (40 + y);
@@ -350,27 +343,9 @@ extern "C" __global__ void __launch_bounds__(GS_THREADS, 1)
         for (int e = 0; e < 8; e++) s[gs_rw(hi, lo + 16 * e)] = x[e];
     }
     __syncthreads();
-    gs_mid_round<true, true>(s, lo, ah, b0, tw, (SUB + 8 * k + (lo & 7)) * 8 + ah, q);
-    __syncthreads();
-    {
-        const uint32_t row = 8 * k + (hi & 7);
-        u64* dst = out + (hi >> 3) * zs + y * ys;
-#pragma unroll
-        for (int i = 0; i < 4; i++) {
-            const uint32_t b = 2 * (lo + 16 * i);
-            u64 x0, x1;
-            ld2sh(s + (gs_rw(hi, b) & ~1u), x0, x1);
-            if (hi >= 8) {
-                const u64 t = x0;
-                x0 = x1;
-                x1 = t;
-            }
-            ct_bfly(x0, x1, ldwp(tw + (SUB + row) * 64 + b / 2), q);
-            x0 = csub(csub(x0, two_q), q);
-            x1 = csub(csub(x1, two_q), q);
-            st2(dst + row * SUB + b, x0, x1);
-        }
-    }
+    fwd_rows_tail(
+        s, tw, q, [&](uint32_t l) { return 8 * k + (l & 7); },
+        [&](uint32_t l) { return out + (l >> 3) * zs + y * ys; });
 }
 
 extern "C" __global__ void __launch_bounds__(512) copy_ct(const u64* in, u64* out) {

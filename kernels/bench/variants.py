@@ -75,7 +75,7 @@ __device__ unsigned long long g_marks[4096 * 16];
 # gs_fwd_ntt (ntt_fwd_gs): start, around the limb barrier, end.
 START = "    if (threadIdx.x == 0) target = limb_target(ctr);  // gs_fwd_ntt\n"
 SYNC = "    limb_sync(ctr, target);  // every column of the limb is in tdst\n"
-END = "                store2(row * SUB + b, csub(x0, q), csub(x1, q));\n            }\n        }\n    }\n}\n"
+END = "        gs_fwd_rows_last(s, tw, q, k * CL_LINES + hi, store2);\n    }\n}\n"
 timed = src.replace("typedef long long i64;\n", "typedef long long i64;\n" + MARKS, 1)
 assert START in timed and SYNC in timed and END in timed
 timed = timed.replace(START, START + "    MARK(0);\n", 1)
