@@ -550,6 +550,22 @@ int main(int argc, char** argv) {
         cfg.numAttrs = n;
         return cudaLaunchKernelExC(&cfg, f, args);
     };
+    // The split-limb prototypes (rows 37-40) with Q4_PAD / H2_PAD bytes of unused dynamic
+    // shared memory per block: 90000 leaves room for one block per SM (they otherwise fit two).
+    const int q4_pad = getenv("Q4_PAD") ? atoi(getenv("Q4_PAD")) : 0;
+    const int h2_pad = getenv("H2_PAD") ? atoi(getenv("H2_PAD")) : 0;
+    CK(cudaFuncSetAttribute((void*)ntt_fwd_q4, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                            q4_pad));
+    CK(cudaFuncSetAttribute((void*)ntt_fwd_h2, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                            h2_pad));
+    auto padded = [&](void* f, int pad, void** args) -> cudaError_t {
+        cudaLaunchConfig_t cfg = {};
+        cfg.gridDim = grid;
+        cfg.blockDim = dim3(GS_THREADS);
+        cfg.dynamicSmemBytes = pad;
+        cfg.stream = st;
+        return cudaLaunchKernelExC(&cfg, f, args);
+    };
     auto launch = [&](int which, int set) -> cudaError_t {
         const u64* src = in + (size_t)set * words;
         u64* dst = out + (size_t)set * words;
@@ -677,33 +693,10 @@ int main(int argc, char** argv) {
             void* args[] = {&c1, &ext, &dp, &dtw, &pre, &off, &zero, &n, &n, &rn,
                             &mode, &g, &soff, &one};
             return cudaLaunchKernel((void*)ntt_fwd_cl, dim3(8, 9, 8), dim3(512), args, 0, st);
-        } else if (which == 37) {
-            // Q4_PAD bytes of dynamic shared memory (unused) per block: 90000 leaves room for
-            // one block per SM (the cluster kernel otherwise fits two, 132 clusters of 2).
+        } else if (which == 37 || which == 39) {
             void* args[] = {&src, &dst, &dp, &dtw, &off, &ys, &zs};
-            static const int pad = getenv("Q4_PAD") ? atoi(getenv("Q4_PAD")) : 0;
-            static const cudaError_t attr = cudaFuncSetAttribute(
-                (void*)ntt_fwd_q4, cudaFuncAttributeMaxDynamicSharedMemorySize, pad);
-            if (attr != cudaSuccess) return attr;
-            cudaLaunchConfig_t cfg = {};
-            cfg.gridDim = grid;
-            cfg.blockDim = dim3(GS_THREADS);
-            cfg.dynamicSmemBytes = pad;
-            cfg.stream = st;
-            return cudaLaunchKernelExC(&cfg, (void*)ntt_fwd_q4, args);
-        } else if (which == 39) {
-            // H2_PAD bytes of unused dynamic shared memory per block (as Q4_PAD).
-            void* args[] = {&src, &dst, &dp, &dtw, &off, &ys, &zs};
-            static const int pad = getenv("H2_PAD") ? atoi(getenv("H2_PAD")) : 0;
-            static const cudaError_t attr = cudaFuncSetAttribute(
-                (void*)ntt_fwd_h2, cudaFuncAttributeMaxDynamicSharedMemorySize, pad);
-            if (attr != cudaSuccess) return attr;
-            cudaLaunchConfig_t cfg = {};
-            cfg.gridDim = grid;
-            cfg.blockDim = dim3(GS_THREADS);
-            cfg.dynamicSmemBytes = pad;
-            cfg.stream = st;
-            return cudaLaunchKernelExC(&cfg, (void*)ntt_fwd_h2, args);
+            return which == 37 ? padded((void*)ntt_fwd_q4, q4_pad, args)
+                               : padded((void*)ntt_fwd_h2, h2_pad, args);
         } else if (which == 50) {
             // ntt_fwd_d2 (rows 44-45): grid (16, limbs), both components per block.
             if (comps != 2) return cudaErrorInvalidValue;
@@ -889,9 +882,7 @@ int main(int argc, char** argv) {
                    cudaGetErrorString(e));
             // ntt_fwd_h2 in clusters of 4, with H2_PAD bytes of dynamic shared memory.
             a2.val.clusterDim.x = 4;
-            const int hpad = getenv("H2_PAD") ? atoi(getenv("H2_PAD")) : 0;
-            cudaFuncSetAttribute((void*)ntt_fwd_h2, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                 hpad);
+            const int hpad = h2_pad;
             c2.dynamicSmemBytes = hpad;
             e = cudaOccupancyMaxActiveClusters(&n, (void*)ntt_fwd_h2, &c2);
             printf("max active clusters of ntt_fwd_h2 (clusters of 4, pad %d): %d (%s)\n", hpad,
