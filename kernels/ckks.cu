@@ -1123,14 +1123,14 @@ __device__ __forceinline__ void gs_mid_round(u64* s, uint32_t line, uint32_t ah,
 // Forward NTT of one limb by its 8 blocks, in two phases: block k's columns [16k, 16k + 16)
 // (gs_fwd_cols: load -> tdst) and, once every block of the limb has done its columns, its rows
 // [16k, 16k + 16) (gs_fwd_rows: tdst -> store2). load and store2 as for cl_fwd_ntt; tdst: the
-// output limb (the exchange).
+// output limb (the exchange). gs_fwd_cols_at: the column phase with tile line lo = the thread's
+// column at word offset `col` from load's and tdst's base (gs_fwd_cols: k * 16 + lo).
 template <class Load>
-__device__ __forceinline__ void gs_fwd_cols(u64* s, const WP* tw, u64 q, Load load, u64* tdst,
-                                            uint32_t k) {
+__device__ __forceinline__ void gs_fwd_cols_at(u64* s, const WP* tw, u64 q, Load load, u64* tdst,
+                                               uint32_t col) {
     const uint32_t tid = threadIdx.x;
     const uint32_t lo = tid % 16, hi = tid / 16, ah = hi >> 1, b0 = hi & 1;
     {
-        const uint32_t col = k * CL_LINES + lo;
         u64 x[8];
         // Round 1: a bits 6..4 (a = hi + 16e), straight from global memory.
 #pragma unroll
@@ -1152,6 +1152,11 @@ __device__ __forceinline__ void gs_fwd_cols(u64* s, const WP* tw, u64 q, Load lo
             tdst[(a + 1) * SUB + col] = x1;
         }
     }
+}
+template <class Load>
+__device__ __forceinline__ void gs_fwd_cols(u64* s, const WP* tw, u64 q, Load load, u64* tdst,
+                                            uint32_t k) {
+    gs_fwd_cols_at(s, tw, q, load, tdst, k * CL_LINES + threadIdx.x % 16);
 }
 // The last round of gs_fwd_rows (b bit 0, pairs b = 2 (lo + 16i)) on tile row hi = limb row
 // `row` of the row tile s: canonical words through store2(row * SUB + b, x0, x1).

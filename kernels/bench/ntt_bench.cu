@@ -114,6 +114,23 @@ __device__ __forceinline__ void split_fwd_rows(u64* s, const u64* t1, const WP* 
     cl_wait();  // the other blocks have read this block's t1
 }
 
+// The limb (blockIdx.y, blockIdx.z) of a split-limb prototype: its prime, twiddle row, input
+// and output rows (row stride ys, component stride zs).
+struct SplitLimb {
+    u64 q;
+    const WP* tw;
+    const u64* src;
+    u64* dst;
+    __device__ SplitLimb(const u64* in, u64* out, const Prime* primes, const WP* twf,
+                         uint32_t prime_off, u64 ys, u64 zs) {
+        const uint32_t y = blockIdx.y, z = blockIdx.z, pid = prime_off + y;
+        q = primes[pid].q;
+        tw = twf + (u64)pid * NN;
+        src = in + z * zs + y * ys;
+        dst = out + z * zs + y * ys;
+    }
+};
+
 // Run 68's prototype: the forward NTT of a limb by quarters, no limb barrier. After the
 // first two stages (half-spans N/2, N/4) the four quarters of the limb are independent
 // transforms; each quarter is computed by a cluster of 2 blocks (one TPC), which forms the
@@ -130,11 +147,11 @@ extern "C" __global__ void __cluster_dims__(2, 1, 1) __launch_bounds__(GS_THREAD
                u64 ys, u64 zs) {
     __shared__ __align__(16) u64 t1[2048];
     __shared__ __align__(16) u64 s[2048];
-    const uint32_t y = blockIdx.y, z = blockIdx.z, pid = prime_off + y;
-    const u64 q = primes[pid].q, two_q = 2 * q;
-    const WP* tw = twf + (u64)pid * NN;
-    const u64* src = in + z * zs + y * ys;
-    u64* dst = out + z * zs + y * ys;
+    const SplitLimb L(in, out, primes, twf, prime_off, ys, zs);
+    const u64 q = L.q, two_q = 2 * q;
+    const WP* tw = L.tw;
+    const u64* src = L.src;
+    u64* dst = L.dst;
     const uint32_t qt = blockIdx.x >> 1, rank = blockIdx.x & 1;
     const uint32_t tid = threadIdx.x;
     {
@@ -213,11 +230,11 @@ extern "C" __global__ void __cluster_dims__(4, 1, 1) __launch_bounds__(GS_THREAD
                u64 ys, u64 zs) {
     __shared__ __align__(16) u64 t1[2048];
     __shared__ __align__(16) u64 s[2048];
-    const uint32_t y = blockIdx.y, z = blockIdx.z, pid = prime_off + y;
-    const u64 q = primes[pid].q, two_q = 2 * q;
-    const WP* tw = twf + (u64)pid * NN;
-    const u64* src = in + z * zs + y * ys;
-    u64* dst = out + z * zs + y * ys;
+    const SplitLimb L(in, out, primes, twf, prime_off, ys, zs);
+    const u64 q = L.q, two_q = 2 * q;
+    const WP* tw = L.tw;
+    const u64* src = L.src;
+    u64* dst = L.dst;
     const uint32_t hh = blockIdx.x >> 2, rank = blockIdx.x & 3;
     const uint32_t tid = threadIdx.x;
     {
@@ -296,41 +313,16 @@ extern "C" __global__ void __launch_bounds__(GS_THREADS, 1)
     const uint32_t y = blockIdx.y, k = blockIdx.x, pid = prime_off + y;
     const u64 q = primes[pid].q;
     const WP* tw = twf + (u64)pid * NN;
-    const uint32_t tid = threadIdx.x, lo = tid % 16, hi = tid / 16, ah = hi >> 1, b0 = hi & 1;
+    const uint32_t tid = threadIdx.x, lo = tid % 16, hi = tid / 16;
     unsigned* ctr = sync_ctr + 2 * (40 + y);
     unsigned target = 0;
     if (tid == 0) target = (ld_relaxed(ctr) & ~15u) + 16;
-    {
-        // Column phase: tile line lo = column 8k + lo % 8 of component lo / 8.
-        const uint32_t col = 8 * k + (lo & 7);
-        const u64* src = in + (lo >> 3) * zs + y * ys;
-        u64* tdst = out + (lo >> 3) * zs + y * ys;
-        u64 x[8];
-#pragma unroll
-        for (int e = 0; e < 8; e++) x[e] = src[(hi + 16 * e) * SUB + col];
-        fwd8(x, tw7(tw, 1), q);
-#pragma unroll
-        for (int e = 0; e < 8; e++) s[gs_cw(lo, hi + 16 * e)] = x[e];
-        __syncthreads();
-        gs_mid_round<true, false>(s, lo, ah, b0, tw, 8 + ah, q);
-        __syncthreads();
-#pragma unroll
-        for (int i = 0; i < 4; i++) {
-            const uint32_t a = 2 * (hi + 16 * i);
-            u64 x0 = s[gs_cw(lo, a)], x1 = s[gs_cw(lo, a + 1)];
-            ct_bfly(x0, x1, ldwp(tw + 64 + a / 2), q);
-            tdst[a * SUB + col] = x0;
-            tdst[(a + 1) * SUB + col] = x1;
-        }
-    }
-    __syncthreads();
-    if (tid == 0) {
-        __threadfence();
-        atomicAdd(ctr, 1u);
-        while ((int)(ld_acquire(ctr) - target) < 0) {
-        }
-    }
-    __syncthreads();
+    // Column phase: tile line lo = column 8k + lo % 8 of component lo / 8 (word offset from
+    // component 0's limb).
+    const u64* base = in + y * ys;
+    gs_fwd_cols_at(s, tw, q, [&](uint32_t pos) { return base[pos]; }, out + y * ys,
+                   (uint32_t)((lo >> 3) * zs) + 8 * k + (lo & 7));
+    limb_sync(ctr, target);  // every column of both components of the limb is in out
     {
         // Row phase: tile line hi = row 8k + hi % 8 of component hi / 8.
         const uint32_t row = 8 * k + (hi & 7);
