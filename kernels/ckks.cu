@@ -1235,21 +1235,35 @@ __device__ __forceinline__ void gs_fwd_ntt(u64* s, const WP* tw, u64 q, Load loa
 // all four pairs in one call (so an input computed from many loads, ks_inner_gs's inner
 // product, keeps them all in flight); `store(pos, x)` takes the canonical scaled word at
 // coefficient index pos (the scaling is folded into the last stage: inv8_last).
-template <class LoadP, class Store>
+// Lines: which limb lines a block's tile lines are (LimbLines: block k's 16 lines of one limb;
+// PairLines: 8 lines of each of two components): row(l) the limb row of tile row l (its
+// twiddles), roff(l) / col(l) the word offsets of tile row l / column l from the base that
+// loadp, store and tdst address, target(ctr) the count the blocks meet at.
+struct LimbLines {
+    uint32_t k;
+    __device__ __forceinline__ uint32_t row(uint32_t l) const { return k * CL_LINES + l; }
+    __device__ __forceinline__ uint32_t roff(uint32_t l) const { return row(l) * SUB; }
+    __device__ __forceinline__ uint32_t col(uint32_t l) const { return k * CL_LINES + l; }
+    __device__ __forceinline__ unsigned target(const unsigned* ctr) const {
+        return limb_target(ctr);
+    }
+};
+template <class LoadP, class Store, class Lines = LimbLines>
 __device__ __forceinline__ void gs_inv_ntt(u64* s, const WP* tw, u64 q, LoadP loadp, Store store,
-                                           u64* tdst, unsigned* ctr, const Post& c) {
-    const uint32_t tid = threadIdx.x, k = blockIdx.x;
+                                           u64* tdst, unsigned* ctr, const Post& c,
+                                           Lines lines = LimbLines{blockIdx.x}) {
+    const uint32_t tid = threadIdx.x;
     const uint32_t lo = tid % 16, hi = tid / 16, ah = hi >> 1, b0 = hi & 1;
     unsigned target = 0;
-    if (tid == 0) target = limb_target(ctr);
+    if (tid == 0) target = lines.target(ctr);
     {
         u64 x[8];
         // Round 1: b bit 0 (half-span 1), pairs b = 2 (lo + 16i) of row hi.
         {
-            const uint32_t row = k * CL_LINES + hi;
+            const uint32_t row = lines.row(hi);
             uint32_t pos[4];
 #pragma unroll
-            for (int i = 0; i < 4; i++) pos[i] = row * SUB + 2 * (lo + 16 * i);
+            for (int i = 0; i < 4; i++) pos[i] = lines.roff(hi) + 2 * (lo + 16 * i);
             loadp(pos, x);
 #pragma unroll
             for (int i = 0; i < 4; i++) {
@@ -1264,21 +1278,20 @@ __device__ __forceinline__ void gs_inv_ntt(u64* s, const WP* tw, u64 q, LoadP lo
         }
         __syncthreads();
         // Round 2: b bits 1..3 of row lo.
-        gs_mid_round<false, true>(s, lo, ah, b0, tw, (SUB + k * CL_LINES + lo) * 8 + ah, q);
+        gs_mid_round<false, true>(s, lo, ah, b0, tw, (SUB + lines.row(lo)) * 8 + ah, q);
         __syncthreads();
         // Round 3: b bits 4..6 (b = lo + 16e) of row hi, into the output limb.
         {
-            const uint32_t row = k * CL_LINES + hi;
 #pragma unroll
             for (int e = 0; e < 8; e++) x[e] = s[gs_rw(hi, lo + 16 * e)];
-            inv8(x, tw7(tw, SUB + row), q);
+            inv8(x, tw7(tw, SUB + lines.row(hi)), q);
 #pragma unroll
-            for (int e = 0; e < 8; e++) tdst[row * SUB + lo + 16 * e] = x[e];
+            for (int e = 0; e < 8; e++) tdst[lines.roff(hi) + lo + 16 * e] = x[e];
         }
     }
     limb_sync(ctr, target);  // every row of the limb is in tdst
     {
-        const uint32_t col = k * CL_LINES + lo;
+        const uint32_t col = lines.col(lo);
         u64 x[8];
         // Round 1: a bit 0, pairs a = 2 (hi + 16i).
 #pragma unroll
@@ -1514,6 +1527,88 @@ CL_KERNEL1 ntt_inv_clr(NTT_INV_PARAMS) { ntt_inv_entry<1>(NTT_INV_ARGS); }
 GS_KERNEL ntt_inv_gs(NTT_INV_PARAMS, unsigned* sync_ctr) {
     grid_dep_wait();
     ntt_inv_entry<2>(NTT_INV_ARGS, sync_ctr);
+}
+
+// The NTT operations on a two-component value (a ciphertext) by paired blocks: 2 CL blocks per
+// prime, block k holding lines 8k + [0, 8) of component 0 as its tile lines 0-7 and of
+// component 1 as tile lines 8-15 (columns in the column phase, rows in the row phase), so a
+// block's row-phase twiddles are those of 8 rows, each read for both components (half the
+// twiddle lines of ntt_fwd_gs / ntt_inv_gs per block). Otherwise the rounds of gs_fwd_ntt /
+// gs_inv_ntt; the 2 CL blocks of a prime meet on the second counter word of the prime's pair
+// (sync_ctr + 2y + 1, which the *_gs kernels leave alone), a multiple of 2 CL between launches.
+// Grid (2 CL, limbs, 1), GS_THREADS threads, cooperative. Input canonical (the engine's
+// values), output canonical; dense layout: limb y of component z at z * zs + y * ys.
+#define GP_BLOCKS (2 * CL)
+__device__ __forceinline__ unsigned pair_target(const unsigned* ctr) {
+    return (ld_relaxed(ctr) & ~(unsigned)(GP_BLOCKS - 1)) + GP_BLOCKS;
+}
+// Tile lines of a paired block (ntt_fwd_gp / ntt_inv_gp): tile line l = line 8k + l % 8 of
+// component l / 8, component 1 zs words after component 0.
+struct PairLines {
+    uint32_t k;
+    u64 zs;
+    __device__ __forceinline__ uint32_t row(uint32_t l) const { return 8 * k + (l & 7); }
+    __device__ __forceinline__ uint32_t roff(uint32_t l) const {
+        return (uint32_t)((l >> 3) * zs) + row(l) * SUB;
+    }
+    __device__ __forceinline__ uint32_t col(uint32_t l) const {
+        return (uint32_t)((l >> 3) * zs) + 8 * k + (l & 7);
+    }
+    __device__ __forceinline__ unsigned target(const unsigned* ctr) const {
+        return pair_target(ctr);
+    }
+};
+GS_KERNEL ntt_fwd_gp(const u64* __restrict__ in, u64* __restrict__ out,
+                     const Prime* __restrict__ primes, const WP* __restrict__ twf,
+                     uint32_t prime_off, u64 ys, u64 zs, unsigned* sync_ctr) {
+    CL_SHARED(s);
+    grid_dep_wait();
+    const uint32_t y = blockIdx.y, k = blockIdx.x, pid = prime_off + y;
+    const u64 q = primes[pid].q;
+    const WP* tw = twf + (u64)pid * NN;
+    const uint32_t tid = threadIdx.x, lo = tid % 16, hi = tid / 16, ah = hi >> 1, b0 = hi & 1;
+    const PairLines lines{k, zs};
+    unsigned* ctr = sync_ctr + 2 * y + 1;
+    unsigned target = 0;
+    if (tid == 0) target = lines.target(ctr);
+    // Column phase (offsets from component 0's limb).
+    const u64* base = in + y * ys;
+    u64* limb = out + y * ys;
+    gs_fwd_cols_at(s, tw, q, [&](uint32_t pos) { return base[pos]; }, limb, lines.col(lo));
+    limb_sync(ctr, target);  // every column of both components of the limb is in out
+    {
+        // Row phase, round 1: b = lo + 16e of tile row hi.
+        u64 x[8];
+#pragma unroll
+        for (int e = 0; e < 8; e++) x[e] = ldcg(limb + lines.roff(hi) + lo + 16 * e);
+        fwd8(x, tw7(tw, SUB + lines.row(hi)), q);
+#pragma unroll
+        for (int e = 0; e < 8; e++) s[gs_rw(hi, lo + 16 * e)] = x[e];
+    }
+    __syncthreads();
+    gs_mid_round<true, true>(s, lo, ah, b0, tw, (SUB + lines.row(lo)) * 8 + ah, q);
+    __syncthreads();
+    u64* dst = out + (hi >> 3) * zs + y * ys;
+    gs_fwd_rows_last(s, tw, q, lines.row(hi),
+                     [&](uint32_t pos, u64 x0, u64 x1) { st2(dst + pos, x0, x1); });
+}
+// The inverse by paired blocks (as ntt_fwd_gp), scaled by post[pid] (inv8_last).
+GS_KERNEL ntt_inv_gp(const u64* __restrict__ in, u64* __restrict__ out,
+                     const Prime* __restrict__ primes, const WP* __restrict__ twi,
+                     const Post* __restrict__ post, uint32_t prime_off, u64 ys, u64 zs,
+                     unsigned* sync_ctr) {
+    CL_SHARED(s);
+    grid_dep_wait();
+    const uint32_t y = blockIdx.y, pid = prime_off + y;
+    const u64* src = in + y * ys;
+    u64* dst = out + y * ys;
+    auto loadp = [&](const uint32_t(&pos)[4], u64(&x)[8]) {
+#pragma unroll
+        for (int i = 0; i < 4; i++) ld2sh(src + pos[i], x[2 * i], x[2 * i + 1]);
+    };
+    auto store = [&](uint32_t pos, u64 x) { dst[pos] = x; };
+    gs_inv_ntt(s, twi + (u64)pid * NN, primes[pid].q, loadp, store, dst, sync_ctr + 2 * y + 1,
+               post[pid], PairLines{blockIdx.x, zs});
 }
 
 // The key inner product of one target row at M word pairs (pos[i], pos[i] + 1):

@@ -89,9 +89,10 @@ static unsigned ld_relaxed(const unsigned* p) { return __atomic_load_n(p, __ATOM
 static void arrive_release(unsigned* p) { __atomic_fetch_add(p, 1u, __ATOMIC_RELEASE); }
 static unsigned atomicAdd(unsigned* p, unsigned v) { return __atomic_fetch_add(p, v, __ATOMIC_ACQ_REL); }
 static void __threadfence() { __atomic_thread_fence(__ATOMIC_SEQ_CST); }
+// One tile per concurrently running block (up to 2 CL: the paired *_gp kernels).
 #define CL_SHARED(name)                                  \
-    static u64 name##_all[CL][2 * CL_WORDS];             \
-    u64* name = name##_all[cl_rank()];                   \
+    static u64 name##_all[2 * CL][2 * CL_WORDS];         \
+    u64* name = name##_all[blockIdx.x % (2 * CL)];       \
     g_cl_words = 2 * CL_WORDS
 
 #include "../ckks.cu"
@@ -120,24 +121,26 @@ static void launch(dim3 grid, unsigned threads, const std::function<void()>& ker
     }
     for (auto& t : ts) t.join();
 }
-// Cluster launch: grid.x == CL; the CL blocks of each (y, z) cluster run together, one OS thread
-// per CUDA thread; clusters one after another.
+// Cluster launch: grid.x == CL (or 2 CL: the paired *_gp kernels, whose 2 CL blocks of a limb
+// meet on counters); the grid.x blocks of each (y, z) run together, one OS thread per CUDA
+// thread; groups one after another.
 static void launch_cluster(dim3 grid, unsigned threads, const std::function<void()>& kernel) {
-    if (grid.x != CL) {
-        std::printf("launch_cluster: grid.x %u != CL\n", grid.x);
+    if (grid.x != CL && grid.x != 2 * CL) {
+        std::printf("launch_cluster: grid.x %u is neither CL nor 2 CL\n", grid.x);
         std::exit(2);
     }
+    const unsigned nb = grid.x;
     gridDim = grid;
     blockDim = dim3{threads, 1, 1};
     std::vector<std::barrier<>*> bars;
-    for (unsigned b = 0; b < CL; b++) bars.push_back(new std::barrier<>((std::ptrdiff_t)threads));
+    for (unsigned b = 0; b < nb; b++) bars.push_back(new std::barrier<>((std::ptrdiff_t)threads));
     // Named barriers 1 and 2 of each block (threads 0-255, 256-511).
     std::vector<std::barrier<>*> hbars;
-    for (unsigned i = 0; i < 2 * CL; i++)
+    for (unsigned i = 0; i < 2 * nb; i++)
         hbars.push_back(new std::barrier<>((std::ptrdiff_t)(threads / 2)));
-    std::barrier<> cbar((std::ptrdiff_t)(threads * CL));
+    std::barrier<> cbar((std::ptrdiff_t)(threads * nb));
     std::vector<std::thread> ts;
-    for (unsigned b = 0; b < CL; b++)
+    for (unsigned b = 0; b < nb; b++)
         for (unsigned t = 0; t < threads; t++) {
             ts.emplace_back([&, b, t] {
                 g_bar = bars[b];
@@ -397,6 +400,32 @@ int main() {
                 std::printf("FAIL counter %zu: %u after 4 launches from %u\n", i, ctr[i], ctr0[i]);
                 std::exit(1);
             }
+        // Both components of each limb by paired blocks (ntt_fwd_gp / ntt_inv_gp, C == 2):
+        // the second counter word of each limb's pair, 2 CL blocks per launch; the first limb's
+        // starts just below 2^32 so its target wraps.
+        if (C == 2) {
+            std::vector<unsigned> pctr(2 * L, 0u);
+            pctr[1] = 0u - 2u * CL;
+            const std::vector<unsigned> pctr0 = pctr;
+            std::vector<u64> out_p(a.size(), ~0ull), back_p(a.size(), ~0ull);
+            for (int rep = 0; rep < 2; rep++) {
+                launch_cluster(dim3{2 * CL, L, 1}, GS_THREADS, [&] {
+                    ntt_fwd_gp(P(a), M(out_p), PR(T), WPP(T.twf), off, n, cs, pctr.data());
+                });
+                expect_eq("forward NTT 2 x 3 limbs (paired blocks)", out_p, want);
+                launch_cluster(dim3{2 * CL, L, 1}, GS_THREADS, [&] {
+                    ntt_inv_gp(P(out_p), M(back_p), PR(T), WPP(T.twi), POSTP(T.n_inv), off, n, cs,
+                               pctr.data());
+                });
+                expect_eq("inverse NTT round trip (paired blocks)", back_p, a);
+            }
+            for (size_t i = 0; i < pctr.size(); i++)
+                if (pctr[i] != pctr0[i] + (i % 2 == 1 ? 8u * CL : 0u)) {  // 4 launches, 2 CL each
+                    std::printf("FAIL paired counter %zu: %u after 4 launches from %u\n", i,
+                                pctr[i], pctr0[i]);
+                    std::exit(1);
+                }
+        }
         // Non-canonical inputs below 2^64 on the forward path (the pre-step reduces any word).
         std::vector<u64> big(a.size()), out_big(a.size(), ~0ull);
         for (size_t i = 0; i < a.size(); i++) big[i] = a[i] + QS[off + (i / NN) % L] * (rng() % 7);

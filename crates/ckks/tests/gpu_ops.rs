@@ -112,15 +112,31 @@ fn ntt_both_directions_match_cpu_at_several_levels() {
         let d = fx.up(&ct);
         let dn = fx.up(&want);
         on_both_kernel_paths(&fx, |path| {
+            // Under GlobalSync a ciphertext's NTTs run the paired-block kernels
+            // (ntt_fwd_gp / ntt_inv_gp, which fall back to the *_gs kernels silently when
+            // refused): each direction must count one paired launch there, none elsewhere.
+            let paired = u64::from(fx.gpu.ntt_kernels() == NttKernels::GlobalSync);
+            let before = fx.gpu.paired_ntt_launches();
             fx.check(
                 &format!("coefficient_domain_to_ntt_domain L{level} ({path})"),
                 &want,
                 || fx.gpu.coefficient_domain_to_ntt_domain(&d, &fx.stream),
             );
+            assert_eq!(
+                fx.gpu.paired_ntt_launches() - before,
+                paired,
+                "forward NTT L{level} ({path}): paired kernel launches"
+            );
+            let before = fx.gpu.paired_ntt_launches();
             fx.check(
                 &format!("ntt_domain_to_coefficient_domain L{level} ({path})"),
                 &back,
                 || fx.gpu.ntt_domain_to_coefficient_domain(&dn, &fx.stream),
+            );
+            assert_eq!(
+                fx.gpu.paired_ntt_launches() - before,
+                paired,
+                "inverse NTT L{level} ({path}): paired kernel launches"
             );
         });
     }

@@ -96,7 +96,7 @@ fn drv<T>(op: &'static str, r: cust::error::CudaResult<T>) -> Result<T> {
 }
 
 /// Every kernel of `kernels/ckks.cu` the engine launches, in the order of [`K`].
-const KERNELS: [&str; 25] = [
+const KERNELS: [&str; 27] = [
     "ntt_fwd_cols",
     "ntt_fwd_rows",
     "ntt_inv_rows",
@@ -122,6 +122,8 @@ const KERNELS: [&str; 25] = [
     "ntt_inv_gs",
     "ks_inner_gs",
     "ntt_fwd_gq",
+    "ntt_fwd_gp",
+    "ntt_inv_gp",
 ];
 
 /// A kernel of [`KERNELS`] by position: launches index the engine's handle table directly
@@ -154,6 +156,8 @@ enum K {
     NttInvGs,
     KsInnerGs,
     NttFwdGq,
+    NttFwdGp,
+    NttInvGp,
 }
 
 /// What [`CudaEngine::launch`] accepts as a kernel: a [`K`] (direct index) or a kernel name
@@ -220,7 +224,10 @@ pub enum NttKernels {
     /// limb, 8 words per thread in registers (radix-8 rounds); the 8 blocks of a limb
     /// exchange their first-phase results through the output in global memory and meet on
     /// counters (`ntt_fwd_gs`/`ntt_inv_gs`, launched cooperatively so every block is resident;
-    /// a launch too large for one wave runs [`NttKernels::ClusterPreload`]'s kernels). The key
+    /// a launch too large for one wave runs [`NttKernels::ClusterPreload`]'s kernels); the NTT
+    /// operations on a two-component value (`coefficient_domain_to_ntt_domain`, the dense inverse)
+    /// by paired blocks, 16 per limb, each holding 8 lines of both components so a row's
+    /// twiddles serve both (`ntt_fwd_gp`/`ntt_inv_gp`, else the `*_gs` kernels). The key
     /// switch: the ModUp's NTTs (72 limbs at level 0, more than one wave) as a queue of column
     /// and row work items taken by one wave of blocks (`ntt_fwd_gq`), the key inner product and
     /// its inverse NTT the same way as the NTT operations (`ks_inner_gs`); each falls back to
@@ -912,6 +919,8 @@ pub struct CudaEngine {
     queue_state: DeviceBuffer<u32>,
     // Blocks of `ntt_fwd_gq` the device holds at once: its grid (one wave), 0 = not used.
     gq_blocks: u32,
+    // Launches of the paired NTT kernels (`ntt_fwd_gp` / `ntt_inv_gp`) so far.
+    paired_launches: std::sync::atomic::AtomicU64,
 }
 
 impl std::fmt::Debug for CudaEngine {
@@ -1008,13 +1017,20 @@ impl CudaEngine {
                 0
             }
         };
-        let gs_capacity = [K::NttFwdGs, K::NttInvGs, K::KsInnerGs]
-            .into_iter()
-            .map(wave)
-            .min()
-            .unwrap_or(0);
+        let gs_capacity = [
+            K::NttFwdGs,
+            K::NttInvGs,
+            K::KsInnerGs,
+            K::NttFwdGp,
+            K::NttInvGp,
+        ]
+        .into_iter()
+        .map(wave)
+        .min()
+        .unwrap_or(0);
         let gq_blocks = wave(K::NttFwdGq);
         Ok(Self {
+            paired_launches: std::sync::atomic::AtomicU64::new(0),
             device,
             kernels,
             graphs: graphs::LaunchGraphs::from_env(),
@@ -1130,6 +1146,15 @@ impl CudaEngine {
     #[must_use]
     pub fn graph_replays(&self) -> u64 {
         self.graphs.replays()
+    }
+
+    /// How many NTT operations on a two-component value ran as one paired-block kernel
+    /// (`ntt_fwd_gp` / `ntt_inv_gp`, [`NttKernels::GlobalSync`]) since the engine was made; a
+    /// launch the device or driver refused ran the `*_gs` kernels instead and is not counted.
+    #[must_use]
+    pub fn paired_ntt_launches(&self) -> u64 {
+        self.paired_launches
+            .load(std::sync::atomic::Ordering::Relaxed)
     }
 
     /// How many chain graphs (an operation's dependent launches as one graph: rotate,
@@ -1256,6 +1281,39 @@ impl CudaEngine {
             &[Arg::U64(ctr)],
             true,
         )
+    }
+
+    /// Launches a paired NTT kernel (`ntt_fwd_gp` / `ntt_inv_gp`: both components of each of
+    /// `limbs` limbs, 2 x CL_BLOCKS blocks per limb, cooperatively, with the stream's counter
+    /// region appended to `args`) when the grid fits the device at once; `Ok(false)` when it
+    /// does not or the driver refused (nothing enqueued: the caller runs the `*_gs` kernel).
+    fn launch_gp(
+        &self,
+        op: &'static str,
+        kernel: K,
+        limbs: usize,
+        stream: &Stream,
+        args: &[Arg],
+    ) -> Result<bool> {
+        if limbs > SYNC_SLOTS || 2 * CL_BLOCKS as usize * limbs > self.gs_capacity as usize {
+            return Ok(false);
+        }
+        let region = self.sync_region(stream);
+        let ctr = self.sync_ctr.as_device_ptr().as_raw() + (region * SYNC_SLOTS * 2 * 4) as u64;
+        let launched = self.try_launch(
+            op,
+            kernel,
+            (2 * CL_BLOCKS, limbs as u32, 1),
+            stream,
+            args,
+            &[Arg::U64(ctr)],
+            true,
+        )?;
+        if launched {
+            self.paired_launches
+                .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        }
+        Ok(launched)
     }
 
     /// Launches `ntt_fwd_gq` over the `yz` limbs of a forward NTT with `args` (those of
@@ -2003,6 +2061,28 @@ impl CudaEngine {
             ys: n,
             zs: limbs as u64 * n,
         };
+        // Two components by paired blocks (ntt_inv_gp), else the *_gs path.
+        let paired = comps == 2
+            && self.ntt_kernels() == NttKernels::GlobalSync
+            && self.launch_gp(
+                op,
+                K::NttInvGp,
+                limbs,
+                stream,
+                &[
+                    Arg::U64(src),
+                    Arg::U64(dst),
+                    Arg::U64(dev_ptr(&self.primes)),
+                    Arg::U64(dev_ptr(&self.twi)),
+                    Arg::U64(post),
+                    Arg::U32(prime_off as u32),
+                    Arg::U64(v.ys),
+                    Arg::U64(v.zs),
+                ],
+            )?;
+        if paired {
+            return Ok(());
+        }
         self.ntt_inv(op, &v, limbs, comps, stream)
     }
 
@@ -2025,7 +2105,27 @@ impl CudaEngine {
             canonical: true,
             ..FwdNtt::dense(ct.ptr(), dev_ptr(&out), ct.prime_ids[0], ct.num_limbs())
         };
-        self.ntt_fwd(OP, &f, ct.num_limbs(), ct.components, stream)?;
+        // A ciphertext's two components by paired blocks (ntt_fwd_gp), else the *_gs path.
+        let paired = ct.components == 2
+            && self.ntt_kernels() == NttKernels::GlobalSync
+            && self.launch_gp(
+                OP,
+                K::NttFwdGp,
+                ct.num_limbs(),
+                stream,
+                &[
+                    Arg::U64(f.src),
+                    Arg::U64(f.dst),
+                    Arg::U64(dev_ptr(&self.primes)),
+                    Arg::U64(dev_ptr(&self.twf)),
+                    Arg::U32(f.prime_off),
+                    Arg::U64(f.in_ys),
+                    Arg::U64(f.in_zs),
+                ],
+            )?;
+        if !paired {
+            self.ntt_fwd(OP, &f, ct.num_limbs(), ct.components, stream)?;
+        }
         let mut r = self.like(ct, out);
         r.domain = Domain::Ntt;
         Ok(r)
@@ -3112,6 +3212,8 @@ mod tests {
             K::NttInvGs,
             K::KsInnerGs,
             K::NttFwdGq,
+            K::NttFwdGp,
+            K::NttInvGp,
         ];
         assert_eq!(all.len(), KERNELS.len());
         for (i, k) in all.iter().enumerate() {
