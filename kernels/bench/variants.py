@@ -60,6 +60,16 @@ variants = {
         "#pragma unroll 4\n        for (uint32_t d = d0; d < d1; d++) {",
     ),
 }
+
+# fpq / fpqall (run 78, not kept as variants): the butterflies' quotient by binary64 arithmetic
+# for the ~2^40 primes, from a table holding w / q (rounded down) as a double in the wp field
+# (the harness's FP_TW option then), with a per-butterfly branch on q (fpq: 9.8 us forward back
+# to back against 8.2, words identical) and without it (fpqall, every limb by doubles, wrong
+# words on the 60-bit limb: 7.8). Built out as kernels/bench/experiments/fpq-quotient.patch
+# (the double derived from Shoup's wp, the branch folded per block by by_width) and dropped
+# after run 79: the 60-bit limb keeps Shoup's products and bounds the NTT, and the doubled
+# kernels made the key-switch chain 8 us slower.
+
 MARKS = r"""
 __device__ unsigned long long g_marks[4096 * 16];
 #define MARK(i)                                                                              \
