@@ -1266,27 +1266,12 @@ impl CudaEngine {
         stream: &Stream,
         args: &[Arg],
     ) -> Result<bool> {
-        let limbs = yz.0 as usize * yz.1 as usize;
-        if limbs > SYNC_SLOTS || CL_BLOCKS as usize * limbs > self.gs_capacity as usize {
-            return Ok(false);
-        }
-        let region = self.sync_region(stream);
-        let ctr = self.sync_ctr.as_device_ptr().as_raw() + (region * SYNC_SLOTS * 2 * 4) as u64;
-        self.try_launch(
-            op,
-            kernel,
-            (CL_BLOCKS, yz.0, yz.1),
-            stream,
-            args,
-            &[Arg::U64(ctr)],
-            true,
-        )
+        self.launch_synced(op, kernel, (CL_BLOCKS, yz.0, yz.1), stream, args)
     }
 
     /// Launches a paired NTT kernel (`ntt_fwd_gp` / `ntt_inv_gp`: both components of each of
-    /// `limbs` limbs, 2 x CL_BLOCKS blocks per limb, cooperatively, with the stream's counter
-    /// region appended to `args`) when the grid fits the device at once; `Ok(false)` when it
-    /// does not or the driver refused (nothing enqueued: the caller runs the `*_gs` kernel).
+    /// `limbs` limbs, 2 x CL_BLOCKS blocks per limb) as [`Self::launch_gs`] does, counting it
+    /// in `paired_launches`; `Ok(false)`: nothing enqueued, the caller runs the `*_gs` kernel.
     fn launch_gp(
         &self,
         op: &'static str,
@@ -1295,25 +1280,34 @@ impl CudaEngine {
         stream: &Stream,
         args: &[Arg],
     ) -> Result<bool> {
-        if limbs > SYNC_SLOTS || 2 * CL_BLOCKS as usize * limbs > self.gs_capacity as usize {
-            return Ok(false);
-        }
-        let region = self.sync_region(stream);
-        let ctr = self.sync_ctr.as_device_ptr().as_raw() + (region * SYNC_SLOTS * 2 * 4) as u64;
-        let launched = self.try_launch(
-            op,
-            kernel,
-            (2 * CL_BLOCKS, limbs as u32, 1),
-            stream,
-            args,
-            &[Arg::U64(ctr)],
-            true,
-        )?;
+        let launched =
+            self.launch_synced(op, kernel, (2 * CL_BLOCKS, limbs as u32, 1), stream, args)?;
         if launched {
             self.paired_launches
                 .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         }
         Ok(launched)
+    }
+
+    /// A cooperative launch of a kernel whose `grid.0` blocks per limb (`grid.1 x grid.2`
+    /// limbs) meet on the counters of the stream's region (appended to `args`), when the limbs
+    /// fit the region and the blocks one wave of the device; `Ok(false)` otherwise or when the
+    /// driver refused (nothing enqueued).
+    fn launch_synced(
+        &self,
+        op: &'static str,
+        kernel: K,
+        grid: (u32, u32, u32),
+        stream: &Stream,
+        args: &[Arg],
+    ) -> Result<bool> {
+        let limbs = grid.1 as usize * grid.2 as usize;
+        if limbs > SYNC_SLOTS || grid.0 as usize * limbs > self.gs_capacity as usize {
+            return Ok(false);
+        }
+        let region = self.sync_region(stream);
+        let ctr = self.sync_ctr.as_device_ptr().as_raw() + (region * SYNC_SLOTS * 2 * 4) as u64;
+        self.try_launch(op, kernel, grid, stream, args, &[Arg::U64(ctr)], true)
     }
 
     /// Launches `ntt_fwd_gq` over the `yz` limbs of a forward NTT with `args` (those of
