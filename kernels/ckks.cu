@@ -653,6 +653,91 @@ __device__ __forceinline__ void gs_bfly(u64& x, u64& y, WP w, u64 q) {
     x = u;
 }
 
+// Shoup's lazy product without the high product's low partial product xl * wpl (x = xh 2^32 +
+// xl, wp = wph 2^32 + wpl): Q' = xh wph + floor((xh wpl + xl wph) / 2^32), the middle sum
+// exact in 65 bits. x wp / 2^64 = xh wph + M / 2^32 + xl wpl / 2^64 with the last term below
+// 1, so Q' is Shoup's quotient floor(x wp / 2^64) or one less, and x w - Q' q lies in [0, 3q)
+// (Shoup's [0, 2q) plus at most q) for any x < 2^64; computed mod 2^64 it is exact, as 3q <
+// 2^64. In PTX as 32-bit multiply-adds with carries (ptxas: 4 instructions where __umul64hi
+// takes 7; the same expression in C compiles to a 64-bit comparison for the carry).
+__device__ __forceinline__ u64 shoup_lazy3(u64 x, u64 w, u64 wp, u64 q) {
+#ifdef FHE_EMU
+    const u64 xl = (uint32_t)x, xh = x >> 32, pl = (uint32_t)wp, ph = wp >> 32;
+    const u64 m1 = xh * pl;
+    const u64 m = m1 + xl * ph;
+    const u64 hi = xh * ph + (m >> 32) + ((u64)(m < m1) << 32);
+#else
+    u64 hi;
+    asm("{\n\t.reg .u32 xl, xh, pl, ph, t0, t1, t2, h0, h1;\n\t"
+        "mov.b64 {xl, xh}, %1;\n\t"
+        "mov.b64 {pl, ph}, %2;\n\t"
+        "mul.lo.u32 t0, xh, pl;\n\t"
+        "mul.hi.u32 t1, xh, pl;\n\t"
+        "mad.lo.cc.u32 t0, xl, ph, t0;\n\t"
+        "madc.hi.cc.u32 t1, xl, ph, t1;\n\t"
+        "addc.u32 t2, 0, 0;\n\t"
+        "mad.lo.cc.u32 h0, xh, ph, t1;\n\t"
+        "madc.hi.u32 h1, xh, ph, t2;\n\t"
+        "mov.b64 %0, {h0, h1};\n\t}"
+        : "=l"(hi)
+        : "l"(x), "l"(wp));
+#endif
+    return x * w - hi * q;
+}
+
+// The butterfly arithmetic of the *_gs / *_gp rounds, a template parameter of the round helpers
+// below. `ct<C>`: a forward (Cooley-Tukey) butterfly, C = whether this stage brings x down
+// first; `gs`: an inverse (Gentleman-Sande) butterfly; `ct_out`: the forward NTT's last stage
+// with canonical outputs; `gs_off(q)`: the multiple of q that keeps x - y + gs_off >= 0 for the
+// inverse's words.
+// Harvey (every kernel but the paired ones): ct_bfly / gs_bfly, words in [0, 4q) / [0, 2q),
+// every stage reduces (C is ignored).
+struct Harvey {
+    template <bool C>
+    __device__ __forceinline__ static void ct(u64& x, u64& y, WP w, u64 q) {
+        ct_bfly(x, y, w, q);
+    }
+    __device__ __forceinline__ static void gs(u64& x, u64& y, WP w, u64 q) { gs_bfly(x, y, w, q); }
+    __device__ __forceinline__ static void ct_out(u64& x0, u64& x1, WP w, u64 q) {
+        ct_bfly(x0, x1, w, q);
+        x0 = csub(x0, 2 * q);
+        x1 = csub(x1, 2 * q);
+        x0 = csub(x0, q);
+        x1 = csub(x1, q);
+    }
+    __device__ __forceinline__ static u64 gs_off(u64 q) { return 2 * q; }
+};
+// Loose (ntt_fwd_gp / ntt_inv_gp; every prime below 2^60, which the engine checks): products by
+// shoup_lazy3 (t in [0, 3q)). Forward: x + t and x + 3q - t, x brought below 8q only at the
+// stages marked C (csub by 8q), so the words grow by 3q per unmarked stage and stay below 14q
+// < 2^64 under the kernels' marks: from inputs below 4q, a phase's stages N N C | N C N | C
+// leave words below 11q (4 7 10 | 11 14 11 | 11, the bound after each stage in units of q), the
+// second phase's N C N | C N C | N below 14q (14 11 14 | 11 14 11 | 14), then ct_out's four
+// conditional subtractions (8q, 4q, 2q, q) make them canonical. Half the stages skip x's
+// reduction and every product one partial product: ~13% fewer instructions per butterfly.
+// Inverse: words below 4q, x + y reduced by 4q, the product of x + 4q - y (< 8q) below 3q.
+struct Loose {
+    template <bool C>
+    __device__ __forceinline__ static void ct(u64& x, u64& y, WP w, u64 q) {
+        const u64 a = C ? csub(x, 8 * q) : x;
+        const u64 t = shoup_lazy3(y, w.w, w.wp, q);
+        x = a + t;
+        y = a + 3 * q - t;
+    }
+    __device__ __forceinline__ static void gs(u64& x, u64& y, WP w, u64 q) {
+        const u64 four_q = 4 * q;
+        const u64 u = csub(x + y, four_q);
+        y = shoup_lazy3(x + four_q - y, w.w, w.wp, q);
+        x = u;
+    }
+    __device__ __forceinline__ static void ct_out(u64& x0, u64& x1, WP w, u64 q) {
+        ct<false>(x0, x1, w, q);
+        x0 = csub(csub(csub(csub(x0, 8 * q), 4 * q), 2 * q), q);
+        x1 = csub(csub(csub(csub(x1, 8 * q), 4 * q), 2 * q), q);
+    }
+    __device__ __forceinline__ static u64 gs_off(u64 q) { return 4 * q; }
+};
+
 // A twiddle pair in one 16-byte load (the tables are 16-byte aligned pairs).
 __device__ __forceinline__ WP ldwp(const WP* p) {
 #ifdef FHE_EMU
@@ -1060,39 +1145,45 @@ __device__ __forceinline__ Tw7 tw7(const WP* tw, uint32_t B) {
     for (int i = 0; i < 4; i++) t.w2[i] = ldwp(tw + 4 * B + i);
     return t;
 }
-// Forward radix-8 round on x[e]: stages pairing e with e + 4, e + 2, e + 1.
+// Forward radix-8 round on x[e]: stages pairing e with e + 4, e + 2, e + 1, by A's butterflies;
+// bit s of M marks stage s + 1 (A::ct<C>).
+template <class A = Harvey, unsigned M = 7>
 __device__ __forceinline__ void fwd8(u64 (&x)[8], const Tw7& w, u64 q) {
 #pragma unroll
-    for (int e = 0; e < 4; e++) ct_bfly(x[e], x[e + 4], w.w0, q);
+    for (int e = 0; e < 4; e++) A::template ct<(M & 1) != 0>(x[e], x[e + 4], w.w0, q);
 #pragma unroll
     for (int e = 0; e < 8; e++)
-        if ((e & 2) == 0) ct_bfly(x[e], x[e + 2], w.w1[e >> 2], q);
+        if ((e & 2) == 0) A::template ct<(M & 2) != 0>(x[e], x[e + 2], w.w1[e >> 2], q);
 #pragma unroll
-    for (int e = 0; e < 8; e += 2) ct_bfly(x[e], x[e + 1], w.w2[e >> 1], q);
+    for (int e = 0; e < 8; e += 2) A::template ct<(M & 4) != 0>(x[e], x[e + 1], w.w2[e >> 1], q);
 }
 // The first two stages of an inverse radix-8 round: pairing e with e + 1, then e + 2.
+template <class A = Harvey>
 __device__ __forceinline__ void inv8_first2(u64 (&x)[8], const Tw7& w, u64 q) {
 #pragma unroll
-    for (int e = 0; e < 8; e += 2) gs_bfly(x[e], x[e + 1], w.w2[e >> 1], q);
+    for (int e = 0; e < 8; e += 2) A::gs(x[e], x[e + 1], w.w2[e >> 1], q);
 #pragma unroll
     for (int e = 0; e < 8; e++)
-        if ((e & 2) == 0) gs_bfly(x[e], x[e + 2], w.w1[e >> 2], q);
+        if ((e & 2) == 0) A::gs(x[e], x[e + 2], w.w1[e >> 2], q);
 }
 // Inverse radix-8 round: stages pairing e with e + 1, e + 2, e + 4.
+template <class A = Harvey>
 __device__ __forceinline__ void inv8(u64 (&x)[8], const Tw7& w, u64 q) {
-    inv8_first2(x, w, q);
+    inv8_first2<A>(x, w, q);
 #pragma unroll
-    for (int e = 0; e < 4; e++) gs_bfly(x[e], x[e + 4], w.w0, q);
+    for (int e = 0; e < 4; e++) A::gs(x[e], x[e + 4], w.w0, q);
 }
 // The inverse NTT's last radix-8 round (twiddle base 1) with the final scaling folded into its
 // last stage, canonical out: (x + y) * c and (x - y) * w1 * c as one Shoup product each (the
-// sums are < 4q, inside Shoup's input range), instead of the stage's product and two scalings.
+// sums are < 4q (Loose: < 8q), inside Shoup's input range), instead of the stage's product and
+// two scalings.
+template <class A = Harvey>
 __device__ __forceinline__ void inv8_last(u64 (&x)[8], const WP* tw, const Post& c, u64 q) {
-    inv8_first2(x, tw7(tw, 1), q);
-    const u64 two_q = 2 * q;
+    inv8_first2<A>(x, tw7(tw, 1), q);
+    const u64 off = A::gs_off(q);
 #pragma unroll
     for (int e = 0; e < 4; e++) {
-        const u64 u = x[e] + x[e + 4], v = x[e] + two_q - x[e + 4];
+        const u64 u = x[e] + x[e + 4], v = x[e] + off - x[e + 4];
         x[e] = shoup(u, c.s.w, c.s.wp, q);
         x[e + 4] = shoup(v, c.f.w, c.f.wp, q);
     }
@@ -1100,8 +1191,8 @@ __device__ __forceinline__ void inv8_last(u64 (&x)[8], const WP* tw, const Post&
 
 // The middle round of a *_gs phase, in place on the tile: words 16 ah + 2e + b0 (e = 0..7) of
 // line `line` (a row tile when ROW, else a column tile), a forward (FWD) or inverse radix-8
-// round with twiddle base B.
-template <bool FWD, bool ROW>
+// round with twiddle base B, by A's butterflies (M: fwd8's stage marks).
+template <bool FWD, bool ROW, class A = Harvey, unsigned M = 7>
 __device__ __forceinline__ void gs_mid_round(u64* s, uint32_t line, uint32_t ah, uint32_t b0,
                                              const WP* tw, uint32_t B, u64 q) {
     auto at = [&](int e) {
@@ -1112,9 +1203,9 @@ __device__ __forceinline__ void gs_mid_round(u64* s, uint32_t line, uint32_t ah,
 #pragma unroll
     for (int e = 0; e < 8; e++) x[e] = s[at(e)];
     if constexpr (FWD) {
-        fwd8(x, tw7(tw, B), q);
+        fwd8<A, M>(x, tw7(tw, B), q);
     } else {
-        inv8(x, tw7(tw, B), q);
+        inv8<A>(x, tw7(tw, B), q);
     }
 #pragma unroll
     for (int e = 0; e < 8; e++) s[at(e)] = x[e];
@@ -1124,8 +1215,9 @@ __device__ __forceinline__ void gs_mid_round(u64* s, uint32_t line, uint32_t ah,
 // (gs_fwd_cols: load -> tdst) and, once every block of the limb has done its columns, its rows
 // [16k, 16k + 16) (gs_fwd_rows: tdst -> store2). load and store2 as for cl_fwd_ntt; tdst: the
 // output limb (the exchange). gs_fwd_cols_at: the column phase with tile line lo = the thread's
-// column at word offset `col` from load's and tdst's base (gs_fwd_cols: k * 16 + lo).
-template <class Load>
+// column at word offset `col` from load's and tdst's base (gs_fwd_cols: k * 16 + lo). A: the
+// butterflies (Loose: stages marked N N C | N C N | C, inputs below 4q, outputs below 11q).
+template <class A = Harvey, class Load>
 __device__ __forceinline__ void gs_fwd_cols_at(u64* s, const WP* tw, u64 q, Load load, u64* tdst,
                                                uint32_t col) {
     const uint32_t tid = threadIdx.x;
@@ -1135,19 +1227,19 @@ __device__ __forceinline__ void gs_fwd_cols_at(u64* s, const WP* tw, u64 q, Load
         // Round 1: a bits 6..4 (a = hi + 16e), straight from global memory.
 #pragma unroll
         for (int e = 0; e < 8; e++) x[e] = load((hi + 16 * e) * SUB + col);
-        fwd8(x, tw7(tw, 1), q);
+        fwd8<A, 4>(x, tw7(tw, 1), q);
 #pragma unroll
         for (int e = 0; e < 8; e++) s[gs_cw(lo, hi + 16 * e)] = x[e];
         __syncthreads();
         // Round 2: a bits 3..1 (a = 16 ah + 2e + b0).
-        gs_mid_round<true, false>(s, lo, ah, b0, tw, 8 + ah, q);
+        gs_mid_round<true, false, A, 2>(s, lo, ah, b0, tw, 8 + ah, q);
         __syncthreads();
         // Round 3: a bit 0, pairs a = 2 (hi + 16i), into the output limb.
 #pragma unroll
         for (int i = 0; i < 4; i++) {
             const uint32_t a = 2 * (hi + 16 * i);
             u64 x0 = s[gs_cw(lo, a)], x1 = s[gs_cw(lo, a + 1)];
-            ct_bfly(x0, x1, ldwp(tw + 64 + a / 2), q);
+            A::template ct<true>(x0, x1, ldwp(tw + 64 + a / 2), q);
             tdst[a * SUB + col] = x0;
             tdst[(a + 1) * SUB + col] = x1;
         }
@@ -1159,8 +1251,8 @@ __device__ __forceinline__ void gs_fwd_cols(u64* s, const WP* tw, u64 q, Load lo
     gs_fwd_cols_at(s, tw, q, load, tdst, k * CL_LINES + threadIdx.x % 16);
 }
 // The last round of gs_fwd_rows (b bit 0, pairs b = 2 (lo + 16i)) on tile row hi = limb row
-// `row` of the row tile s: canonical words through store2(row * SUB + b, x0, x1).
-template <class Store2>
+// `row` of the row tile s: canonical words through store2(row * SUB + b, x0, x1) (A::ct_out).
+template <class A = Harvey, class Store2>
 __device__ __forceinline__ void gs_fwd_rows_last(const u64* s, const WP* tw, u64 q, uint32_t row,
                                                  Store2 store2) {
     const uint32_t lo = threadIdx.x % 16, hi = threadIdx.x / 16;
@@ -1174,10 +1266,8 @@ __device__ __forceinline__ void gs_fwd_rows_last(const u64* s, const WP* tw, u64
             x0 = x1;
             x1 = t;
         }
-        ct_bfly(x0, x1, ldwp(tw + (SUB + row) * 64 + b / 2), q);
-        x0 = csub(x0, 2 * q);
-        x1 = csub(x1, 2 * q);
-        store2(row * SUB + b, csub(x0, q), csub(x1, q));
+        A::ct_out(x0, x1, ldwp(tw + (SUB + row) * 64 + b / 2), q);
+        store2(row * SUB + b, x0, x1);
     }
 }
 // READS (ntt_fwd_gq with sigma_g as an output permutation, whose stores land in rows other
@@ -1248,7 +1338,7 @@ struct LimbLines {
         return limb_target(ctr);
     }
 };
-template <class LoadP, class Store, class Lines = LimbLines>
+template <class LoadP, class Store, class Lines = LimbLines, class A = Harvey>
 __device__ __forceinline__ void gs_inv_ntt(u64* s, const WP* tw, u64 q, LoadP loadp, Store store,
                                            u64* tdst, unsigned* ctr, const Post& c,
                                            Lines lines = LimbLines{blockIdx.x}) {
@@ -1268,7 +1358,7 @@ __device__ __forceinline__ void gs_inv_ntt(u64* s, const WP* tw, u64 q, LoadP lo
 #pragma unroll
             for (int i = 0; i < 4; i++) {
                 const uint32_t b = 2 * (lo + 16 * i);
-                gs_bfly(x[2 * i], x[2 * i + 1], ldwp(tw + (SUB + row) * 64 + b / 2), q);
+                A::gs(x[2 * i], x[2 * i + 1], ldwp(tw + (SUB + row) * 64 + b / 2), q);
                 if (hi >= 8) {
                     st2(s + (gs_rw(hi, b) & ~1u), x[2 * i + 1], x[2 * i]);
                 } else {
@@ -1278,13 +1368,13 @@ __device__ __forceinline__ void gs_inv_ntt(u64* s, const WP* tw, u64 q, LoadP lo
         }
         __syncthreads();
         // Round 2: b bits 1..3 of row lo.
-        gs_mid_round<false, true>(s, lo, ah, b0, tw, (SUB + lines.row(lo)) * 8 + ah, q);
+        gs_mid_round<false, true, A>(s, lo, ah, b0, tw, (SUB + lines.row(lo)) * 8 + ah, q);
         __syncthreads();
         // Round 3: b bits 4..6 (b = lo + 16e) of row hi, into the output limb.
         {
 #pragma unroll
             for (int e = 0; e < 8; e++) x[e] = s[gs_rw(hi, lo + 16 * e)];
-            inv8(x, tw7(tw, SUB + lines.row(hi)), q);
+            inv8<A>(x, tw7(tw, SUB + lines.row(hi)), q);
 #pragma unroll
             for (int e = 0; e < 8; e++) tdst[lines.roff(hi) + lo + 16 * e] = x[e];
         }
@@ -1298,18 +1388,18 @@ __device__ __forceinline__ void gs_inv_ntt(u64* s, const WP* tw, u64 q, LoadP lo
         for (int i = 0; i < 4; i++) {
             const uint32_t a = 2 * (hi + 16 * i);
             u64 x0 = ldcg(tdst + a * SUB + col), x1 = ldcg(tdst + (a + 1) * SUB + col);
-            gs_bfly(x0, x1, ldwp(tw + 64 + a / 2), q);
+            A::gs(x0, x1, ldwp(tw + 64 + a / 2), q);
             s[gs_cw(lo, a)] = x0;
             s[gs_cw(lo, a + 1)] = x1;
         }
         __syncthreads();
         // Round 2: a bits 1..3 (a = 16 ah + 2e + b0).
-        gs_mid_round<false, false>(s, lo, ah, b0, tw, 8 + ah, q);
+        gs_mid_round<false, false, A>(s, lo, ah, b0, tw, 8 + ah, q);
         __syncthreads();
         // Round 3: a bits 4..6 (a = hi + 16e), scaled by c.
 #pragma unroll
         for (int e = 0; e < 8; e++) x[e] = s[gs_cw(lo, hi + 16 * e)];
-        inv8_last(x, tw, c, q);
+        inv8_last<A>(x, tw, c, q);
 #pragma unroll
         for (int e = 0; e < 8; e++) store((hi + 16 * e) * SUB + col, x[e]);
     }
@@ -1574,22 +1664,23 @@ GS_KERNEL ntt_fwd_gp(const u64* __restrict__ in, u64* __restrict__ out,
     // Column phase (offsets from component 0's limb).
     const u64* base = in + y * ys;
     u64* limb = out + y * ys;
-    gs_fwd_cols_at(s, tw, q, [&](uint32_t pos) { return base[pos]; }, limb, lines.col(lo));
+    gs_fwd_cols_at<Loose>(s, tw, q, [&](uint32_t pos) { return base[pos]; }, limb,
+                          lines.col(lo));
     limb_sync(ctr, target);  // every column of both components of the limb is in out
     {
         // Row phase, round 1: b = lo + 16e of tile row hi.
         u64 x[8];
 #pragma unroll
         for (int e = 0; e < 8; e++) x[e] = ldcg(limb + lines.roff(hi) + lo + 16 * e);
-        fwd8(x, tw7(tw, SUB + lines.row(hi)), q);
+        fwd8<Loose, 2>(x, tw7(tw, SUB + lines.row(hi)), q);
 #pragma unroll
         for (int e = 0; e < 8; e++) s[gs_rw(hi, lo + 16 * e)] = x[e];
     }
     __syncthreads();
-    gs_mid_round<true, true>(s, lo, ah, b0, tw, (SUB + lines.row(lo)) * 8 + ah, q);
+    gs_mid_round<true, true, Loose, 5>(s, lo, ah, b0, tw, (SUB + lines.row(lo)) * 8 + ah, q);
     __syncthreads();
     u64* dst = out + (hi >> 3) * zs + y * ys;
-    gs_fwd_rows_last(s, tw, q, lines.row(hi),
+    gs_fwd_rows_last<Loose>(s, tw, q, lines.row(hi),
                      [&](uint32_t pos, u64 x0, u64 x1) { st2(dst + pos, x0, x1); });
 }
 // The inverse by paired blocks (as ntt_fwd_gp), scaled by post[pid] (inv8_last).
@@ -1607,8 +1698,9 @@ GS_KERNEL ntt_inv_gp(const u64* __restrict__ in, u64* __restrict__ out,
         for (int i = 0; i < 4; i++) ld2sh(src + pos[i], x[2 * i], x[2 * i + 1]);
     };
     auto store = [&](uint32_t pos, u64 x) { dst[pos] = x; };
-    gs_inv_ntt(s, twi + (u64)pid * NN, primes[pid].q, loadp, store, dst, sync_ctr + 2 * y + 1,
-               post[pid], PairLines{blockIdx.x, zs});
+    gs_inv_ntt<decltype(loadp), decltype(store), PairLines, Loose>(
+        s, twi + (u64)pid * NN, primes[pid].q, loadp, store, dst, sync_ctr + 2 * y + 1, post[pid],
+        PairLines{blockIdx.x, zs});
 }
 
 // The key inner product of one target row at M word pairs (pos[i], pos[i] + 1):

@@ -333,8 +333,66 @@ static void inv_ntt_emu(const Tables& T, const u64* in, u64* out, const std::vec
     });
 }
 
+// The paired kernels' arithmetic (ckks.cu `Loose`) at the edges of its bounds, for every
+// prime: shoup_lazy3 over the whole u64 range of x (result below 3q, congruent to x * w); each
+// forward butterfly kind on words drawn just below its input bound (C stages: 14q, unmarked:
+// 11q) giving words below 11q / 14q; ct_out canonical from below 11q; the inverse butterfly
+// from below 4q to below 4q. Congruences checked mod q with 128-bit products.
+static void check_loose() {
+    std::mt19937_64 r(777);
+    size_t bad = 0, n = 0;
+    auto fail = [&](const char* what, u64 q, u64 a, u64 b) {
+        if (bad++ < 5)
+            std::printf("FAIL loose %s: q %llu inputs %llu %llu\n", what, (unsigned long long)q,
+                        (unsigned long long)a, (unsigned long long)b);
+    };
+    for (int id = 0; id < NP; id++) {
+        const u64 q = QS[id];
+        auto below = [&](u64 bound) {  // mostly within 2^20 of the bound, sometimes anywhere
+            return (r() % 4 == 0) ? r() % bound : bound - 1 - r() % (1ull << 20);
+        };
+        for (int i = 0; i < 200000; i++, n++) {
+            const u64 w = (i % 97 == 0) ? q - 1 : r() % q;
+            const WP wp{w, shoupc(w, q)};
+            const u64 x = (i % 5 == 0) ? ~0ull - r() % 1024 : r();
+            const u64 t = shoup_lazy3(x, w, wp.wp, q);
+            if (t >= 3 * q || t % q != mulm(x % q, w, q)) fail("shoup_lazy3", q, x, w);
+            // Forward butterflies: (x, y) -> (x + w y, x - w y) mod q.
+            for (int c = 0; c < 2; c++) {
+                const u64 bin = c ? 14 * q : 11 * q, bout = c ? 11 * q : 14 * q;
+                u64 a = below(bin), b = below(bin), a0 = a, b0 = b;
+                if (c) Loose::ct<true>(a, b, wp, q); else Loose::ct<false>(a, b, wp, q);
+                const u64 wy = mulm(b0 % q, w, q);
+                if (a >= bout || b >= bout || a % q != addm(a0 % q, wy, q) ||
+                    b % q != subm(a0 % q, wy, q))
+                    fail(c ? "ct<C>" : "ct<N>", q, a0, b0);
+            }
+            {
+                u64 a = below(11 * q), b = below(11 * q), a0 = a, b0 = b;
+                Loose::ct_out(a, b, wp, q);
+                const u64 wy = mulm(b0 % q, w, q);
+                if (a != addm(a0 % q, wy, q) || b != subm(a0 % q, wy, q)) fail("ct_out", q, a0, b0);
+            }
+            {
+                u64 a = below(4 * q), b = below(4 * q), a0 = a, b0 = b;
+                Loose::gs(a, b, wp, q);
+                if (a >= 4 * q || b >= 3 * q || a % q != addm(a0 % q, b0 % q, q) ||
+                    b % q != mulm(subm(a0 % q, b0 % q, q), w, q))
+                    fail("gs", q, a0, b0);
+            }
+        }
+    }
+    if (bad) {
+        failures++;
+        std::printf("FAIL loose arithmetic: %zu of %zu trials\n", bad, n);
+    } else {
+        std::printf("ok   loose arithmetic (%zu trials x 4 butterflies, 9 primes)\n", n);
+    }
+}
+
 int main() {
     Tables T = make_tables();
+    check_loose();
     std::printf("tables built; psi[0] = %llu (spec 81696219706)\n", (unsigned long long)T.psi[0]);
     // 1. forward / inverse NTT over 2 components x 3 limbs from prime id 5 (5, 6, 7).
     {
@@ -419,9 +477,25 @@ int main() {
                 });
                 expect_eq("inverse NTT round trip (paired blocks)", back_p, a);
             }
+            // Words below 4q (the paired kernels' input bound), both directions.
+            std::vector<u64> a4(a.size()), f4(a.size()), o4(a.size(), ~0ull), b4(a.size(), ~0ull);
+            for (size_t i = 0; i < a.size(); i++) {
+                const u64 q = QS[off + (i / NN) % L];
+                a4[i] = a[i] + q * (rng() % 4);
+                f4[i] = want[i] + q * (rng() % 4);
+            }
+            launch_cluster(dim3{2 * CL, L, 1}, GS_THREADS, [&] {
+                ntt_fwd_gp(P(a4), M(o4), PR(T), WPP(T.twf), off, n, cs, pctr.data());
+            });
+            expect_eq("forward NTT of words below 4q (paired blocks)", o4, want);
+            launch_cluster(dim3{2 * CL, L, 1}, GS_THREADS, [&] {
+                ntt_inv_gp(P(f4), M(b4), PR(T), WPP(T.twi), POSTP(T.n_inv), off, n, cs,
+                           pctr.data());
+            });
+            expect_eq("inverse NTT of words below 4q (paired blocks)", b4, a);
             for (size_t i = 0; i < pctr.size(); i++)
-                if (pctr[i] != pctr0[i] + (i % 2 == 1 ? 8u * CL : 0u)) {  // 4 launches, 2 CL each
-                    std::printf("FAIL paired counter %zu: %u after 4 launches from %u\n", i,
+                if (pctr[i] != pctr0[i] + (i % 2 == 1 ? 12u * CL : 0u)) {  // 6 launches, 2 CL each
+                    std::printf("FAIL paired counter %zu: %u after 6 launches from %u\n", i,
                                 pctr[i], pctr0[i]);
                     std::exit(1);
                 }

@@ -1272,6 +1272,9 @@ impl CudaEngine {
     /// Launches a paired NTT kernel (`ntt_fwd_gp` / `ntt_inv_gp`: both components of each of
     /// `limbs` limbs, 2 x CL_BLOCKS blocks per limb) as [`Self::launch_gs`] does, counting it
     /// in `paired_launches`; `Ok(false)`: nothing enqueued, the caller runs the `*_gs` kernel.
+    /// The paired kernels' butterflies let words grow to 14 q, so they serve only chains whose
+    /// primes are all below 2^60 (every preset's: the widest primes are the largest NTT primes
+    /// below 2^60); any other chain takes the `*_gs` kernels.
     fn launch_gp(
         &self,
         op: &'static str,
@@ -1280,6 +1283,9 @@ impl CudaEngine {
         stream: &Stream,
         args: &[Arg],
     ) -> Result<bool> {
+        if !paired_primes_fit(&self.moduli) {
+            return Ok(false);
+        }
         let launched =
             self.launch_synced(op, kernel, (2 * CL_BLOCKS, limbs as u32, 1), stream, args)?;
         if launched {
@@ -3172,6 +3178,12 @@ impl CudaEngine {
     }
 }
 
+/// Whether the paired NTT kernels may serve a chain of these primes: their butterflies
+/// (`Loose` in kernels/ckks.cu) keep words below 14 q, which fits a u64 for q < 2^60.
+fn paired_primes_fit(moduli: &[u64]) -> bool {
+    moduli.iter().all(|&q| q < 1 << 60)
+}
+
 #[cfg(test)]
 mod tests {
     use super::{KernelRef, K, KERNELS};
@@ -3233,5 +3245,30 @@ mod tests {
             );
         }
         assert_eq!("no_such_kernel".slot(), None);
+    }
+
+    /// The paired kernels serve every preset the device engine runs (N = 16384: all primes
+    /// below 2^60) and refuse a chain with a prime of 2^60 or more.
+    #[test]
+    fn paired_kernels_take_chains_below_2_pow_60() {
+        use crate::{CkksConfig, Context, Preset};
+        let mut seen = 0;
+        for p in Preset::ALL {
+            let ctx = Context::new(CkksConfig::from_preset(p).expect("preset")).expect("context");
+            if ctx.config().n() != super::KERNEL_N {
+                continue;
+            }
+            let moduli: Vec<u64> = ctx
+                .ntt_tables()
+                .iter()
+                .map(|t| t.modulus().value())
+                .collect();
+            assert!(super::paired_primes_fit(&moduli), "{p:?}: {moduli:?}");
+            seen += 1;
+        }
+        assert_eq!(seen, 3, "the three slots8192 presets");
+        assert!(super::paired_primes_fit(&[(1 << 60) - 1]));
+        assert!(!super::paired_primes_fit(&[1_099_510_054_913, 1 << 60]));
+        assert!(!super::paired_primes_fit(&[u64::MAX - 58]));
     }
 }
