@@ -577,14 +577,14 @@ __device__ __forceinline__ uint32_t cl_rank() {
     asm volatile("mov.u32 %0, %%cluster_ctarank;" : "=r"(r));
     return r;
 }
+// Arrive with release semantics: every earlier load and store of the thread (and, through the
+// aligned barrier, of the block) is performed first. "Done reading the other blocks' tiles"
+// needs it too: a relaxed arrive (the kernels until the fifteenth session) let ptxas issue the
+// arrive right after the distributed-shared-memory loads, before their data returned, so a
+// block waiting at its last cl_wait could exit while those loads were in flight and the SM
+// faulted (Xid 13 "Graphics SM Cga Exception: CTA Not Present", run 83).
 __device__ __forceinline__ void cl_arrive() {
     asm volatile("barrier.cluster.arrive.release.aligned;" ::: "memory");
-}
-// Arrive without release semantics (no GPU-scope fence): for "done reading the other blocks'
-// tiles", issued after instructions that consume the loaded values (in-order issue, so the
-// loads have completed).
-__device__ __forceinline__ void cl_arrive_relaxed() {
-    asm volatile("barrier.cluster.arrive.relaxed.aligned;" ::: "memory");
 }
 __device__ __forceinline__ void cl_wait() {
     asm volatile("barrier.cluster.wait.acquire.aligned;" ::: "memory");
@@ -737,6 +737,8 @@ struct Loose {
     }
     __device__ __forceinline__ static u64 gs_off(u64 q) { return 4 * q; }
 };
+// The arithmetic of the *_gs / ntt_fwd_gq / ks_inner_gs rounds (the paired kernels name Loose).
+using GsArith = Loose;
 
 // A twiddle pair in one 16-byte load (the tables are 16-byte aligned pairs).
 __device__ __forceinline__ WP ldwp(const WP* p) {
@@ -989,7 +991,7 @@ __device__ __forceinline__ void cl_fwd_ntt(u64* s, const WP* tw, u64 q, Load loa
             x[e] = *cl_map(A + tix<false>(b % CL_LINES, row), b / CL_LINES);
         }
         fwd_quad(x, PRE ? rtw[0] : row_tw(0), q);
-        cl_arrive_relaxed();  // this block is done reading the others' tiles
+        cl_arrive();  // this block is done reading the others' tiles (release: loads performed)
 #pragma unroll
         for (int e = 0; e < 4; e++) Bt[tix<true>(r, qr + e * 32)] = x[e];
         hsync();
@@ -1089,7 +1091,7 @@ __device__ __forceinline__ void cl_inv_ntt(u64* s, const WP* tw, u64 q, Load4 lo
             x[e] = *cl_map(Bt + tix<true>(a % CL_LINES, col), src);
         }
         inv_quad(x, PRE ? ctw[0] : col_tw(0), q);
-        cl_arrive_relaxed();
+        cl_arrive();  // this block is done reading the others' tiles (release: loads performed)
 #pragma unroll
         for (int e = 0; e < 4; e++) A[tix<false>(c, 4 * qc + e)] = x[e];
         hsync();
@@ -1217,7 +1219,7 @@ __device__ __forceinline__ void gs_mid_round(u64* s, uint32_t line, uint32_t ah,
 // output limb (the exchange). gs_fwd_cols_at: the column phase with tile line lo = the thread's
 // column at word offset `col` from load's and tdst's base (gs_fwd_cols: k * 16 + lo). A: the
 // butterflies (Loose: stages marked N N C | N C N | C, inputs below 4q, outputs below 11q).
-template <class A = Harvey, class Load>
+template <class A = GsArith, class Load>
 __device__ __forceinline__ void gs_fwd_cols_at(u64* s, const WP* tw, u64 q, Load load, u64* tdst,
                                                uint32_t col) {
     const uint32_t tid = threadIdx.x;
@@ -1245,14 +1247,14 @@ __device__ __forceinline__ void gs_fwd_cols_at(u64* s, const WP* tw, u64 q, Load
         }
     }
 }
-template <class Load>
+template <class A = GsArith, class Load>
 __device__ __forceinline__ void gs_fwd_cols(u64* s, const WP* tw, u64 q, Load load, u64* tdst,
                                             uint32_t k) {
-    gs_fwd_cols_at(s, tw, q, load, tdst, k * CL_LINES + threadIdx.x % 16);
+    gs_fwd_cols_at<A>(s, tw, q, load, tdst, k * CL_LINES + threadIdx.x % 16);
 }
 // The last round of gs_fwd_rows (b bit 0, pairs b = 2 (lo + 16i)) on tile row hi = limb row
 // `row` of the row tile s: canonical words through store2(row * SUB + b, x0, x1) (A::ct_out).
-template <class A = Harvey, class Store2>
+template <class A = GsArith, class Store2>
 __device__ __forceinline__ void gs_fwd_rows_last(const u64* s, const WP* tw, u64 q, uint32_t row,
                                                  Store2 store2) {
     const uint32_t lo = threadIdx.x % 16, hi = threadIdx.x / 16;
@@ -1273,7 +1275,7 @@ __device__ __forceinline__ void gs_fwd_rows_last(const u64* s, const WP* tw, u64
 // READS (ntt_fwd_gq with sigma_g as an output permutation, whose stores land in rows other
 // blocks of the limb read): count this block in *reads once its rows are loaded, and store only
 // once all CL blocks of the limb have loaded theirs.
-template <class Store2, bool READS = false>
+template <class Store2, bool READS = false, class A = GsArith>
 __device__ __forceinline__ void gs_fwd_rows(u64* s, const WP* tw, u64 q, Store2 store2,
                                             const u64* tdst, uint32_t k,
                                             unsigned* reads = nullptr) {
@@ -1286,7 +1288,7 @@ __device__ __forceinline__ void gs_fwd_rows(u64* s, const WP* tw, u64 q, Store2 
             const uint32_t row = k * CL_LINES + hi;
 #pragma unroll
             for (int e = 0; e < 8; e++) x[e] = ldcg(tdst + row * SUB + lo + 16 * e);
-            fwd8(x, tw7(tw, SUB + row), q);
+            fwd8<A, 2>(x, tw7(tw, SUB + row), q);
 #pragma unroll
             for (int e = 0; e < 8; e++) s[gs_rw(hi, lo + 16 * e)] = x[e];
         }
@@ -1295,7 +1297,7 @@ __device__ __forceinline__ void gs_fwd_rows(u64* s, const WP* tw, u64 q, Store2 
             if (tid == 0) arrive_release(reads);  // every load of tdst has returned
         }
         // Round 2: b bits 3..1 (b = 16 ah + 2e + b0) of row lo.
-        gs_mid_round<true, true>(s, lo, ah, b0, tw, (SUB + k * CL_LINES + lo) * 8 + ah, q);
+        gs_mid_round<true, true, A, 5>(s, lo, ah, b0, tw, (SUB + k * CL_LINES + lo) * 8 + ah, q);
         __syncthreads();
         if constexpr (READS) {
             if (tid == 0) {
@@ -1305,7 +1307,7 @@ __device__ __forceinline__ void gs_fwd_rows(u64* s, const WP* tw, u64 q, Store2 
             __syncthreads();
         }
         // Round 3: b bit 0 of row hi; canonical out.
-        gs_fwd_rows_last(s, tw, q, k * CL_LINES + hi, store2);
+        gs_fwd_rows_last<A>(s, tw, q, k * CL_LINES + hi, store2);
     }
 }
 // Both phases by block k = blockIdx.x, the blocks of the limb meeting on ctr in between
@@ -1338,7 +1340,7 @@ struct LimbLines {
         return limb_target(ctr);
     }
 };
-template <class LoadP, class Store, class Lines = LimbLines, class A = Harvey>
+template <class LoadP, class Store, class Lines = LimbLines, class A = GsArith>
 __device__ __forceinline__ void gs_inv_ntt(u64* s, const WP* tw, u64 q, LoadP loadp, Store store,
                                            u64* tdst, unsigned* ctr, const Post& c,
                                            Lines lines = LimbLines{blockIdx.x}) {

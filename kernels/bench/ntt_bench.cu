@@ -109,7 +109,7 @@ __device__ __forceinline__ void split_fwd_rows(u64* s, const u64* t1, const WP* 
         for (int e = 0; e < 8; e++) s[gs_rw(hi, lo + 16 * e)] = x[e];
     }
     __syncthreads();
-    cl_arrive_relaxed();  // done reading the cluster's t1
+    cl_arrive();  // done reading the cluster's t1 (release: the loads are performed)
     fwd_rows_tail(s, tw, q, [&](uint32_t l) { return row0 + l; }, [&](uint32_t) { return dst; });
     cl_wait();  // the other blocks have read this block's t1
 }

@@ -55,7 +55,6 @@ static thread_local std::barrier<>* g_hbar = nullptr;  // this thread's half-blo
 static void hsync() { g_hbar->arrive_and_wait(); }
 static void cl_sync() { g_cbar->arrive_and_wait(); }
 static void cl_arrive() { g_ctok.emplace(g_cbar->arrive()); }
-static void cl_arrive_relaxed() { cl_arrive(); }
 static void cl_wait() {
     g_cbar->wait(std::move(*g_ctok));
     g_ctok.reset();

@@ -881,3 +881,80 @@ fn example14_stage_on_borrowed_cuda_values_is_bit_exact_and_wrong_placements_are
         .expect("down");
     assert_eq!(host.words(), want.words());
 }
+
+/// The cluster kernels under many back-to-back launches: the forward and inverse NTT on both
+/// cluster paths and rotate (whose inner product and inverse NTT run `ks_inner_cl`), 20 000
+/// domain changes and 3 000 rotations per path, each result freed at once so the pool hands the
+/// same buffers back. Until the fifteenth session a block announced "done reading the other
+/// blocks' tiles" with a relaxed cluster arrive issued before its distributed-shared-memory
+/// loads returned, so a block could leave while another still read its tile: about one fault
+/// (Xid 13, `LaunchFailed`) per ~30 000 cluster launches on the H200 (runs 83-84). A fault
+/// surfaces as an error at the periodic synchronisation; the last results must still be the
+/// CPU engine's words.
+#[test]
+fn cluster_kernels_survive_many_back_to_back_launches() {
+    let Some(fx) = fixture() else { return };
+    let ct = fresh(&fx.cpu, 9, 0);
+    let want = fx
+        .cpu
+        .coefficient_domain_to_ntt_domain(&ct)
+        .expect("cpu ntt");
+    let key = fx
+        .cpu
+        .create_rotation_key(1, fx.cpu.secret_key())
+        .expect("rotation key");
+    let want_rot = fx.cpu.rotate_with_key(&ct, &key).expect("cpu rotate");
+    let dkey = fx
+        .gpu
+        .upload_rotation_key(&key, &fx.stream)
+        .expect("upload key");
+    let d = fx.up(&ct);
+    for kernels in [NttKernels::Cluster, NttKernels::ClusterPreload] {
+        fx.gpu.set_ntt_kernels(kernels);
+        for i in 0..10_000 {
+            let f = fx
+                .gpu
+                .coefficient_domain_to_ntt_domain(&d, &fx.stream)
+                .unwrap_or_else(|e| panic!("{kernels:?} forward {i}: {e}"));
+            let b = fx
+                .gpu
+                .ntt_domain_to_coefficient_domain(&f, &fx.stream)
+                .unwrap_or_else(|e| panic!("{kernels:?} inverse {i}: {e}"));
+            f.free_async(&fx.stream).expect("free");
+            b.free_async(&fx.stream).expect("free");
+            if i % 1000 == 999 {
+                fx.stream.synchronize().unwrap_or_else(|e| {
+                    panic!("{kernels:?} after {} domain changes: {e}", 2 * (i + 1))
+                });
+            }
+        }
+        for i in 0..3_000 {
+            let r = fx
+                .gpu
+                .rotate_with_key(&d, &dkey, &fx.stream)
+                .unwrap_or_else(|e| panic!("{kernels:?} rotate {i}: {e}"));
+            r.free_async(&fx.stream).expect("free");
+            if i % 500 == 499 {
+                fx.stream
+                    .synchronize()
+                    .unwrap_or_else(|e| panic!("{kernels:?} after {} rotations: {e}", i + 1));
+            }
+        }
+        assert_eq!(
+            fx.gpu.ntt_kernels(),
+            kernels,
+            "the driver refused a cluster launch"
+        );
+        fx.check(
+            &format!("forward NTT after the loop ({kernels:?})"),
+            &want,
+            || fx.gpu.coefficient_domain_to_ntt_domain(&d, &fx.stream),
+        );
+        fx.check(
+            &format!("rotate after the loop ({kernels:?})"),
+            &want_rot,
+            || fx.gpu.rotate_with_key(&d, &dkey, &fx.stream),
+        );
+    }
+    fx.gpu.set_ntt_kernels(NttKernels::GlobalSync);
+}

@@ -967,6 +967,8 @@ impl CudaEngine {
         if context.tables.len() > 16 {
             return Err(unsupported("more than 16 primes".into()));
         }
+        let moduli: Vec<u64> = context.tables.iter().map(|t| t.modulus().value()).collect();
+        check_device_primes(OP, &moduli)?;
         let tables = DeviceTables::new(&context.tables, context.nq)
             .ok_or_else(|| unsupported("prime tables could not be built".into()))?;
         drv(OP, cust::init(cust::CudaFlags::empty()))?;
@@ -1272,9 +1274,6 @@ impl CudaEngine {
     /// Launches a paired NTT kernel (`ntt_fwd_gp` / `ntt_inv_gp`: both components of each of
     /// `limbs` limbs, 2 x CL_BLOCKS blocks per limb) as [`Self::launch_gs`] does, counting it
     /// in `paired_launches`; `Ok(false)`: nothing enqueued, the caller runs the `*_gs` kernel.
-    /// The paired kernels' butterflies let words grow to 14 q, so they serve only chains whose
-    /// primes are all below 2^60 (every preset's: the widest primes are the largest NTT primes
-    /// below 2^60); any other chain takes the `*_gs` kernels.
     fn launch_gp(
         &self,
         op: &'static str,
@@ -1283,9 +1282,6 @@ impl CudaEngine {
         stream: &Stream,
         args: &[Arg],
     ) -> Result<bool> {
-        if !paired_primes_fit(&self.moduli) {
-            return Ok(false);
-        }
         let launched =
             self.launch_synced(op, kernel, (2 * CL_BLOCKS, limbs as u32, 1), stream, args)?;
         if launched {
@@ -3178,10 +3174,20 @@ impl CudaEngine {
     }
 }
 
-/// Whether the paired NTT kernels may serve a chain of these primes: their butterflies
-/// (`Loose` in kernels/ckks.cu) keep words below 14 q, which fits a u64 for q < 2^60.
-fn paired_primes_fit(moduli: &[u64]) -> bool {
-    moduli.iter().all(|&q| q < 1 << 60)
+/// The device kernels' NTT butterflies (`Loose` in kernels/ckks.cu) let words grow to 14 q,
+/// which fits a u64 for q < 2^60: every chain FHElium's catalog gives qualifies (its widest
+/// primes are the largest NTT primes below 2^60); any other is refused, naming the prime.
+fn check_device_primes(op: &'static str, moduli: &[u64]) -> Result<()> {
+    match moduli.iter().position(|&q| q >= 1 << 60) {
+        None => Ok(()),
+        Some(id) => Err(CudaBackendError::Unsupported {
+            op,
+            reason: format!(
+                "prime id {id} = {} is not below 2^60 (the NTT kernels keep words below 14 q)",
+                moduli[id]
+            ),
+        }),
+    }
 }
 
 #[cfg(test)]
@@ -3247,10 +3253,10 @@ mod tests {
         assert_eq!("no_such_kernel".slot(), None);
     }
 
-    /// The paired kernels serve every preset the device engine runs (N = 16384: all primes
-    /// below 2^60) and refuse a chain with a prime of 2^60 or more.
+    /// The device kernels take every preset the device engine runs (N = 16384: all primes
+    /// below 2^60) and refuse a chain with a prime of 2^60 or more, naming it.
     #[test]
-    fn paired_kernels_take_chains_below_2_pow_60() {
+    fn device_kernels_take_chains_below_2_pow_60() {
         use crate::{CkksConfig, Context, Preset};
         let mut seen = 0;
         for p in Preset::ALL {
@@ -3263,12 +3269,19 @@ mod tests {
                 .iter()
                 .map(|t| t.modulus().value())
                 .collect();
-            assert!(super::paired_primes_fit(&moduli), "{p:?}: {moduli:?}");
+            assert!(
+                super::check_device_primes("t", &moduli).is_ok(),
+                "{p:?}: {moduli:?}"
+            );
             seen += 1;
         }
         assert_eq!(seen, 3, "the three slots8192 presets");
-        assert!(super::paired_primes_fit(&[(1 << 60) - 1]));
-        assert!(!super::paired_primes_fit(&[1_099_510_054_913, 1 << 60]));
-        assert!(!super::paired_primes_fit(&[u64::MAX - 58]));
+        assert!(super::check_device_primes("t", &[(1 << 60) - 1]).is_ok());
+        let e = super::check_device_primes("CudaEngine::new", &[1_099_510_054_913, 1 << 60])
+            .expect_err("2^60 refused");
+        let text = e.to_string();
+        assert!(text.contains("CudaEngine::new"), "{text}");
+        assert!(text.contains("prime id 1 = 1152921504606846976"), "{text}");
+        assert!(super::check_device_primes("t", &[u64::MAX - 58]).is_err());
     }
 }
