@@ -14,6 +14,7 @@ REL = ('        asm volatile("red.release.gpu.global.add.u32 [%0], 1;" :: "l"(&c
 SYNC_BODY = src[src.index("__device__ __forceinline__ void limb_sync(unsigned* ctr, unsigned target) {"):]
 SYNC_BODY = SYNC_BODY[: SYNC_BODY.index("\n}\n") + 3]
 SHOUP = "    return x * w - hi * q;  // in [0, 2q)"
+SHOUP3 = "#endif\n    return x * w - hi * q;\n}"
 KS_LOOP = "#pragma unroll 1\n        for (uint32_t d = d0; d < d1; d++) {\n"
 KS_PF = """            if (d + {ahead} < digits) {{
 #pragma unroll
@@ -38,7 +39,11 @@ variants = {
         SYNC_BODY,
         "__device__ __forceinline__ void limb_sync(unsigned* ctr, unsigned target) { (void)ctr; (void)target; __syncthreads(); }\n",
     ),
-    "noarith": src.replace(SHOUP, "    (void)hi; return x + w;"),
+    # noarith: both products (Shoup's, the cluster and two-pass kernels'; shoup_lazy3, the
+    # Loose butterflies') replaced by an add.
+    "noarith": src.replace(SHOUP, "    (void)hi; return x + w;").replace(
+        SHOUP3, "    (void)hi;\n    return x + w;\n}"
+    ),
     "ksunroll2": src.replace(
         "#pragma unroll 1\n        for (uint32_t d = d0; d < d1; d++) {",
         "#pragma unroll 2\n        for (uint32_t d = d0; d < d1; d++) {",
@@ -85,7 +90,7 @@ __device__ unsigned long long g_marks[4096 * 16];
 # gs_fwd_ntt (ntt_fwd_gs): start, around the limb barrier, end.
 START = "    if (threadIdx.x == 0) target = limb_target(ctr);  // gs_fwd_ntt\n"
 SYNC = "    limb_sync(ctr, target);  // every column of the limb is in tdst\n"
-END = "        gs_fwd_rows_last(s, tw, q, k * CL_LINES + hi, store2);\n    }\n}\n"
+END = "        gs_fwd_rows_last<A>(s, tw, q, k * CL_LINES + hi, store2);\n    }\n}\n"
 timed = src.replace("typedef long long i64;\n", "typedef long long i64;\n" + MARKS, 1)
 assert START in timed and SYNC in timed and END in timed
 timed = timed.replace(START, START + "    MARK(0);\n", 1)
