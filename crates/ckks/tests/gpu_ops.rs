@@ -885,12 +885,14 @@ fn example14_stage_on_borrowed_cuda_values_is_bit_exact_and_wrong_placements_are
 /// The cluster kernels under many back-to-back launches: the forward and inverse NTT on both
 /// cluster paths and rotate (whose inner product and inverse NTT run `ks_inner_cl`), 20 000
 /// domain changes and 3 000 rotations per path, each result freed at once so the pool hands the
-/// same buffers back. Until the fifteenth session a block announced "done reading the other
-/// blocks' tiles" with a relaxed cluster arrive issued before its distributed-shared-memory
-/// loads returned, so a block could leave while another still read its tile: about one fault
-/// (Xid 13, `LaunchFailed`) per ~30 000 cluster launches on the H200 (runs 83-84). A fault
-/// surfaces as an error at the periodic synchronisation; the last results must still be the
-/// CPU engine's words.
+/// same buffers back. A device fault surfaces as an error at the periodic synchronisation; the
+/// last results must still be the CPU engine's words. Background: until the fifteenth session
+/// a block announced "done reading the other blocks' tiles" with a relaxed cluster arrive
+/// issued before its distributed-shared-memory loads returned, so a block could leave while
+/// another still read its tile (Xid 13 "CTA Not Present", `LaunchFailed`: twice in ~35
+/// `gpu_oplat` processes, runs 83-84). The race needs a block of a cluster to fall more than a
+/// round behind its peers; this loop did not hit it in four runs against those kernels
+/// (run 85), so it guards sustained cluster launches in general, not that race in particular.
 #[test]
 fn cluster_kernels_survive_many_back_to_back_launches() {
     let Some(fx) = fixture() else { return };
