@@ -685,13 +685,15 @@ __device__ __forceinline__ u64 shoup_lazy3(u64 x, u64 w, u64 wp, u64 q) {
     return x * w - hi * q;
 }
 
-// The butterfly arithmetic of the *_gs / *_gp rounds, a template parameter of the round helpers
-// below. `ct<C>`: a forward (Cooley-Tukey) butterfly, C = whether this stage brings x down
-// first; `gs`: an inverse (Gentleman-Sande) butterfly; `ct_out`: the forward NTT's last stage
-// with canonical outputs; `gs_off(q)`: the multiple of q that keeps x - y + gs_off >= 0 for the
+// The butterfly arithmetic of the rounds of the kernels without clusters (*_gs, *_gp,
+// ntt_fwd_gq, ks_inner_gs), a template parameter of the round helpers below (default Loose).
+// `ct<C>`: a forward (Cooley-Tukey) butterfly, C = whether this stage brings x down first;
+// `gs`: an inverse (Gentleman-Sande) butterfly; `ct_out`: the forward NTT's last stage with
+// canonical outputs; `gs_off(q)`: the multiple of q that keeps x - y + gs_off >= 0 for the
 // inverse's words.
-// Harvey (every kernel but the paired ones): ct_bfly / gs_bfly, words in [0, 4q) / [0, 2q),
-// every stage reduces (C is ignored).
+// Harvey: ct_bfly / gs_bfly (the cluster and two-pass kernels' butterflies), words in [0, 4q) /
+// [0, 2q), every stage reduces (C is ignored); the harness prototypes in kernels/bench were
+// measured with it and name it.
 struct Harvey {
     template <bool C>
     __device__ __forceinline__ static void ct(u64& x, u64& y, WP w, u64 q) {
@@ -707,7 +709,8 @@ struct Harvey {
     }
     __device__ __forceinline__ static u64 gs_off(u64 q) { return 2 * q; }
 };
-// Loose (ntt_fwd_gp / ntt_inv_gp; every prime below 2^60, which the engine checks): products by
+// Loose (every kernel without clusters; every prime below 2^60, which CudaEngine::new checks):
+// products by
 // shoup_lazy3 (t in [0, 3q)). Forward: x + t and x + 3q - t, x brought below 8q only at the
 // stages marked C (csub by 8q), so the words grow by 3q per unmarked stage and stay below 14q
 // < 2^64 under the kernels' marks: from inputs below 4q, a phase's stages N N C | N C N | C
@@ -737,8 +740,6 @@ struct Loose {
     }
     __device__ __forceinline__ static u64 gs_off(u64 q) { return 4 * q; }
 };
-// The arithmetic of the *_gs / ntt_fwd_gq / ks_inner_gs rounds (the paired kernels name Loose).
-using GsArith = Loose;
 
 // A twiddle pair in one 16-byte load (the tables are 16-byte aligned pairs).
 __device__ __forceinline__ WP ldwp(const WP* p) {
@@ -1149,7 +1150,7 @@ __device__ __forceinline__ Tw7 tw7(const WP* tw, uint32_t B) {
 }
 // Forward radix-8 round on x[e]: stages pairing e with e + 4, e + 2, e + 1, by A's butterflies;
 // bit s of M marks stage s + 1 (A::ct<C>).
-template <class A = Harvey, unsigned M = 7>
+template <class A = Loose, unsigned M = 7>
 __device__ __forceinline__ void fwd8(u64 (&x)[8], const Tw7& w, u64 q) {
 #pragma unroll
     for (int e = 0; e < 4; e++) A::template ct<(M & 1) != 0>(x[e], x[e + 4], w.w0, q);
@@ -1160,7 +1161,7 @@ __device__ __forceinline__ void fwd8(u64 (&x)[8], const Tw7& w, u64 q) {
     for (int e = 0; e < 8; e += 2) A::template ct<(M & 4) != 0>(x[e], x[e + 1], w.w2[e >> 1], q);
 }
 // The first two stages of an inverse radix-8 round: pairing e with e + 1, then e + 2.
-template <class A = Harvey>
+template <class A = Loose>
 __device__ __forceinline__ void inv8_first2(u64 (&x)[8], const Tw7& w, u64 q) {
 #pragma unroll
     for (int e = 0; e < 8; e += 2) A::gs(x[e], x[e + 1], w.w2[e >> 1], q);
@@ -1169,7 +1170,7 @@ __device__ __forceinline__ void inv8_first2(u64 (&x)[8], const Tw7& w, u64 q) {
         if ((e & 2) == 0) A::gs(x[e], x[e + 2], w.w1[e >> 2], q);
 }
 // Inverse radix-8 round: stages pairing e with e + 1, e + 2, e + 4.
-template <class A = Harvey>
+template <class A = Loose>
 __device__ __forceinline__ void inv8(u64 (&x)[8], const Tw7& w, u64 q) {
     inv8_first2<A>(x, w, q);
 #pragma unroll
@@ -1179,7 +1180,7 @@ __device__ __forceinline__ void inv8(u64 (&x)[8], const Tw7& w, u64 q) {
 // last stage, canonical out: (x + y) * c and (x - y) * w1 * c as one Shoup product each (the
 // sums are < 4q (Loose: < 8q), inside Shoup's input range), instead of the stage's product and
 // two scalings.
-template <class A = Harvey>
+template <class A = Loose>
 __device__ __forceinline__ void inv8_last(u64 (&x)[8], const WP* tw, const Post& c, u64 q) {
     inv8_first2<A>(x, tw7(tw, 1), q);
     const u64 off = A::gs_off(q);
@@ -1194,7 +1195,7 @@ __device__ __forceinline__ void inv8_last(u64 (&x)[8], const WP* tw, const Post&
 // The middle round of a *_gs phase, in place on the tile: words 16 ah + 2e + b0 (e = 0..7) of
 // line `line` (a row tile when ROW, else a column tile), a forward (FWD) or inverse radix-8
 // round with twiddle base B, by A's butterflies (M: fwd8's stage marks).
-template <bool FWD, bool ROW, class A = Harvey, unsigned M = 7>
+template <bool FWD, bool ROW, class A = Loose, unsigned M = 7>
 __device__ __forceinline__ void gs_mid_round(u64* s, uint32_t line, uint32_t ah, uint32_t b0,
                                              const WP* tw, uint32_t B, u64 q) {
     auto at = [&](int e) {
@@ -1219,7 +1220,7 @@ __device__ __forceinline__ void gs_mid_round(u64* s, uint32_t line, uint32_t ah,
 // output limb (the exchange). gs_fwd_cols_at: the column phase with tile line lo = the thread's
 // column at word offset `col` from load's and tdst's base (gs_fwd_cols: k * 16 + lo). A: the
 // butterflies (Loose: stages marked N N C | N C N | C, inputs below 4q, outputs below 11q).
-template <class A = GsArith, class Load>
+template <class A = Loose, class Load>
 __device__ __forceinline__ void gs_fwd_cols_at(u64* s, const WP* tw, u64 q, Load load, u64* tdst,
                                                uint32_t col) {
     const uint32_t tid = threadIdx.x;
@@ -1247,14 +1248,14 @@ __device__ __forceinline__ void gs_fwd_cols_at(u64* s, const WP* tw, u64 q, Load
         }
     }
 }
-template <class A = GsArith, class Load>
+template <class A = Loose, class Load>
 __device__ __forceinline__ void gs_fwd_cols(u64* s, const WP* tw, u64 q, Load load, u64* tdst,
                                             uint32_t k) {
     gs_fwd_cols_at<A>(s, tw, q, load, tdst, k * CL_LINES + threadIdx.x % 16);
 }
 // The last round of gs_fwd_rows (b bit 0, pairs b = 2 (lo + 16i)) on tile row hi = limb row
 // `row` of the row tile s: canonical words through store2(row * SUB + b, x0, x1) (A::ct_out).
-template <class A = GsArith, class Store2>
+template <class A = Loose, class Store2>
 __device__ __forceinline__ void gs_fwd_rows_last(const u64* s, const WP* tw, u64 q, uint32_t row,
                                                  Store2 store2) {
     const uint32_t lo = threadIdx.x % 16, hi = threadIdx.x / 16;
@@ -1275,7 +1276,7 @@ __device__ __forceinline__ void gs_fwd_rows_last(const u64* s, const WP* tw, u64
 // READS (ntt_fwd_gq with sigma_g as an output permutation, whose stores land in rows other
 // blocks of the limb read): count this block in *reads once its rows are loaded, and store only
 // once all CL blocks of the limb have loaded theirs.
-template <class Store2, bool READS = false, class A = GsArith>
+template <class Store2, bool READS = false, class A = Loose>
 __device__ __forceinline__ void gs_fwd_rows(u64* s, const WP* tw, u64 q, Store2 store2,
                                             const u64* tdst, uint32_t k,
                                             unsigned* reads = nullptr) {
@@ -1340,7 +1341,7 @@ struct LimbLines {
         return limb_target(ctr);
     }
 };
-template <class LoadP, class Store, class Lines = LimbLines, class A = GsArith>
+template <class LoadP, class Store, class Lines = LimbLines, class A = Loose>
 __device__ __forceinline__ void gs_inv_ntt(u64* s, const WP* tw, u64 q, LoadP loadp, Store store,
                                            u64* tdst, unsigned* ctr, const Post& c,
                                            Lines lines = LimbLines{blockIdx.x}) {
@@ -1666,8 +1667,7 @@ GS_KERNEL ntt_fwd_gp(const u64* __restrict__ in, u64* __restrict__ out,
     // Column phase (offsets from component 0's limb).
     const u64* base = in + y * ys;
     u64* limb = out + y * ys;
-    gs_fwd_cols_at<Loose>(s, tw, q, [&](uint32_t pos) { return base[pos]; }, limb,
-                          lines.col(lo));
+    gs_fwd_cols_at(s, tw, q, [&](uint32_t pos) { return base[pos]; }, limb, lines.col(lo));
     limb_sync(ctr, target);  // every column of both components of the limb is in out
     {
         // Row phase, round 1: b = lo + 16e of tile row hi.
@@ -1682,7 +1682,7 @@ GS_KERNEL ntt_fwd_gp(const u64* __restrict__ in, u64* __restrict__ out,
     gs_mid_round<true, true, Loose, 5>(s, lo, ah, b0, tw, (SUB + lines.row(lo)) * 8 + ah, q);
     __syncthreads();
     u64* dst = out + (hi >> 3) * zs + y * ys;
-    gs_fwd_rows_last<Loose>(s, tw, q, lines.row(hi),
+    gs_fwd_rows_last(s, tw, q, lines.row(hi),
                      [&](uint32_t pos, u64 x0, u64 x1) { st2(dst + pos, x0, x1); });
 }
 // The inverse by paired blocks (as ntt_fwd_gp), scaled by post[pid] (inv8_last).
@@ -1700,9 +1700,8 @@ GS_KERNEL ntt_inv_gp(const u64* __restrict__ in, u64* __restrict__ out,
         for (int i = 0; i < 4; i++) ld2sh(src + pos[i], x[2 * i], x[2 * i + 1]);
     };
     auto store = [&](uint32_t pos, u64 x) { dst[pos] = x; };
-    gs_inv_ntt<decltype(loadp), decltype(store), PairLines, Loose>(
-        s, twi + (u64)pid * NN, primes[pid].q, loadp, store, dst, sync_ctr + 2 * y + 1, post[pid],
-        PairLines{blockIdx.x, zs});
+    gs_inv_ntt(s, twi + (u64)pid * NN, primes[pid].q, loadp, store, dst, sync_ctr + 2 * y + 1,
+               post[pid], PairLines{blockIdx.x, zs});
 }
 
 // The key inner product of one target row at M word pairs (pos[i], pos[i] + 1):

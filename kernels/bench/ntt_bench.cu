@@ -79,10 +79,10 @@ template <class TRow, class Out>
 __device__ __forceinline__ void fwd_rows_tail(u64* s, const WP* tw, u64 q, TRow trow, Out out) {
     const uint32_t tid = threadIdx.x;
     const uint32_t lo = tid % 16, hi = tid / 16, ah = hi >> 1, b0 = hi & 1;
-    gs_mid_round<true, true>(s, lo, ah, b0, tw, (SUB + trow(lo)) * 8 + ah, q);
+    gs_mid_round<true, true, Harvey>(s, lo, ah, b0, tw, (SUB + trow(lo)) * 8 + ah, q);
     __syncthreads();
     u64* dst = out(hi);
-    gs_fwd_rows_last(s, tw, q, trow(hi),
+    gs_fwd_rows_last<Harvey>(s, tw, q, trow(hi),
                      [&](uint32_t pos, u64 x0, u64 x1) { st2(dst + pos, x0, x1); });
 }
 
@@ -104,7 +104,7 @@ __device__ __forceinline__ void split_fwd_rows(u64* s, const u64* t1, const WP* 
             const uint32_t b = lo + 16 * e;
             x[e] = cl_map(t1, b / W)[(rl0 + hi) * W + b % W];
         }
-        fwd8(x, tw7(tw, SUB + row0 + hi), q);
+        fwd8<Harvey>(x, tw7(tw, SUB + row0 + hi), q);
 #pragma unroll
         for (int e = 0; e < 8; e++) s[gs_rw(hi, lo + 16 * e)] = x[e];
     }
@@ -194,7 +194,7 @@ extern "C" __global__ void __cluster_dims__(2, 1, 1) __launch_bounds__(GS_THREAD
         u64 x[8];
 #pragma unroll
         for (int e = 0; e < 8; e++) x[e] = t1[(16 * g + b0 + 2 * e) * 64 + c];
-        fwd8(x, tw7(tw, 8 + 2 * qt + g), q);
+        fwd8<Harvey>(x, tw7(tw, 8 + 2 * qt + g), q);
 #pragma unroll
         for (int e = 0; e < 8; e++) t1[(16 * g + b0 + 2 * e) * 64 + c] = x[e];
     }
@@ -253,7 +253,7 @@ extern "C" __global__ void __cluster_dims__(4, 1, 1) __launch_bounds__(GS_THREAD
             const u64 a = csub(lo8[e], two_q), t = shoup_lazy(hi8[e], w0.w, w0.wp, q);
             x[e] = hh ? a - t + two_q : a + t;
         }
-        fwd8(x, tw7(tw, 2 + hh), q);
+        fwd8<Harvey>(x, tw7(tw, 2 + hh), q);
 #pragma unroll
         for (int e = 0; e < 8; e++) t1[(r0 + 8 * e) * 32 + c] = x[e];
     }
@@ -264,7 +264,7 @@ extern "C" __global__ void __cluster_dims__(4, 1, 1) __launch_bounds__(GS_THREAD
         u64 x[8];
 #pragma unroll
         for (int e = 0; e < 8; e++) x[e] = t1[(8 * g + e) * 32 + c];
-        fwd8(x, tw7(tw, 16 + 8 * hh + g), q);
+        fwd8<Harvey>(x, tw7(tw, 16 + 8 * hh + g), q);
 #pragma unroll
         for (int e = 0; e < 8; e++) t1[(8 * g + e) * 32 + c] = x[e];
     }
@@ -320,8 +320,8 @@ extern "C" __global__ void __launch_bounds__(GS_THREADS, 1)
     // Column phase: tile line lo = column 8k + lo % 8 of component lo / 8 (word offset from
     // component 0's limb).
     const u64* base = in + y * ys;
-    gs_fwd_cols_at(s, tw, q, [&](uint32_t pos) { return base[pos]; }, out + y * ys,
-                   (uint32_t)((lo >> 3) * zs) + 8 * k + (lo & 7));
+    gs_fwd_cols_at<Harvey>(s, tw, q, [&](uint32_t pos) { return base[pos]; }, out + y * ys,
+                           (uint32_t)((lo >> 3) * zs) + 8 * k + (lo & 7));
     limb_sync(ctr, target);  // every column of both components of the limb is in out
     {
         // Row phase: tile line hi = row 8k + hi % 8 of component hi / 8.
@@ -330,7 +330,7 @@ extern "C" __global__ void __launch_bounds__(GS_THREADS, 1)
         u64 x[8];
 #pragma unroll
         for (int e = 0; e < 8; e++) x[e] = ldcg(tsrc + row * SUB + lo + 16 * e);
-        fwd8(x, tw7(tw, SUB + row), q);
+        fwd8<Harvey>(x, tw7(tw, SUB + row), q);
 #pragma unroll
         for (int e = 0; e < 8; e++) s[gs_rw(hi, lo + 16 * e)] = x[e];
     }
