@@ -967,10 +967,9 @@ impl CudaEngine {
         if context.tables.len() > 16 {
             return Err(unsupported("more than 16 primes".into()));
         }
-        let moduli: Vec<u64> = context.tables.iter().map(|t| t.modulus().value()).collect();
-        check_device_primes(OP, &moduli)?;
         let tables = DeviceTables::new(&context.tables, context.nq)
             .ok_or_else(|| unsupported("prime tables could not be built".into()))?;
+        check_device_primes(OP, &tables.moduli)?;
         drv(OP, cust::init(cust::CudaFlags::empty()))?;
         let dev = drv(OP, Device::get_device(device))?;
         let cu = drv(OP, CuContext::new(dev))?;
