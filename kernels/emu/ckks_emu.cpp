@@ -464,16 +464,22 @@ int main() {
             std::vector<unsigned> pctr(2 * L, 0u);
             pctr[1] = 0u - 2u * CL;
             const std::vector<unsigned> pctr0 = pctr;
-            std::vector<u64> out_p(a.size(), ~0ull), back_p(a.size(), ~0ull);
-            for (int rep = 0; rep < 2; rep++) {
+            auto fwd_gp = [&](const std::vector<u64>& in, std::vector<u64>& out) {
                 launch_cluster(dim3{2 * CL, L, 1}, GS_THREADS, [&] {
-                    ntt_fwd_gp(P(a), M(out_p), PR(T), WPP(T.twf), off, n, cs, pctr.data());
+                    ntt_fwd_gp(P(in), M(out), PR(T), WPP(T.twf), off, n, cs, pctr.data());
                 });
-                expect_eq("forward NTT 2 x 3 limbs (paired blocks)", out_p, want);
+            };
+            auto inv_gp = [&](const std::vector<u64>& in, std::vector<u64>& out) {
                 launch_cluster(dim3{2 * CL, L, 1}, GS_THREADS, [&] {
-                    ntt_inv_gp(P(out_p), M(back_p), PR(T), WPP(T.twi), POSTP(T.n_inv), off, n, cs,
+                    ntt_inv_gp(P(in), M(out), PR(T), WPP(T.twi), POSTP(T.n_inv), off, n, cs,
                                pctr.data());
                 });
+            };
+            std::vector<u64> out_p(a.size(), ~0ull), back_p(a.size(), ~0ull);
+            for (int rep = 0; rep < 2; rep++) {
+                fwd_gp(a, out_p);
+                expect_eq("forward NTT 2 x 3 limbs (paired blocks)", out_p, want);
+                inv_gp(out_p, back_p);
                 expect_eq("inverse NTT round trip (paired blocks)", back_p, a);
             }
             // Words below 4q (the paired kernels' input bound), both directions.
@@ -483,14 +489,9 @@ int main() {
                 a4[i] = a[i] + q * (rng() % 4);
                 f4[i] = want[i] + q * (rng() % 4);
             }
-            launch_cluster(dim3{2 * CL, L, 1}, GS_THREADS, [&] {
-                ntt_fwd_gp(P(a4), M(o4), PR(T), WPP(T.twf), off, n, cs, pctr.data());
-            });
+            fwd_gp(a4, o4);
             expect_eq("forward NTT of words below 4q (paired blocks)", o4, want);
-            launch_cluster(dim3{2 * CL, L, 1}, GS_THREADS, [&] {
-                ntt_inv_gp(P(f4), M(b4), PR(T), WPP(T.twi), POSTP(T.n_inv), off, n, cs,
-                           pctr.data());
-            });
+            inv_gp(f4, b4);
             expect_eq("inverse NTT of words below 4q (paired blocks)", b4, a);
             for (size_t i = 0; i < pctr.size(); i++)
                 if (pctr[i] != pctr0[i] + (i % 2 == 1 ? 12u * CL : 0u)) {  // 6 launches, 2 CL each
