@@ -960,3 +960,178 @@ fn cluster_kernels_survive_many_back_to_back_launches() {
     }
     fx.gpu.set_ntt_kernels(NttKernels::GlobalSync);
 }
+
+/// Every stream's launches meet on barrier state of their own, however many streams there
+/// are. Until the sixteenth session streams beyond the first 32 took rotating regions of
+/// counters and of `ntt_fwd_gq`'s queue state, so the j-th such launch and the (j + 32)-th
+/// shared one; had they run at the same time, one launch's blocks would have counted the
+/// other's arrivals (passing a limb barrier early) or taken its work items. Here each of 33
+/// streams beyond the first 32 runs the same operations (rotate: the ModUp by `ntt_fwd_gq`,
+/// plain launch, and the inner product by `ks_inner_gs`, cooperative; then a forward NTT by
+/// `ntt_fwd_gp`), so under rotation the first and the last stream's launches shared every
+/// region; those two streams wait for the same long piece of work on the fixture's stream, so
+/// their launches become ready together (two 2-limb ciphertexts: small grids that fit side by
+/// side, on different hardware queues), while the 31 streams between them run theirs at
+/// once. Five trials; every result must be the CPU engine's words. Against the rotating
+/// regions this did not fail in ten processes (runs 90-91, one under
+/// `CUDA_DEVICE_MAX_CONNECTIONS=7`): the pair's launches evidently did not overlap there, so
+/// it guards the property rather than reproducing the old race.
+#[test]
+fn streams_beyond_32_never_share_barrier_state() {
+    use cust::event::{Event, EventFlags};
+    use cust::stream::StreamWaitEventFlags;
+    let Some(fx) = fixture() else { return };
+    fx.gpu.set_ntt_kernels(NttKernels::GlobalSync);
+    let ct = fresh(&fx.cpu, 31, 6);
+    let key = fx
+        .cpu
+        .create_rotation_key(1, fx.cpu.secret_key())
+        .expect("rotation key");
+    let want_rot = fx.cpu.rotate_with_key(&ct, &key).expect("cpu rotate");
+    let want = fx
+        .cpu
+        .coefficient_domain_to_ntt_domain(&want_rot)
+        .expect("cpu ntt");
+    let big = fresh(&fx.cpu, 32, 0);
+    let dkey = fx
+        .gpu
+        .upload_rotation_key(&key, &fx.stream)
+        .expect("upload key");
+    let dbig = fx.up(&big);
+    let d = fx.up(&ct);
+    fx.stream.synchronize().expect("sync");
+    // The fixture's stream (long work) and 31 fillers take the first 32 streams' places.
+    let fillers: Vec<cust::stream::Stream> =
+        (0..31).map(|_| fx.gpu.stream().expect("stream")).collect();
+    for s in std::iter::once(&fx.stream).chain(&fillers) {
+        let r = fx.gpu.rotate_with_key(&d, &dkey, s).expect("filler rotate");
+        let f = fx
+            .gpu
+            .coefficient_domain_to_ntt_domain(&r, s)
+            .expect("filler ntt");
+        r.free_async(s).expect("free");
+        f.free_async(s).expect("free");
+    }
+    // The driver maps streams to its hardware queues round-robin in creation order (8 by
+    // default): a stream made between the 32nd and the 33rd, which launches nothing, puts the
+    // first and the last on different queues, so nothing but the barrier state could order
+    // their launches.
+    let mut streams: Vec<cust::stream::Stream> =
+        (0..32).map(|_| fx.gpu.stream().expect("stream")).collect();
+    let spacer = fx.gpu.stream().expect("stream");
+    streams.push(fx.gpu.stream().expect("stream"));
+    for trial in 0..5 {
+        // ~2 ms of work on the fixture's stream, then one event per gated stream.
+        for _ in 0..40 {
+            let r = fx
+                .gpu
+                .rotate_with_key(&dbig, &dkey, &fx.stream)
+                .expect("rotate");
+            r.free_async(&fx.stream).expect("free");
+        }
+        let mut gates = (0..2).map(|_| {
+            let e = Event::new(EventFlags::DISABLE_TIMING).expect("event");
+            e.record(&fx.stream).expect("record");
+            e
+        });
+        let mut outs = Vec::new();
+        for (i, s) in streams.iter().enumerate() {
+            if i == 0 || i == 32 {
+                s.wait_event(gates.next().expect("gate"), StreamWaitEventFlags::DEFAULT)
+                    .expect("wait");
+            }
+            let r = fx.gpu.rotate_with_key(&d, &dkey, s).expect("rotate");
+            let f = fx
+                .gpu
+                .coefficient_domain_to_ntt_domain(&r, s)
+                .expect("forward");
+            outs.push((r, f));
+        }
+        for (i, (s, (r, f))) in streams.iter().zip(outs).enumerate() {
+            let got = fx.gpu.download_ciphertext(&r, s).expect("download");
+            common::assert_same_words(
+                &format!("trial {trial}, stream {i} of 33, rotate"),
+                &got,
+                &want_rot,
+            );
+            let got = fx.gpu.download_ciphertext(&f, s).expect("download");
+            common::assert_same_words(
+                &format!("trial {trial}, stream {i} of 33, rotate + NTT"),
+                &got,
+                &want,
+            );
+        }
+    }
+    drop(streams);
+    drop(spacer);
+    drop(fillers);
+}
+
+/// Streams beyond [`CudaEngine::barrier_stream_limit`] get no barrier state: their NTTs and key
+/// switches run the cluster kernels (no paired launch is counted) and give the same words; the
+/// streams within the limit each hold state of their own.
+#[test]
+fn streams_beyond_the_barrier_state_limit_run_the_cluster_kernels() {
+    let Some(fx) = fixture() else { return };
+    fx.gpu.set_ntt_kernels(NttKernels::GlobalSync);
+    let ct = fresh(&fx.cpu, 33, 6);
+    let want = fx
+        .cpu
+        .coefficient_domain_to_ntt_domain(&ct)
+        .expect("cpu ntt");
+    let key = fx
+        .cpu
+        .create_rotation_key(1, fx.cpu.secret_key())
+        .expect("rotation key");
+    let want_rot = fx.cpu.rotate_with_key(&ct, &key).expect("cpu rotate");
+    let dkey = fx
+        .gpu
+        .upload_rotation_key(&key, &fx.stream)
+        .expect("upload key");
+    let d = fx.up(&ct);
+    fx.stream.synchronize().expect("sync");
+    let limit = fx.gpu.barrier_stream_limit();
+    let have = fx.gpu.barrier_streams();
+    let streams: Vec<cust::stream::Stream> = (have..=limit)
+        .map(|_| fx.gpu.stream().expect("stream"))
+        .collect();
+    for (i, s) in streams.iter().enumerate() {
+        let before = fx.gpu.paired_ntt_launches();
+        let f = fx
+            .gpu
+            .coefficient_domain_to_ntt_domain(&d, s)
+            .expect("forward");
+        let last = i + 1 == streams.len();
+        assert_eq!(
+            fx.gpu.paired_ntt_launches() - before,
+            u64::from(!last),
+            "stream {} of {}: paired launches",
+            have + i + 1,
+            limit + 1
+        );
+        if last || i % 256 == 0 {
+            let got = fx.gpu.download_ciphertext(&f, s).expect("download");
+            common::assert_same_words(&format!("stream {}, forward", have + i + 1), &got, &want);
+        } else {
+            f.free_async(s).expect("free");
+        }
+    }
+    assert_eq!(
+        fx.gpu.barrier_streams(),
+        limit,
+        "every stream up to the limit holds state"
+    );
+    let s = streams.last().expect("a stream");
+    let r = fx
+        .gpu
+        .rotate_with_key(&d, &dkey, s)
+        .expect("rotate beyond the limit");
+    let got = fx.gpu.download_ciphertext(&r, s).expect("download");
+    common::assert_same_words("rotate on a stream beyond the limit", &got, &want_rot);
+    assert_eq!(
+        fx.gpu.ntt_kernels(),
+        NttKernels::GlobalSync,
+        "the engine's kernel choice is unchanged"
+    );
+    drop(streams);
+}

@@ -193,18 +193,15 @@ const GS_THREADS: u32 = 256;
 /// Limbs (grid y x z) one launch of the `*_gs` NTT kernels may span: two counter words each
 /// (the kernels use the first).
 const SYNC_SLOTS: usize = 256;
-/// Counter regions of the `*_gs` launches, so that launches running at the same time on
-/// different streams do not share counters (a limb's counter only grows, by the number of
-/// blocks per limb in each launch that uses it; the kernel reads its target at the start, so
-/// no launch resets anything). The lower half goes to the first 32 streams, one each (their
-/// launches run one after the other); launches on further streams rotate through the upper
-/// half, where a region comes back after 31 other such launches: launches that far apart in
-/// submission order never run at the same time in practice (a level-0 ciphertext NTT fills
-/// the GPU, and a cooperative launch starts only when all its blocks fit).
-const SYNC_REGIONS: usize = 64;
-/// Words of one region of `ntt_fwd_gq`'s queue state: ticket, blocks done, one column-arrival
-/// count and one row-read count per limb (at most [`SYNC_SLOTS`] limbs).
+/// Words of `ntt_fwd_gq`'s queue state: ticket, blocks done, one column-arrival count and
+/// one row-read count per limb (at most [`SYNC_SLOTS`] limbs).
 const QUEUE_WORDS: usize = 2 + 2 * SYNC_SLOTS;
+/// Words of one stream's barrier state: the `*_gs` / `*_gp` kernels' counters (two per limb
+/// slot), then `ntt_fwd_gq`'s queue state.
+const STREAM_STATE_WORDS: usize = 2 * SYNC_SLOTS + QUEUE_WORDS;
+/// Streams that get barrier state of their own (4 KiB each, made on a stream's first launch
+/// that needs it); launches on further streams run the cluster kernels, which need none.
+const MAX_SYNC_STREAMS: usize = 1024;
 
 /// Which kernels run the engine's NTTs and key switches. Every choice gives the same words;
 /// they differ in speed (docs/perf.md, decision 0503) and in what the driver must support.
@@ -897,26 +894,26 @@ pub struct CudaEngine {
     enc: encrypt::EncodeState,
     default_scale: f64,
     rng: Mutex<Csprng>,
+    // Each stream's barrier state (STREAM_STATE_WORDS words, zeroed in stream order before
+    // the stream's first launch that uses it), by stream handle, for at most MAX_SYNC_STREAMS
+    // streams. The counters of the `*_gs` / `*_gp` kernels hold a multiple of their blocks per
+    // limb between launches (each launch adds exactly that; the kernel reads its target at the
+    // start, so nothing is reset), `ntt_fwd_gq`'s queue state is zero between launches (each
+    // launch zeroes it as it ends). Launches on one stream run one after the other, so they
+    // share the state safely, and their arguments repeat (launch graphs replay them as they
+    // are); launches on different streams, which may run at the same time, never share it. A
+    // stream handle comes back only after the destroyed stream's work has completed (the
+    // driver releases it then), so a new stream with an old handle inherits idle state.
+    // Before `_cu`: freed while the context is retained.
+    sync_streams: Mutex<std::collections::HashMap<usize, DeviceBuffer<u32>>>,
     // Result and scratch buffers freed in stream order, for the next allocation of their
     // length on the same stream (crate::recycle). Before `_cu`: its buffers are freed while
     // the context is still retained (values hold clones and may free theirs later).
     recycler: Arc<Recycler>,
     // Keeps the primary context retained for the engine's lifetime; dropped last.
     _cu: CuContext,
-    // Counters of the `*_gs` NTT kernels: SYNC_REGIONS x SYNC_SLOTS x 2, zeroed once here; each
-    // holds a multiple of CL_BLOCKS between launches.
-    sync_ctr: DeviceBuffer<u32>,
-    sync_gen: std::sync::atomic::AtomicUsize,
-    // The counter region each stream's `*_gs` launches use (assigned on a stream's first such
-    // launch, while regions last): launches on one stream run one after the other, so they
-    // share a region safely, and their arguments repeat (launch graphs replay them as they
-    // are). Streams beyond the first SYNC_REGIONS / 2 take the rotating regions from `sync_gen`.
-    sync_streams: Mutex<std::collections::HashMap<usize, usize>>,
     // Blocks of the `*_gs` kernels the device holds at once (cooperative launch limit).
     gs_capacity: u32,
-    // `ntt_fwd_gq`'s queue state: SYNC_REGIONS x QUEUE_WORDS, zero between launches (each
-    // launch zeroes its region as it ends); regions as for `sync_ctr`.
-    queue_state: DeviceBuffer<u32>,
     // Blocks of `ntt_fwd_gq` the device holds at once: its grid (one wave), 0 = not used.
     gq_blocks: u32,
     // Launches of the paired NTT kernels (`ntt_fwd_gp` / `ntt_inv_gp`) so far.
@@ -1063,17 +1060,8 @@ impl CudaEngine {
                 std::env::var("FHELIUM_CKKS_RECYCLE").map_or(true, |v| v != "0"),
             )),
             _cu: cu,
-            sync_ctr: drv(
-                OP,
-                DeviceBuffer::from_slice(&vec![0u32; SYNC_REGIONS * SYNC_SLOTS * 2]),
-            )?,
-            sync_gen: std::sync::atomic::AtomicUsize::new(0),
             sync_streams: Mutex::new(std::collections::HashMap::new()),
             gs_capacity,
-            queue_state: drv(
-                OP,
-                DeviceBuffer::from_slice(&vec![0u32; SYNC_REGIONS * QUEUE_WORDS]),
-            )?,
             gq_blocks,
         })
     }
@@ -1156,6 +1144,23 @@ impl CudaEngine {
     pub fn paired_ntt_launches(&self) -> u64 {
         self.paired_launches
             .load(std::sync::atomic::Ordering::Relaxed)
+    }
+
+    /// How many streams hold barrier state of their own (4 KiB of device memory each, made on
+    /// a stream's first launch of a kernel whose blocks meet across the device: the
+    /// [`NttKernels::GlobalSync`] NTT and key-switch kernels). Launches on different streams
+    /// never share it, so they may run at the same time.
+    #[must_use]
+    pub fn barrier_streams(&self) -> usize {
+        self.sync_streams.lock().len()
+    }
+
+    /// The most streams that get barrier state ([`Self::barrier_streams`]); launches on
+    /// further streams run [`NttKernels::ClusterPreload`]'s kernels, which need none (the
+    /// same words, slower).
+    #[must_use]
+    pub fn barrier_stream_limit(&self) -> usize {
+        MAX_SYNC_STREAMS
     }
 
     /// How many chain graphs (an operation's dependent launches as one graph: rotate,
@@ -1256,7 +1261,7 @@ impl CudaEngine {
         }
     }
 
-    /// Launches a `*_gs` NTT kernel (cooperatively, with the next counter region appended to
+    /// Launches a `*_gs` NTT kernel (cooperatively, with the stream's counters appended to
     /// `args`) when the grid of `yz` limbs fits the device at once; `Ok(false)` when it does
     /// not or the driver refused (nothing enqueued: the caller runs another kernel).
     fn launch_gs(
@@ -1291,9 +1296,10 @@ impl CudaEngine {
     }
 
     /// A cooperative launch of a kernel whose `grid.0` blocks per limb (`grid.1 x grid.2`
-    /// limbs) meet on the counters of the stream's region (appended to `args`), when the limbs
-    /// fit the region and the blocks one wave of the device; `Ok(false)` otherwise or when the
-    /// driver refused (nothing enqueued).
+    /// limbs) meet on the stream's counters (appended to `args`), when the limbs fit the
+    /// counters and the blocks one wave of the device; `Ok(false)` otherwise, when the stream
+    /// has no barrier state (more than MAX_SYNC_STREAMS streams) or when the driver refused
+    /// (nothing enqueued).
     fn launch_synced(
         &self,
         op: &'static str,
@@ -1306,16 +1312,17 @@ impl CudaEngine {
         if limbs > SYNC_SLOTS || grid.0 as usize * limbs > self.gs_capacity as usize {
             return Ok(false);
         }
-        let region = self.sync_region(stream);
-        let ctr = self.sync_ctr.as_device_ptr().as_raw() + (region * SYNC_SLOTS * 2 * 4) as u64;
+        let Some(ctr) = self.sync_state(op, stream)? else {
+            return Ok(false);
+        };
         self.try_launch(op, kernel, grid, stream, args, &[Arg::U64(ctr)], true)
     }
 
     /// Launches `ntt_fwd_gq` over the `yz` limbs of a forward NTT with `args` (those of
     /// `ntt_fwd_gs` without the counters): one wave of blocks taking the column and row phases
-    /// of every limb as work items, with the stream's queue state region appended. `Ok(false)`
-    /// when the device holds none or the driver refused (nothing enqueued: the caller runs
-    /// another kernel).
+    /// of every limb as work items, with the stream's queue state appended. `Ok(false)` when
+    /// the device holds none, the stream has no barrier state or the driver refused (nothing
+    /// enqueued: the caller runs another kernel).
     fn launch_gq(
         &self,
         op: &'static str,
@@ -1329,8 +1336,10 @@ impl CudaEngine {
         if limbs > SYNC_SLOTS || self.gq_blocks < CL_BLOCKS {
             return Ok(false);
         }
-        let region = self.sync_region(stream);
-        let qs = self.queue_state.as_device_ptr().as_raw() + (region * QUEUE_WORDS * 4) as u64;
+        let Some(state) = self.sync_state(op, stream)? else {
+            return Ok(false);
+        };
+        let qs = state + (2 * SYNC_SLOTS * 4) as u64;
         let blocks = (CL_BLOCKS * limbs as u32).min(self.gq_blocks);
         self.try_launch(
             op,
@@ -1416,27 +1425,29 @@ impl CudaEngine {
         Ok(())
     }
 
-    /// The `*_gs` counter region for a launch on `stream`: the stream's own (see
-    /// `sync_streams`), or the next rotating one when every region is taken. Regions
-    /// 0..SYNC_REGIONS/2 go to streams, the upper half rotates, so a stream's region is never
-    /// one a rotating launch uses.
-    fn sync_region(&self, stream: &Stream) -> usize {
-        let own = SYNC_REGIONS / 2;
-        {
-            let mut map = self.sync_streams.lock();
-            let next = map.len();
-            if let Some(&r) = map.get(&stream_key(stream)) {
-                return r;
-            }
-            if next < own {
-                map.insert(stream_key(stream), next);
-                return next;
-            }
+    /// The device address of `stream`'s barrier state (counters, then `ntt_fwd_gq`'s queue
+    /// state; see `sync_streams`), made and zeroed in stream order on the stream's first
+    /// launch that needs it; `None` once MAX_SYNC_STREAMS streams hold state (the caller runs
+    /// kernels that need none).
+    fn sync_state(&self, op: &'static str, stream: &Stream) -> Result<Option<u64>> {
+        let mut map = self.sync_streams.lock();
+        if let Some(state) = map.get(&stream_key(stream)) {
+            return Ok(Some(state.as_device_ptr().as_raw()));
         }
-        own + self
-            .sync_gen
-            .fetch_add(1, std::sync::atomic::Ordering::Relaxed)
-            % (SYNC_REGIONS - own)
+        if map.len() >= MAX_SYNC_STREAMS {
+            return Ok(None);
+        }
+        // SAFETY: a stream-ordered allocation that only work on `stream` uses, zeroed on
+        // `stream` before any kernel reads it; the engine keeps it until it is dropped.
+        let mut state = drv(op, unsafe {
+            DeviceBuffer::<u32>::uninitialized_async(STREAM_STATE_WORDS, stream)
+        })?;
+        // SAFETY: an enqueued fill of the live buffer above, ordered before every launch on
+        // `stream` that reads it.
+        drv(op, unsafe { state.set_32_async(0, stream) })?;
+        let addr = state.as_device_ptr().as_raw();
+        map.insert(stream_key(stream), state);
+        Ok(Some(addr))
     }
 
     /// A buffer of `words` words for work on `stream`: one the engine recycled from an earlier
