@@ -8,8 +8,8 @@
 
 mod common;
 
-use fhelium_ckks::cuda::{CudaBackendError, CudaEngine, GpuCiphertext, NttKernels};
-use fhelium_ckks::{Ciphertext, CkksError, CpuEngine, Domain, ModulusBasis, Preset};
+use fhelium_ckks::cuda::{CudaBackendError, CudaEngine, GpuCiphertext, GpuSwitchKey, NttKernels};
+use fhelium_ckks::{Ciphertext, CkksError, CpuEngine, Domain, ModulusBasis, Preset, RotationKey};
 
 const SEED: [u8; 32] = [7; 32];
 
@@ -70,6 +70,19 @@ fn fresh(cpu: &CpuEngine, k: u64, level: usize) -> Ciphertext {
 }
 
 impl Fixture {
+    /// The CPU rotation key by one slot and its upload on the fixture's stream.
+    fn rotation_key_by_one(&self) -> (RotationKey, GpuSwitchKey) {
+        let key = self
+            .cpu
+            .create_rotation_key(1, self.cpu.secret_key())
+            .expect("rotation key");
+        let dkey = self
+            .gpu
+            .upload_rotation_key(&key, &self.stream)
+            .expect("upload key");
+        (key, dkey)
+    }
+
     fn up(&self, ct: &Ciphertext) -> GpuCiphertext {
         self.gpu
             .upload_ciphertext(ct, &self.stream)
@@ -218,14 +231,7 @@ fn graph_launches_replay_every_kernel_and_change_no_word() {
     fx.gpu.set_ntt_kernels(NttKernels::GlobalSync);
     fx.gpu.set_graph_launches(true);
     assert!(fx.gpu.graph_launches(), "the driver refused a launch graph");
-    let key = fx
-        .cpu
-        .create_rotation_key(1, fx.cpu.secret_key())
-        .expect("rotation key");
-    let dkey = fx
-        .gpu
-        .upload_rotation_key(&key, &fx.stream)
-        .expect("upload key");
+    let (key, dkey) = fx.rotation_key_by_one();
     let other = fx.gpu.stream().expect("stream");
     for level in [0usize, 3] {
         let ct = fresh(&fx.cpu, 11, level);
@@ -901,15 +907,8 @@ fn cluster_kernels_survive_many_back_to_back_launches() {
         .cpu
         .coefficient_domain_to_ntt_domain(&ct)
         .expect("cpu ntt");
-    let key = fx
-        .cpu
-        .create_rotation_key(1, fx.cpu.secret_key())
-        .expect("rotation key");
+    let (key, dkey) = fx.rotation_key_by_one();
     let want_rot = fx.cpu.rotate_with_key(&ct, &key).expect("cpu rotate");
-    let dkey = fx
-        .gpu
-        .upload_rotation_key(&key, &fx.stream)
-        .expect("upload key");
     let d = fx.up(&ct);
     for kernels in [NttKernels::Cluster, NttKernels::ClusterPreload] {
         fx.gpu.set_ntt_kernels(kernels);
@@ -983,20 +982,13 @@ fn streams_beyond_32_never_share_barrier_state() {
     let Some(fx) = fixture() else { return };
     fx.gpu.set_ntt_kernels(NttKernels::GlobalSync);
     let ct = fresh(&fx.cpu, 31, 6);
-    let key = fx
-        .cpu
-        .create_rotation_key(1, fx.cpu.secret_key())
-        .expect("rotation key");
+    let (key, dkey) = fx.rotation_key_by_one();
     let want_rot = fx.cpu.rotate_with_key(&ct, &key).expect("cpu rotate");
     let want = fx
         .cpu
         .coefficient_domain_to_ntt_domain(&want_rot)
         .expect("cpu ntt");
     let big = fresh(&fx.cpu, 32, 0);
-    let dkey = fx
-        .gpu
-        .upload_rotation_key(&key, &fx.stream)
-        .expect("upload key");
     let dbig = fx.up(&big);
     let d = fx.up(&ct);
     fx.stream.synchronize().expect("sync");
@@ -1079,15 +1071,8 @@ fn streams_beyond_the_barrier_state_limit_run_the_cluster_kernels() {
         .cpu
         .coefficient_domain_to_ntt_domain(&ct)
         .expect("cpu ntt");
-    let key = fx
-        .cpu
-        .create_rotation_key(1, fx.cpu.secret_key())
-        .expect("rotation key");
+    let (key, dkey) = fx.rotation_key_by_one();
     let want_rot = fx.cpu.rotate_with_key(&ct, &key).expect("cpu rotate");
-    let dkey = fx
-        .gpu
-        .upload_rotation_key(&key, &fx.stream)
-        .expect("upload key");
     let d = fx.up(&ct);
     fx.stream.synchronize().expect("sync");
     let limit = fx.gpu.barrier_stream_limit();
