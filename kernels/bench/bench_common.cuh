@@ -1,16 +1,8 @@
 // Shared by the standalone harnesses of kernels/bench (include after ckks_v.cu): the
-// runtime-error check and a no-work kernel with the NTT kernels' block and shared memory.
+// runtime-error check (bench_check.cuh) and a no-work kernel with the NTT kernels' block and
+// shared memory.
 #pragma once
-#include <cstdio>
-
-#define CK(x)                                                                     \
-    do {                                                                          \
-        cudaError_t e = (x);                                                      \
-        if (e != cudaSuccess) {                                                   \
-            printf("%s:%d %s\n", __FILE__, __LINE__, cudaGetErrorString(e));      \
-            return 1;                                                             \
-        }                                                                         \
-    } while (0)
+#include "bench_check.cuh"
 
 // Same grid, block size (512) and static shared memory as the cluster NTT kernels, no work:
 // launch cost. (The *_gs kernels run 256 threads with the same grid.)

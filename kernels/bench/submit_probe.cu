@@ -14,14 +14,7 @@
 #include <cstdlib>
 #include <vector>
 
-#define CK(x)                                                                   \
-    do {                                                                        \
-        cudaError_t e = (x);                                                    \
-        if (e != cudaSuccess) {                                                 \
-            printf("%s:%d %s\n", __FILE__, __LINE__, cudaGetErrorString(e));    \
-            return 1;                                                           \
-        }                                                                       \
-    } while (0)
+#include "bench_check.cuh"
 
 __global__ void nop(unsigned long long* p) {
     if (p != nullptr && threadIdx.x == 0 && blockIdx.x == 0) p[0] = 1;

@@ -69,6 +69,14 @@ fn fresh(cpu: &CpuEngine, k: u64, level: usize) -> Ciphertext {
     cpu.mod_switch_to_level(&ct, level).expect("mod switch")
 }
 
+/// What [`Fixture::ntt_and_rotation_case`] makes.
+struct NttAndRotation {
+    d: GpuCiphertext,
+    dkey: GpuSwitchKey,
+    want_ntt: Ciphertext,
+    want_rot: Ciphertext,
+}
+
 impl Fixture {
     /// The CPU rotation key by one slot and its upload on the fixture's stream.
     fn rotation_key_by_one(&self) -> (RotationKey, GpuSwitchKey) {
@@ -81,6 +89,24 @@ impl Fixture {
             .upload_rotation_key(&key, &self.stream)
             .expect("upload key");
         (key, dkey)
+    }
+
+    /// A fresh ciphertext (seed `k`, `level`) on the device with the CPU engine's NTT of it
+    /// and its rotation by one slot, and the uploaded key for that rotation.
+    fn ntt_and_rotation_case(&self, k: u64, level: usize) -> NttAndRotation {
+        let ct = fresh(&self.cpu, k, level);
+        let want_ntt = self
+            .cpu
+            .coefficient_domain_to_ntt_domain(&ct)
+            .expect("cpu ntt");
+        let (key, dkey) = self.rotation_key_by_one();
+        let want_rot = self.cpu.rotate_with_key(&ct, &key).expect("cpu rotate");
+        NttAndRotation {
+            d: self.up(&ct),
+            dkey,
+            want_ntt,
+            want_rot,
+        }
     }
 
     fn up(&self, ct: &Ciphertext) -> GpuCiphertext {
@@ -508,10 +534,7 @@ fn example14_stage_decrypts_on_the_cpu() {
     let Some(fx) = fixture() else { return };
     let m = message(&fx.cpu, 0);
     let ct = fx.cpu.encrypt_message(&m).expect("encrypt");
-    let key = fx
-        .cpu
-        .create_rotation_key(1, fx.cpu.secret_key())
-        .expect("key");
+    let (_, dkey) = fx.rotation_key_by_one();
     let half = fx
         .cpu
         .prepare_plaintext_for_multiplication(
@@ -523,7 +546,6 @@ fn example14_stage_decrypts_on_the_cpu() {
         .expect("prepare");
     let s = &fx.stream;
     let g = &fx.gpu;
-    let dkey = g.upload_rotation_key(&key, s).expect("key up");
     let dhalf = g.upload_plaintext(&half, s).expect("pt up");
     let d = fx.up(&ct);
     let r = g.rotate_with_key(&d, &dkey, s).expect("rotate");
@@ -902,14 +924,12 @@ fn example14_stage_on_borrowed_cuda_values_is_bit_exact_and_wrong_placements_are
 #[test]
 fn cluster_kernels_survive_many_back_to_back_launches() {
     let Some(fx) = fixture() else { return };
-    let ct = fresh(&fx.cpu, 9, 0);
-    let want = fx
-        .cpu
-        .coefficient_domain_to_ntt_domain(&ct)
-        .expect("cpu ntt");
-    let (key, dkey) = fx.rotation_key_by_one();
-    let want_rot = fx.cpu.rotate_with_key(&ct, &key).expect("cpu rotate");
-    let d = fx.up(&ct);
+    let NttAndRotation {
+        d,
+        dkey,
+        want_ntt: want,
+        want_rot,
+    } = fx.ntt_and_rotation_case(9, 0);
     for kernels in [NttKernels::Cluster, NttKernels::ClusterPreload] {
         fx.gpu.set_ntt_kernels(kernels);
         for i in 0..10_000 {
@@ -1066,14 +1086,12 @@ fn streams_beyond_32_never_share_barrier_state() {
 fn streams_beyond_the_barrier_state_limit_run_the_cluster_kernels() {
     let Some(fx) = fixture() else { return };
     fx.gpu.set_ntt_kernels(NttKernels::GlobalSync);
-    let ct = fresh(&fx.cpu, 33, 6);
-    let want = fx
-        .cpu
-        .coefficient_domain_to_ntt_domain(&ct)
-        .expect("cpu ntt");
-    let (key, dkey) = fx.rotation_key_by_one();
-    let want_rot = fx.cpu.rotate_with_key(&ct, &key).expect("cpu rotate");
-    let d = fx.up(&ct);
+    let NttAndRotation {
+        d,
+        dkey,
+        want_ntt: want,
+        want_rot,
+    } = fx.ntt_and_rotation_case(33, 6);
     fx.stream.synchronize().expect("sync");
     let limit = fx.gpu.barrier_stream_limit();
     let have = fx.gpu.barrier_streams();
