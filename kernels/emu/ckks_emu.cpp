@@ -53,12 +53,6 @@ static inline void __syncthreads() { g_bar->arrive_and_wait(); }
 static unsigned cl_rank() { return blockIdx.x % CL_BLOCKS; }
 static thread_local std::barrier<>* g_hbar = nullptr;  // this thread's half-block barrier
 static void hsync() { g_hbar->arrive_and_wait(); }
-// The paired kernels' group barriers (named barriers 1, 2: the block's halves) and their gate
-// (named barrier 3: group 0 arrives without waiting, group 1 waits for it), one per block.
-static thread_local std::barrier<>* g_gate = nullptr;
-static void gsync(unsigned) { hsync(); }
-static void gate_open() { [[maybe_unused]] auto token = g_gate->arrive(); }
-static void gate_wait() { g_gate->arrive_and_wait(); }
 static void cl_sync() { g_cbar->arrive_and_wait(); }
 static void cl_arrive() { g_ctok.emplace(g_cbar->arrive()); }
 static void cl_wait() {
@@ -143,8 +137,6 @@ static void launch_cluster(dim3 grid, unsigned threads, const std::function<void
     std::vector<std::barrier<>*> hbars;
     for (unsigned i = 0; i < 2 * nb; i++)
         hbars.push_back(new std::barrier<>((std::ptrdiff_t)(threads / 2)));
-    std::vector<std::barrier<>*> gates;
-    for (unsigned b = 0; b < nb; b++) gates.push_back(new std::barrier<>((std::ptrdiff_t)threads));
     std::barrier<> cbar((std::ptrdiff_t)(threads * nb));
     std::vector<std::thread> ts;
     for (unsigned b = 0; b < nb; b++)
@@ -152,7 +144,6 @@ static void launch_cluster(dim3 grid, unsigned threads, const std::function<void
             ts.emplace_back([&, b, t] {
                 g_bar = bars[b];
                 g_hbar = hbars[2 * b + t / (threads / 2)];
-                g_gate = gates[b];
                 g_cbar = &cbar;
                 threadIdx = dim3{t, 0, 0};
                 for (unsigned z = 0; z < grid.z; z++)
@@ -166,7 +157,6 @@ static void launch_cluster(dim3 grid, unsigned threads, const std::function<void
     for (auto& t : ts) t.join();
     for (auto* p : bars) delete p;
     for (auto* p : hbars) delete p;
-    for (auto* p : gates) delete p;
 }
 // Elementwise kernels have no barrier: run their threads in one OS thread.
 static void launch_ew(dim3 grid, unsigned threads, const std::function<void()>& kernel) {
