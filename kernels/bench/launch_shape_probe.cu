@@ -7,12 +7,11 @@
 //
 // nvcc -arch=sm_90 -O3 -std=c++17 kernels/bench/launch_shape_probe.cu -o launch_shape_probe
 #include <cuda_runtime.h>
-#include <algorithm>
-#include <chrono>
 #include <cstdio>
 #include <vector>
 
 #include "bench_check.cuh"
+#include "bench_single.cuh"
 
 __global__ void nop(unsigned long long* p) {
     if (p != nullptr && threadIdx.x == 0 && blockIdx.x == 0) p[0] = 1;
@@ -22,11 +21,6 @@ __global__ void __launch_bounds__(256, 1) nop_smem(unsigned long long* p) {
     s[threadIdx.x] = threadIdx.x;
     __syncthreads();
     if (p != nullptr && threadIdx.x == 0) p[blockIdx.x] = s[255 - threadIdx.x];
-}
-
-static double median(std::vector<double> v) {
-    std::sort(v.begin(), v.end());
-    return v[v.size() / 2];
 }
 
 int main() {
@@ -66,22 +60,8 @@ int main() {
     CK(cudaEventCreate(&b));
     for (int pass = 0; pass < 2; pass++) {
         for (int i = 0; i < S; i++) {
-            std::vector<double> host, ev;
-            for (int it = 0; it < 220; it++) {
-                CK(cudaStreamSynchronize(st));
-                CK(cudaEventRecord(a, st));
-                auto t0 = std::chrono::steady_clock::now();
-                CK(cudaGraphLaunch(ex[i], st));
-                auto t1 = std::chrono::steady_clock::now();
-                CK(cudaEventRecord(b, st));
-                CK(cudaEventSynchronize(b));
-                float ms = 0;
-                CK(cudaEventElapsedTime(&ms, a, b));
-                if (it >= 20) {
-                    host.push_back(std::chrono::duration<double, std::micro>(t1 - t0).count());
-                    ev.push_back(ms * 1000.0);
-                }
-            }
+            SingleCalls r;
+            CK(time_single_calls(ex[i], st, a, b, 20, 200, &r));
             // Back to back: 200 launches between two events.
             CK(cudaEventRecord(a, st));
             for (int it = 0; it < 200; it++) CK(cudaGraphLaunch(ex[i], st));
@@ -90,7 +70,7 @@ int main() {
             float ms = 0;
             CK(cudaEventElapsedTime(&ms, a, b));
             printf("pass %d %-20s event %5.2f us  host %5.2f us  burst %5.2f us\n", pass,
-                   shapes[i].name, median(ev), median(host), ms * 1000.0 / 200);
+                   shapes[i].name, r.event_us, r.host_us, ms * 1000.0 / 200);
         }
     }
     return 0;

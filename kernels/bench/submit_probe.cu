@@ -8,21 +8,15 @@
 //
 // nvcc -arch=sm_90 -O3 -std=c++17 kernels/bench/submit_probe.cu -o submit_probe
 #include <cuda_runtime.h>
-#include <algorithm>
-#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <vector>
 
 #include "bench_check.cuh"
+#include "bench_single.cuh"
 
 __global__ void nop(unsigned long long* p) {
     if (p != nullptr && threadIdx.x == 0 && blockIdx.x == 0) p[0] = 1;
-}
-
-static double median(std::vector<double> v) {
-    std::sort(v.begin(), v.end());
-    return v[v.size() / 2];
 }
 
 int main() {
@@ -45,24 +39,10 @@ int main() {
     printf("CUDA_DEVICE_MAX_CONNECTIONS=%s\n", conn ? conn : "(unset)");
     for (int pass = 0; pass < 2; pass++) {
         for (int s = 0; s < S; s++) {
-            std::vector<double> host, ev;
-            for (int i = 0; i < WARM + N; i++) {
-                CK(cudaStreamSynchronize(st[s]));
-                CK(cudaEventRecord(a, st[s]));
-                auto t0 = std::chrono::steady_clock::now();
-                CK(cudaGraphLaunch(ex[s], st[s]));
-                auto t1 = std::chrono::steady_clock::now();
-                CK(cudaEventRecord(b, st[s]));
-                CK(cudaEventSynchronize(b));
-                float ms = 0;
-                CK(cudaEventElapsedTime(&ms, a, b));
-                if (i >= WARM) {
-                    host.push_back(std::chrono::duration<double, std::micro>(t1 - t0).count());
-                    ev.push_back(ms * 1000.0);
-                }
-            }
-            printf("pass %d stream %d host_us %.2f event_us %.2f\n", pass, s, median(host),
-                   median(ev));
+            SingleCalls r;
+            CK(time_single_calls(ex[s], st[s], a, b, WARM, N, &r));
+            printf("pass %d stream %d host_us %.2f event_us %.2f\n", pass, s, r.host_us,
+                   r.event_us);
         }
     }
     return 0;
