@@ -53,6 +53,12 @@ static inline void __syncthreads() { g_bar->arrive_and_wait(); }
 static unsigned cl_rank() { return blockIdx.x % CL_BLOCKS; }
 static thread_local std::barrier<>* g_hbar = nullptr;  // this thread's half-block barrier
 static void hsync() { g_hbar->arrive_and_wait(); }
+// The paired kernels' group barriers (named barriers 1, 2: the block's halves) and their gate
+// (named barrier 3: group 0 arrives without waiting, group 1 waits for it), one per block.
+static thread_local std::barrier<>* g_gate = nullptr;
+static void gsync(unsigned) { hsync(); }
+static void gate_open() { [[maybe_unused]] auto token = g_gate->arrive(); }
+static void gate_wait() { g_gate->arrive_and_wait(); }
 static void cl_sync() { g_cbar->arrive_and_wait(); }
 static void cl_arrive() { g_ctok.emplace(g_cbar->arrive()); }
 static void cl_wait() {
@@ -137,6 +143,8 @@ static void launch_cluster(dim3 grid, unsigned threads, const std::function<void
     std::vector<std::barrier<>*> hbars;
     for (unsigned i = 0; i < 2 * nb; i++)
         hbars.push_back(new std::barrier<>((std::ptrdiff_t)(threads / 2)));
+    std::vector<std::barrier<>*> gates;
+    for (unsigned b = 0; b < nb; b++) gates.push_back(new std::barrier<>((std::ptrdiff_t)threads));
     std::barrier<> cbar((std::ptrdiff_t)(threads * nb));
     std::vector<std::thread> ts;
     for (unsigned b = 0; b < nb; b++)
@@ -144,6 +152,7 @@ static void launch_cluster(dim3 grid, unsigned threads, const std::function<void
             ts.emplace_back([&, b, t] {
                 g_bar = bars[b];
                 g_hbar = hbars[2 * b + t / (threads / 2)];
+                g_gate = gates[b];
                 g_cbar = &cbar;
                 threadIdx = dim3{t, 0, 0};
                 for (unsigned z = 0; z < grid.z; z++)
@@ -157,6 +166,7 @@ static void launch_cluster(dim3 grid, unsigned threads, const std::function<void
     for (auto& t : ts) t.join();
     for (auto* p : bars) delete p;
     for (auto* p : hbars) delete p;
+    for (auto* p : gates) delete p;
 }
 // Elementwise kernels have no barrier: run their threads in one OS thread.
 static void launch_ew(dim3 grid, unsigned threads, const std::function<void()>& kernel) {
@@ -458,11 +468,13 @@ int main() {
                 std::exit(1);
             }
         // Both components of each limb by paired blocks (ntt_fwd_gp / ntt_inv_gp, C == 2):
-        // the second counter word of each limb's pair, 2 CL blocks per launch; the first limb's
-        // starts just below 2^32 so its target wraps.
+        // component 0 of limb y counts on word 2y + 1, component 1 on word 2 (y + GP_CTR2) + 1
+        // (the engine's stream state holds 2 SYNC_SLOTS words), 2 CL blocks per launch; the
+        // first limb's counters start just below 2^32 so their targets wrap.
         if (C == 2) {
-            std::vector<unsigned> pctr(2 * L, 0u);
+            std::vector<unsigned> pctr(2 * (GP_CTR2 + L), 0u);
             pctr[1] = 0u - 2u * CL;
+            pctr[2 * GP_CTR2 + 1] = 0u - 2u * CL;
             const std::vector<unsigned> pctr0 = pctr;
             auto fwd_gp = [&](const std::vector<u64>& in, std::vector<u64>& out) {
                 launch_cluster(dim3{2 * CL, L, 1}, GS_THREADS, [&] {
@@ -494,7 +506,10 @@ int main() {
             inv_gp(f4, b4);
             expect_eq("inverse NTT of words below 4q (paired blocks)", b4, a);
             for (size_t i = 0; i < pctr.size(); i++)
-                if (pctr[i] != pctr0[i] + (i % 2 == 1 ? 12u * CL : 0u)) {  // 6 launches, 2 CL each
+                // 6 launches, 2 CL blocks each, on the odd words of both components' limbs.
+                if (pctr[i] != pctr0[i] + (i % 2 == 1 && (i < 2 * L || i >= 2 * GP_CTR2)
+                                               ? 12u * CL
+                                               : 0u)) {
                     std::printf("FAIL paired counter %zu: %u after 6 launches from %u\n", i,
                                 pctr[i], pctr0[i]);
                     std::exit(1);

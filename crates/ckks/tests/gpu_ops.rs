@@ -482,6 +482,68 @@ fn multiply_and_relinearize_match_cpu() {
     }
 }
 
+/// The paired NTT kernels meet on two counter words per limb, one per component (`2y + 1` and
+/// `2 (y + 128) + 1` of the stream's barrier state), which no other kernel on the stream may
+/// move: paired NTTs in both directions, between the 3-component product's `*_gs` NTTs and
+/// relinearize's key switch, on one stream, ten times, every result word for word. A counter
+/// that another kernel moved would let one component's blocks pass their barrier before the
+/// other blocks' first-phase words are in L2.
+#[test]
+fn paired_ntts_between_other_synced_kernels_stay_exact() {
+    let Some(fx) = fixture() else { return };
+    fx.gpu.set_ntt_kernels(NttKernels::GlobalSync);
+    let rlk = fx
+        .cpu
+        .create_relinearization_key(fx.cpu.secret_key())
+        .expect("rlk");
+    let drlk = fx
+        .gpu
+        .upload_relinearization_key(&rlk, &fx.stream)
+        .expect("upload rlk");
+    let ntt = |ct: &Ciphertext| {
+        fx.cpu
+            .coefficient_domain_to_ntt_domain(ct)
+            .expect("cpu ntt")
+    };
+    let prod = fx
+        .cpu
+        .multiply(&ntt(&fresh(&fx.cpu, 40, 0)), &ntt(&fresh(&fx.cpu, 41, 0)))
+        .expect("cpu multiply");
+    let relin = fx.cpu.relinearize_with_key(&prod, &rlk).expect("cpu relin");
+    let prod_coeff = fx
+        .cpu
+        .ntt_domain_to_coefficient_domain(&prod)
+        .expect("cpu intt");
+    let ct = fresh(&fx.cpu, 42, 0);
+    let ct_ntt = ntt(&ct);
+    let (dp, dpc, dct, dctn) = (fx.up(&prod), fx.up(&prod_coeff), fx.up(&ct), fx.up(&ct_ntt));
+    let paired = fx.gpu.paired_ntt_launches();
+    for round in 0..10 {
+        fx.check(&format!("round {round}: paired NTT"), &ct_ntt, || {
+            fx.gpu.coefficient_domain_to_ntt_domain(&dct, &fx.stream)
+        });
+        fx.check(&format!("round {round}: relinearize"), &relin, || {
+            fx.gpu.relinearize_with_key(&dp, &drlk, &fx.stream)
+        });
+        fx.check(
+            &format!("round {round}: 3-component INTT"),
+            &prod_coeff,
+            || fx.gpu.ntt_domain_to_coefficient_domain(&dp, &fx.stream),
+        );
+        fx.check(&format!("round {round}: paired INTT"), &ct, || {
+            fx.gpu.ntt_domain_to_coefficient_domain(&dctn, &fx.stream)
+        });
+        fx.check(&format!("round {round}: 3-component NTT"), &prod, || {
+            fx.gpu.coefficient_domain_to_ntt_domain(&dpc, &fx.stream)
+        });
+    }
+    assert_eq!(
+        fx.gpu.paired_ntt_launches() - paired,
+        20,
+        "the ciphertext's NTTs ran the paired kernels"
+    );
+}
+
 #[test]
 fn rotate_with_key_matches_cpu_for_several_steps_and_levels() {
     let Some(fx) = fixture() else { return };

@@ -199,6 +199,11 @@ const QUEUE_WORDS: usize = 2 + 2 * SYNC_SLOTS;
 /// Words of one stream's barrier state: the `*_gs` / `*_gp` kernels' counters (two per limb
 /// slot), then `ntt_fwd_gq`'s queue state.
 const STREAM_STATE_WORDS: usize = 2 * SYNC_SLOTS + QUEUE_WORDS;
+/// The paired NTT kernels' second counter of limb y is word 2 (y + `GP_CTR2`) + 1 (`GP_CTR2` in
+/// the .cu file): they run for at most `GP_CTR2` limbs, whose counters stay inside the
+/// stream's `2 * SYNC_SLOTS` counter words.
+const GP_CTR2: usize = 128;
+const _: () = assert!(2 * (2 * GP_CTR2 - 1) + 1 < 2 * SYNC_SLOTS);
 /// Streams that get barrier state of their own (4 KiB each, made on a stream's first launch
 /// that needs it); launches on further streams run the cluster kernels, which need none.
 const MAX_SYNC_STREAMS: usize = 1024;
@@ -1277,7 +1282,8 @@ impl CudaEngine {
 
     /// Launches a paired NTT kernel (`ntt_fwd_gp` / `ntt_inv_gp`: both components of each of
     /// `limbs` limbs, 2 x CL_BLOCKS blocks per limb) as [`Self::launch_gs`] does, counting it
-    /// in `paired_launches`; `Ok(false)`: nothing enqueued, the caller runs the `*_gs` kernel.
+    /// in `paired_launches`; `Ok(false)`: nothing enqueued (also for more than `GP_CTR2`
+    /// limbs), the caller runs the `*_gs` kernel.
     fn launch_gp(
         &self,
         op: &'static str,
@@ -1286,6 +1292,9 @@ impl CudaEngine {
         stream: &Stream,
         args: &[Arg],
     ) -> Result<bool> {
+        if limbs > GP_CTR2 {
+            return Ok(false);
+        }
         let launched =
             self.launch_synced(op, kernel, (2 * CL_BLOCKS, limbs as u32, 1), stream, args)?;
         if launched {
