@@ -458,8 +458,10 @@ int main(int argc, char** argv) {
     CK(cudaMalloc(&dpost, 9 * sizeof(WP)));
     CK(cudaMalloc(&dred, 9 * sizeof(WP)));
     CK(cudaMalloc(&dpostf, 9 * sizeof(Post)));
-    CK(cudaMalloc(&ctr, 64 * 64 * 2 * 4));
-    CK(cudaMemset(ctr, 0, 64 * 64 * 2 * 4));
+    // 64 regions of 512 counter words, as the engine's per-stream state (2 SYNC_SLOTS): the
+    // paired kernels' component 1 counts on word 2 (y + GP_CTR2) + 1.
+    CK(cudaMalloc(&ctr, 64 * 512 * 4));
+    CK(cudaMemset(ctr, 0, 64 * 512 * 4));
     CK(cudaMemcpy(in, h.data(), words * sets * 8, cudaMemcpyHostToDevice));
     CK(cudaMemcpy(dp, primes.data(), 9 * sizeof(Prime), cudaMemcpyHostToDevice));
     CK(cudaMemcpy(dtw, tw.data(), tw.size() * sizeof(WP), cudaMemcpyHostToDevice));
@@ -512,6 +514,11 @@ int main(int argc, char** argv) {
     cl8.val.clusterDim.x = 8;
     cl8.val.clusterDim.y = 1;
     cl8.val.clusterDim.z = 1;
+    // Clusters of 16 along x (rows 50-53; the non-portable size, allowed per kernel below).
+    cudaLaunchAttribute cl16 = cl8;
+    cl16.val.clusterDim.x = 16;
+    CK(cudaFuncSetAttribute((void*)ntt_fwd_gp, cudaFuncAttributeNonPortableClusterSizeAllowed, 1));
+    CK(cudaFuncSetAttribute((void*)ntt_inv_gp, cudaFuncAttributeNonPortableClusterSizeAllowed, 1));
     // One launch of f: cooperative when coop; in clusters of 8 when cluster (a plain launch:
     // the 8 blocks of a limb are co-scheduled by the hardware, which is all the *_gs limb
     // barrier needs; run 64: same words, slower, the hardware packs two blocks on some SMs);
@@ -561,7 +568,7 @@ int main(int argc, char** argv) {
     auto launch = [&](int which, int set) -> cudaError_t {
         const u64* src = in + (size_t)set * words;
         u64* dst = out + (size_t)set * words;
-        unsigned* c = ctr + (region++ % 64) * 64 * 2;
+        unsigned* c = ctr + (region++ % 64) * 512;
         const WP* nopre = nullptr;
         uint32_t off = 0, mode = 0, ginv = 0, soff = 0, sbz = 0;
         u64 ys = NN, zs = (u64)limbs * NN;
@@ -709,6 +716,24 @@ int main(int argc, char** argv) {
             void* args[] = {&src, &dst, &dp, &dtw, &dpostf, &off, &ys, &zs, &c};
             return cudaLaunchCooperativeKernel((void*)ntt_inv_gp, dim3(16, limbs, 1),
                                                dim3(GS_THREADS), args, 0, st);
+        } else if (which == 54 || which == 55) {
+            // Rows 50-53: the paired kernels by a plain launch in clusters of 16 along x (the
+            // non-portable size: one prime's 16 blocks, which meet at the limb barrier, are
+            // co-scheduled by the hardware, so no cooperative launch; run 103's probe: such a
+            // launch costs ~0.35 us less per single call than a cooperative one).
+            if (comps != 2) return cudaErrorInvalidValue;
+            cudaLaunchConfig_t cfg = {};
+            cfg.gridDim = dim3(16, limbs, 1);
+            cfg.blockDim = dim3(GS_THREADS);
+            cfg.stream = st;
+            cfg.attrs = &cl16;
+            cfg.numAttrs = 1;
+            if (which == 54) {
+                void* args[] = {&src, &dst, &dp, &dtw, &off, &ys, &zs, &c};
+                return cudaLaunchKernelExC(&cfg, (void*)ntt_fwd_gp, args);
+            }
+            void* args[] = {&src, &dst, &dp, &dtw, &dpostf, &off, &ys, &zs, &c};
+            return cudaLaunchKernelExC(&cfg, (void*)ntt_inv_gp, args);
         } else if (which == 42 || which == 43 || which == 44) {
             void* args[] = {&src, &dst, &dp, &dtw, &nopre, &off, &ys, &zs, &ys, &zs,
                             &mode, &ginv, &soff, &sbz};
@@ -733,7 +758,8 @@ int main(int argc, char** argv) {
                            "chain-g3", "fwd-g1", "chain-pdl", "chain-pdl-g", "ks-ip",
                            "ks-inv18", "ks-unf", "chain-unf-g", "fwd-cl8", "inv-cl8",
                            "fwd-cl8-g", "ks-inner-cl8", "fwd-g1p", "nop-g1", "copy-g1",
-                           "inv-g1", "inv-g1p", "fwd-q4", "fwd-q4-g", "fwd-h2", "fwd-h2-g", "fwd-2k", "fwd-2k-g", "fwd-2kt-g", "fwd-d2", "fwd-d2-g", "fwd-gp", "fwd-gp-g", "inv-gp", "inv-gp-g"};
+                           "inv-g1", "inv-g1p", "fwd-q4", "fwd-q4-g", "fwd-h2", "fwd-h2-g", "fwd-2k", "fwd-2k-g", "fwd-2kt-g", "fwd-d2", "fwd-d2-g", "fwd-gp", "fwd-gp-g", "inv-gp", "inv-gp-g",
+                           "fwd-gp16", "fwd-gp16-g", "inv-gp16", "inv-gp16-g"};
     // Rows 11, 13 and 15: the three key-switching kernels back to back on one key, as rotate
     // runs them (ModUp by clusters and the inner product by ks_inner_cl; the same with
     // ks_inner_gs; the ModUp as a queue and ks_inner_gs).
@@ -754,7 +780,9 @@ int main(int argc, char** argv) {
     // Rows 41-43: run 73's two-kernel forward NTT (stream launches with PDL; one graph with a
     // programmatic edge; the same with the first kernel triggering at its start).
     // Rows 44-45: run 76's ntt_fwd_d2 (both components per block), launch and one-node graph.
-    std::vector<cudaGraphExec_t> graphs(108, nullptr);
+    // Rows 50-53: the paired kernels (rows 46-49) by a plain launch in clusters of 16, launch
+    // and one-node graph, forward then inverse.
+    std::vector<cudaGraphExec_t> graphs(116, nullptr);
     auto capture = [&](int slot, auto body) -> cudaError_t {
         if (graphs[slot]) return cudaGraphLaunch(graphs[slot], st);
         cudaGraph_t g;
@@ -816,6 +844,10 @@ int main(int argc, char** argv) {
         // Rows 47 and 49: one-node graphs of rows 46 and 48.
         if (which == 47) return capture(100 + set, [&] { return launch(46, set); });
         if (which == 49) return capture(104 + set, [&] { return launch(48, set); });
+        if (which == 50) return launch(54, set);
+        if (which == 51) return capture(108 + set, [&] { return launch(54, set); });
+        if (which == 52) return launch(55, set);
+        if (which == 53) return capture(112 + set, [&] { return launch(55, set); });
         if (which == 41 || which == 42 || which == 43) {
             // The two-kernel forward NTT: column phase, then the row phase with PDL.
             auto body = [&]() -> cudaError_t {
@@ -897,6 +929,17 @@ int main(int argc, char** argv) {
             printf("max active clusters of ntt_fwd_h2 (clusters of 4, pad %d): %d (%s)\n", hpad,
                    n, cudaGetErrorString(e));
         }
+        {
+            // The paired kernels in clusters of 16 (rows 50-53): one cluster per prime.
+            cudaLaunchConfig_t c3 = {};
+            c3.gridDim = dim3(16, limbs, 1);
+            c3.blockDim = dim3(GS_THREADS);
+            c3.attrs = &cl16;
+            c3.numAttrs = 1;
+            e = cudaOccupancyMaxActiveClusters(&n, (void*)ntt_fwd_gp, &c3);
+            printf("max active clusters of ntt_fwd_gp in clusters of 16: %d (%s)\n", n,
+                   cudaGetErrorString(e));
+        }
         cfg.blockDim = dim3(512);
         int bps = 0;
         cudaOccupancyMaxActiveBlocksPerMultiprocessor(&bps, (void*)ntt_fwd_cl, 512, 0);
@@ -907,17 +950,17 @@ int main(int argc, char** argv) {
     // The rows that run at any limb count (the others assume the 8-limb key-switch set-up).
     auto any_limbs = [](int w) { return w < 6 || w == 18 || (w >= 28 && w <= 30) || w >= 32; };
     // ROWS=a,b-c: only those rows (default: all).
-    std::vector<bool> want(50, getenv("ROWS") == nullptr);
+    std::vector<bool> want(54, getenv("ROWS") == nullptr);
     if (const char* r = getenv("ROWS")) {
         for (std::string tok; *r; r += (*r == ',')) {
             tok.clear();
             while (*r && *r != ',') tok += *r++;
             const size_t dash = tok.find('-');
             const int lo = atoi(tok.c_str()), hi = dash == std::string::npos ? lo : atoi(tok.c_str() + dash + 1);
-            for (int w = lo; w <= hi && w < 50; w++) want[w] = true;
+            for (int w = lo; w <= hi && w < 54; w++) want[w] = true;
         }
     }
-    for (int which = 0; which < 50; which++) {
+    for (int which = 0; which < 54; which++) {
         if (!want[which] || (limbs != 8 && !any_limbs(which))) continue;
         for (int i = 0; i < 50; i++) CK(run(which, i % sets));
         CK(cudaStreamSynchronize(st));
@@ -960,7 +1003,7 @@ int main(int argc, char** argv) {
         // ks-modup and ks-modup-gq (6, 14: ks_ext) must agree, and so must ks-inner and
         // ks-inner-gs (7, 12: ks_acc).
         // ks-unf (26: ks_ip + the 18-limb inverse NTT) must agree with them too.
-        const int kinds[30] = {0, 18, 28, 30, 32, 37, 38, 39, 40, 41, 42, 43, 44, 45, 46, 47, 1, 29, 35, 36, 48, 49, 6, 14, 7, 12, 26, 31, 8, 4};
+        const int kinds[34] = {0, 18, 28, 30, 32, 37, 38, 39, 40, 41, 42, 43, 44, 45, 46, 47, 50, 51, 1, 29, 35, 36, 48, 49, 52, 53, 6, 14, 7, 12, 26, 31, 8, 4};
         // The chains' ModDown outputs (rows 15, 19, 20, 22, 23) must agree.
         for (int w : {15, 19, 20, 22, 23, 27}) {
             if (limbs != 8 || !want[w]) continue;

@@ -1,0 +1,282 @@
+// Standalone probe (experiments, not part of the build): what would the paired NTT's exchange
+// between its two phases cost through distributed shared memory instead of global memory?
+// The kernels move the words of a ciphertext at level 0 (2 components x 8 primes x 16384
+// words) through the paired kernels' memory skeleton with no arithmetic: 16 blocks of 256
+// threads per prime, block k loading lines 8k + [0, 8) of both components as columns (thread
+// t of half g: line 8k + t % 8, rows t / 8 + 16 e), then handing every word to the block that
+// owns its row (row a belongs to block a / 8) and storing rows. Two forms:
+//   global: the column words stored to a scratch limb, a counter barrier among the prime's 16
+//           blocks (fence, atomic, acquire poll), the rows loaded back (ldcg); cooperative
+//           launch (the engine's form);
+//   dsmem:  the column words stored straight into the owning block's row tile (mapa +
+//           st.shared::cluster), one cluster barrier (arrive.release / wait.acquire); a plain
+//           launch in clusters of 16 (the non-portable size: one prime per cluster), which
+//           also guarantees co-scheduling, so no cooperative launch;
+//   dsmem1: dsmem with 100 KiB of extra dynamic shared memory, so one block per SM;
+//   nop16 / nopcoop: no-work kernels of the same shapes (launch cost).
+// Prints per form: max active clusters (cluster forms), where the blocks ran (SMs used, most
+// blocks on one SM), the median event time of 200 single calls as one-node graphs after 20
+// warm-ups, the GPU time per call back to back (200), and whether out == in (poisoned out).
+//
+// nvcc -arch=sm_90 -O3 -std=c++17 kernels/bench/exchange_probe.cu -o exchange_probe
+#include <cuda_runtime.h>
+#include <algorithm>
+#include <cstdio>
+#include <cstring>
+#include <vector>
+
+#include "bench_check.cuh"
+#include "bench_single.cuh"
+
+typedef unsigned long long u64;
+#define NN 16384
+#define PRIMES 8
+#define BLOCKS 16
+#define THREADS 256
+#define LIMB_STRIDE ((u64)NN)
+#define COMP_STRIDE ((u64)PRIMES * NN)
+
+__device__ __forceinline__ u64 ldcg(const u64* p) {
+    u64 v;
+    asm volatile("ld.global.cg.u64 %0, [%1];" : "=l"(v) : "l"(p));
+    return v;
+}
+__device__ __forceinline__ unsigned smid() {
+    unsigned r;
+    asm volatile("mov.u32 %0, %%smid;" : "=r"(r));
+    return r;
+}
+__device__ __forceinline__ unsigned ld_acquire(const unsigned* p) {
+    unsigned v;
+    asm volatile("ld.acquire.gpu.global.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
+    return v;
+}
+__device__ __forceinline__ unsigned cluster_rank() {
+    unsigned r;
+    asm volatile("mov.u32 %0, %%cluster_ctarank;" : "=r"(r));
+    return r;
+}
+__device__ __forceinline__ void cluster_arrive_relaxed() {
+    asm volatile("barrier.cluster.arrive.relaxed.aligned;" ::: "memory");
+}
+__device__ __forceinline__ void cluster_arrive() {
+    asm volatile("barrier.cluster.arrive.release.aligned;" ::: "memory");
+}
+__device__ __forceinline__ void cluster_wait() {
+    asm volatile("barrier.cluster.wait.acquire.aligned;" ::: "memory");
+}
+__device__ __forceinline__ void st_remote(u64* local, unsigned rank, u64 v) {
+    const unsigned a = (unsigned)__cvta_generic_to_shared(local);
+    unsigned r;
+    asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(r) : "r"(a), "r"(rank));
+    asm volatile("st.shared::cluster.u64 [%0], %1;" ::"r"(r), "l"(v) : "memory");
+}
+
+// Column phase's loads (8 words per thread: line col of component g, rows hi + 16 e).
+__device__ __forceinline__ void load_cols(const u64* in, uint32_t y, uint32_t k, u64 (&x)[8],
+                                          uint32_t& g, uint32_t& col, uint32_t& hi) {
+    const uint32_t tid = threadIdx.x, t = tid & 127;
+    g = tid >> 7;
+    col = 8 * k + (t & 7);
+    hi = t >> 3;
+    const u64* base = in + g * COMP_STRIDE + y * LIMB_STRIDE;
+#pragma unroll
+    for (int e = 0; e < 8; e++) x[e] = base[(hi + 16 * e) * 128 + col];
+}
+
+__global__ void __launch_bounds__(THREADS, 2)
+    xch_global(const u64* in, u64* mid, u64* out, unsigned* ctr, unsigned* where) {
+    const uint32_t k = blockIdx.x, y = blockIdx.y;
+    unsigned target = 0;
+    unsigned* c = ctr + y;
+    if (threadIdx.x == 0) {
+        target = (*(volatile unsigned*)c & ~(unsigned)(BLOCKS - 1)) + BLOCKS;
+        where[y * BLOCKS + k] = smid();
+    }
+    u64 x[8];
+    uint32_t g, col, hi;
+    load_cols(in, y, k, x, g, col, hi);
+    u64* m = mid + g * COMP_STRIDE + y * LIMB_STRIDE;
+#pragma unroll
+    for (int e = 0; e < 8; e++) m[(hi + 16 * e) * 128 + col] = x[e];
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        __threadfence();
+        atomicAdd(c, 1u);
+        while ((int)(ld_acquire(c) - target) < 0) {
+        }
+    }
+    __syncthreads();
+    // Row phase: tile row r = tid / 16 (component r / 8, row 8k + r % 8), words lo + 16 e.
+    const uint32_t r = threadIdx.x / 16, lo = threadIdx.x % 16;
+    const u64 off = (r >> 3) * COMP_STRIDE + y * LIMB_STRIDE + (u64)(8 * k + (r & 7)) * 128;
+#pragma unroll
+    for (int e = 0; e < 8; e++) x[e] = ldcg(mid + off + lo + 16 * e);
+#pragma unroll
+    for (int e = 0; e < 8; e++) out[off + lo + 16 * e] = x[e];
+}
+
+// Row tile of a block: 16 rows (component r / 8, row 8k + r % 8) x 128 words.
+template <int EXTRA>
+__global__ void __launch_bounds__(THREADS, 2)
+    xch_dsmem(const u64* in, u64* mid, u64* out, unsigned* ctr, unsigned* where) {
+    __shared__ u64 rows[16 * 128];
+    const uint32_t k = cluster_rank(), y = blockIdx.y;
+    if (threadIdx.x == 0) where[y * BLOCKS + k] = smid();
+    cluster_arrive_relaxed();  // this block has started (its shared memory may be written)
+    u64 x[8];
+    uint32_t g, col, hi;
+    load_cols(in, y, k, x, g, col, hi);
+    cluster_wait();
+    // Word (row a, line col) of component g goes to block a / 8, tile row 8 g + a % 8.
+#pragma unroll
+    for (int e = 0; e < 8; e++) {
+        const uint32_t a = hi + 16 * e;
+        st_remote(&rows[(8 * g + (a & 7)) * 128 + col], a >> 3, x[e]);
+    }
+    cluster_arrive();
+    cluster_wait();
+    const uint32_t r = threadIdx.x / 16, lo = threadIdx.x % 16;
+    const u64 off = (r >> 3) * COMP_STRIDE + y * LIMB_STRIDE + (u64)(8 * k + (r & 7)) * 128;
+#pragma unroll
+    for (int e = 0; e < 8; e++) out[off + lo + 16 * e] = rows[r * 128 + lo + 16 * e];
+    (void)mid;
+    (void)ctr;
+}
+
+__global__ void nop_kernel(const u64*, u64*, u64* out, unsigned*, unsigned*) {
+    if (out == nullptr) out[0] = 1;
+}
+
+struct Form {
+    const char* name;
+    void* f;
+    bool coop;
+    int cluster;      // 0: none
+    size_t dyn_smem;  // extra dynamic shared memory
+    bool moves;       // out == in expected
+};
+
+static cudaError_t launch(const Form& fm, cudaStream_t st, void** args) {
+    cudaLaunchConfig_t cfg = {};
+    cfg.gridDim = dim3(BLOCKS, PRIMES, 1);
+    cfg.blockDim = dim3(THREADS, 1, 1);
+    cfg.dynamicSmemBytes = fm.dyn_smem;
+    cfg.stream = st;
+    cudaLaunchAttribute attr[1];
+    cfg.attrs = attr;
+    cfg.numAttrs = 0;
+    if (fm.coop) {
+        attr[0].id = cudaLaunchAttributeCooperative;
+        attr[0].val.cooperative = 1;
+        cfg.numAttrs = 1;
+    } else if (fm.cluster > 0) {
+        attr[0].id = cudaLaunchAttributeClusterDimension;
+        attr[0].val.clusterDim.x = fm.cluster;
+        attr[0].val.clusterDim.y = 1;
+        attr[0].val.clusterDim.z = 1;
+        cfg.numAttrs = 1;
+    }
+    return cudaLaunchKernelExC(&cfg, fm.f, args);
+}
+
+int main() {
+    cudaStream_t st;
+    CK(cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking));
+    const size_t words = 2 * COMP_STRIDE;
+    u64 *in, *mid, *out;
+    unsigned *ctr, *where;
+    CK(cudaMalloc(&in, words * 8));
+    CK(cudaMalloc(&mid, words * 8));
+    CK(cudaMalloc(&out, words * 8));
+    CK(cudaMalloc(&ctr, 64 * 4));
+    CK(cudaMalloc(&where, BLOCKS * PRIMES * 4));
+    CK(cudaMemset(ctr, 0, 64 * 4));
+    std::vector<u64> h(words), back(words);
+    for (size_t i = 0; i < words; i++) h[i] = i * 0x9e3779b97f4a7c15ull;
+    CK(cudaMemcpy(in, h.data(), words * 8, cudaMemcpyHostToDevice));
+    const Form forms[] = {
+        {"global coop", (void*)xch_global, true, 0, 0, true},
+        {"dsmem cluster16", (void*)xch_dsmem<0>, false, 16, 0, true},
+        {"dsmem1 cluster16", (void*)xch_dsmem<1>, false, 16, 100 * 1024, true},
+        {"nop coop", (void*)nop_kernel, true, 0, 0, false},
+        {"nop cluster16", (void*)nop_kernel, false, 16, 0, false},
+    };
+    const int F = sizeof(forms) / sizeof(forms[0]);
+    std::vector<cudaGraphExec_t> ex(F);
+    void* args[] = {&in, &mid, &out, &ctr, &where};
+    for (int i = 0; i < F; i++) {
+        const Form& fm = forms[i];
+        if (fm.cluster > 0) {
+            CK(cudaFuncSetAttribute(fm.f, cudaFuncAttributeNonPortableClusterSizeAllowed, 1));
+            if (fm.dyn_smem > 0)
+                CK(cudaFuncSetAttribute(fm.f, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                        (int)fm.dyn_smem));
+            cudaLaunchConfig_t cfg = {};
+            cfg.gridDim = dim3(BLOCKS, PRIMES, 1);
+            cfg.blockDim = dim3(THREADS, 1, 1);
+            cfg.dynamicSmemBytes = fm.dyn_smem;
+            cudaLaunchAttribute a;
+            a.id = cudaLaunchAttributeClusterDimension;
+            a.val.clusterDim.x = fm.cluster;
+            a.val.clusterDim.y = 1;
+            a.val.clusterDim.z = 1;
+            cfg.attrs = &a;
+            cfg.numAttrs = 1;
+            int n = -1;
+            CK(cudaOccupancyMaxActiveClusters(&n, fm.f, &cfg));
+            printf("%-18s max active clusters of %d: %d\n", fm.name, fm.cluster, n);
+        }
+        // Placement and words: one launch, out poisoned first.
+        CK(cudaMemset(out, 0xff, words * 8));
+        CK(cudaMemset(where, 0xff, BLOCKS * PRIMES * 4));
+        CK(launch(fm, st, args));
+        CK(cudaStreamSynchronize(st));
+        std::vector<unsigned> w(BLOCKS * PRIMES);
+        CK(cudaMemcpy(w.data(), where, w.size() * 4, cudaMemcpyDeviceToHost));
+        std::vector<int> per(256, 0);
+        int used = 0, most = 0;
+        for (unsigned s : w)
+            if (s < 256 && per[s]++ == 0) used++;
+        for (int c : per) most = std::max(most, c);
+        bool same = true;
+        if (fm.moves) {
+            CK(cudaMemcpy(back.data(), out, words * 8, cudaMemcpyDeviceToHost));
+            same = std::memcmp(back.data(), h.data(), words * 8) == 0;
+        }
+        printf("%-18s SMs used %d, most blocks on one SM %d, out %s\n", fm.name, used, most,
+               fm.moves ? (same ? "== in" : "WRONG") : "(no words)");
+        cudaGraph_t gr;
+        CK(cudaStreamBeginCapture(st, cudaStreamCaptureModeThreadLocal));
+        CK(launch(fm, st, args));
+        CK(cudaStreamEndCapture(st, &gr));
+        CK(cudaGraphInstantiate(&ex[i], gr, 0));
+    }
+    cudaEvent_t a, b;
+    CK(cudaEventCreate(&a));
+    CK(cudaEventCreate(&b));
+    for (int pass = 0; pass < 3; pass++) {
+        for (int i = 0; i < F; i++) {
+            SingleCalls r;
+            CK(time_single_calls(ex[i], st, a, b, 20, 200, &r));
+            CK(cudaEventRecord(a, st));
+            for (int it = 0; it < 200; it++) CK(cudaGraphLaunch(ex[i], st));
+            CK(cudaEventRecord(b, st));
+            CK(cudaEventSynchronize(b));
+            float ms = 0;
+            CK(cudaEventElapsedTime(&ms, a, b));
+            printf("pass %d %-18s single %5.2f us  host %5.2f us  burst %5.2f us\n", pass,
+                   forms[i].name, r.event_us, r.host_us, ms * 1000.0 / 200);
+        }
+    }
+    // Words after the timed launches too.
+    for (int i = 0; i < 3; i++) {
+        CK(cudaMemset(out, 0xff, words * 8));
+        CK(cudaGraphLaunch(ex[i], st));
+        CK(cudaStreamSynchronize(st));
+        CK(cudaMemcpy(back.data(), out, words * 8, cudaMemcpyDeviceToHost));
+        printf("%-18s after timing: out %s\n", forms[i].name,
+               std::memcmp(back.data(), h.data(), words * 8) == 0 ? "== in" : "WRONG");
+    }
+    return 0;
+}
