@@ -1930,7 +1930,7 @@ GS_KERNEL2 ks_inner_gs(KS_INNER_PARAMS, unsigned* sync_ctr) {
 // arguments above still hold. A row item takes its successor only when done (holding a row
 // item of its own limb while waiting for that limb's loads would deadlock).
 // The last block to leave (qs[1] counts them) zeroes qs for the next launch on its stream.
-// The key-switch tail (tail != 0; the ModUp of a key switch: limbs_y = rows target rows, the
+// ntt_fwd_gqt, the key-switch tail (the ModUp of a key switch: limbs_y = rows target rows, the
 // last one P, limbs_z = digits): ks_inner_gs's work for the P row (the inner product of the
 // extended digits' P rows with the key and the inverse NTT, for both components, into acc as
 // ks_inner_gs would write it) as 4 CL more items after the ModUp's: 2 CL first phases (rows of
@@ -1938,7 +1938,9 @@ GS_KERNEL2 ks_inner_gs(KS_INNER_PARAMS, unsigned* sync_ctr) {
 // takes the P row's limbs first (limb index l < limbs_z is (P, digit l)); a P-row row item,
 // when stored, counts itself in qs[2 + 2 limbs]; a first-phase tail item waits until that is
 // limbs_z CL, then counts itself in qs[3 + 2 limbs + c]; a second-phase item waits until that
-// is CL. Tail items wait only for items of smaller tickets (taken by running blocks that wait
+// is CL. The first phases' tickets follow the P row's row items after one wave of blocks (so
+// they find those words stored and run beside the other limbs' row items), the second phases'
+// follow every row item. Tail items wait only for items of smaller tickets (taken by running blocks that wait
 // for nothing later than themselves), so the argument above still holds. ks_inner_gs then runs
 // the Q rows only: 8 blocks per row and component on the level-0 ciphertext's 128 blocks, one
 // per SM, where with the P row 12 SMs held two of 144 blocks (~4.5 us of that kernel, docs/perf.md
@@ -1946,15 +1948,23 @@ GS_KERNEL2 ks_inner_gs(KS_INNER_PARAMS, unsigned* sync_ctr) {
 // digit stride out_zs, row stride out_ys).
 // qs: 2 + 2 * limbs_y * limbs_z words (3 more with the tail), zero at the launch. Grid (blocks >= CL, 1, 1),
 // GS_THREADS threads.
-GS_KERNEL2 ntt_fwd_gq(NTT_FWD_PARAMS, uint32_t limbs_y, uint32_t limbs_z, unsigned* qs,
-                      const u64* __restrict__ key, u64* __restrict__ acc,
-                      const WP* __restrict__ twi, const Post* __restrict__ post, u64 key_ds,
-                      u64 key_cs, uint32_t tail) {
+// The queue's body: TAIL = false is ntt_fwd_gq, TAIL = true ntt_fwd_gqt (separate kernels,
+// so that the plain queue keeps its own register allocation at the 128-register cap).
+template <bool TAIL>
+__device__ __forceinline__ void gq_body(NTT_FWD_PARAMS, uint32_t limbs_y, uint32_t limbs_z,
+                                        unsigned* qs, const u64* __restrict__ key,
+                                        u64* __restrict__ acc, const WP* __restrict__ twi,
+                                        const Post* __restrict__ post, u64 key_ds, u64 key_cs) {
     CL_SHARED(s);
     grid_dep_wait();
     const uint32_t limbs = limbs_y * limbs_z, items = CL * limbs;
-    const uint32_t tickets = 2 * items + (tail ? 4 * CL : 0);
+    const uint32_t tickets = 2 * items + (TAIL ? 4 * CL : 0);
     unsigned* p_rows = &qs[2 + 2 * limbs];  // the P row's stored row items (tail)
+    // Tail tickets: the 2 CL first-phase items come after row ticket s1 (the P row's limbs'
+    // row items plus one wave of blocks, rounded to whole limbs, so that their words are
+    // stored by the time those items start), the 2 CL second-phase items after every row item.
+    const uint32_t wave = (gridDim.x + CL - 1) / CL * CL;
+    const uint32_t s1 = CL * limbs_z + wave < items ? CL * limbs_z + wave : items;
     unsigned next = ~0u;  // thread 0: the ticket taken ahead, if any
     for (;;) {
         // The ticket through the tile (word 0): read by all after the barrier, and the tile is
@@ -1965,10 +1975,24 @@ GS_KERNEL2 ntt_fwd_gq(NTT_FWD_PARAMS, uint32_t limbs_y, uint32_t limbs_z, unsign
         __syncthreads();
         if (ticket >= tickets) break;
         next = ~0u;
-        if (ticket >= 2 * items) {
+        // Row item index (or the tail item j = 0..4 CL, first phases first) of the ticket.
+        uint32_t t = ticket;
+        if constexpr (TAIL) {
+            if (ticket >= items + s1) {
+                const uint32_t u = ticket - items - s1;
+                if (u < 2 * CL) {
+                    t = 2 * items + u;  // first phase
+                } else if (ticket >= 2 * items + 2 * CL) {
+                    t = ticket;  // second phase: 2 items + 2 CL + (0 .. 2 CL)
+                } else {
+                    t = ticket - 2 * CL;  // a row item after the first phases
+                }
+            }
+        }
+        if (TAIL && t >= 2 * items) {
             // A tail item: phase 1 (rows) or 2 (columns) of block k of the P row's inverse
             // NTT of component c.
-            const uint32_t j = ticket - 2 * items, second = j >= 2 * CL;
+            const uint32_t j = t - 2 * items, second = j >= 2 * CL;
             const uint32_t c = (j % (2 * CL)) / CL, k = j % CL, y = limbs_y - 1;
             const uint32_t pid = prime_off + y;
             const Prime p = primes[pid];
@@ -2004,11 +2028,11 @@ GS_KERNEL2 ntt_fwd_gq(NTT_FWD_PARAMS, uint32_t limbs_y, uint32_t limbs_z, unsign
             __syncthreads();
             continue;
         }
-        const bool rows = ticket >= items;
-        const uint32_t i = rows ? ticket - items : ticket, limb = i / CL;
-        // With the tail, the P row's limbs come first: limb l < limbs_z is (P, digit l).
+        const bool rows = t >= items;
+        const uint32_t i = rows ? t - items : t, limb = i / CL;
         uint3 at = {i % CL, limb % limbs_y, limb / limbs_y};
-        if (tail) {
+        if constexpr (TAIL) {
+            // The P row's limbs come first: limb l < limbs_z is (P, digit l).
             const uint32_t q_rows = limbs_y - 1;
             at = limb < limbs_z ? uint3{i % CL, q_rows, limb}
                                 : uint3{i % CL, (limb - limbs_z) % q_rows, (limb - limbs_z) / q_rows};
@@ -2029,7 +2053,7 @@ GS_KERNEL2 ntt_fwd_gq(NTT_FWD_PARAMS, uint32_t limbs_y, uint32_t limbs_z, unsign
             }
             __syncthreads();
             ntt_fwd_entry<4>(s, at, NTT_FWD_ARGS, &qs[2 + limbs + limb]);
-            if (tail && limb < limbs_z) {
+            if (TAIL && limb < limbs_z) {
                 __syncthreads();
                 if (threadIdx.x == 0) {
                     __threadfence();  // the P-row limb's stored words, for the tail items
@@ -2042,9 +2066,18 @@ GS_KERNEL2 ntt_fwd_gq(NTT_FWD_PARAMS, uint32_t limbs_y, uint32_t limbs_z, unsign
     if (threadIdx.x == 0 && atomicAdd(&qs[1], 1u) == gridDim.x - 1) {
         // Every block has left the loop: nobody reads qs again in this launch; the next launch
         // on the stream starts after this one ends, so it sees the zeros.
-        for (uint32_t l = 0; l < 2 * limbs + (tail ? 3 : 0); l++) qs[2 + l] = 0;
+        for (uint32_t l = 0; l < 2 * limbs + (TAIL ? 3 : 0); l++) qs[2 + l] = 0;
         qs[0] = 0;
         qs[1] = 0;
     }
+}
+GS_KERNEL2 ntt_fwd_gq(NTT_FWD_PARAMS, uint32_t limbs_y, uint32_t limbs_z, unsigned* qs) {
+    gq_body<false>(NTT_FWD_ARGS, limbs_y, limbs_z, qs, nullptr, nullptr, nullptr, nullptr, 0, 0);
+}
+GS_KERNEL2 ntt_fwd_gqt(NTT_FWD_PARAMS, uint32_t limbs_y, uint32_t limbs_z, unsigned* qs,
+                       const u64* __restrict__ key, u64* __restrict__ acc,
+                       const WP* __restrict__ twi, const Post* __restrict__ post, u64 key_ds,
+                       u64 key_cs) {
+    gq_body<true>(NTT_FWD_ARGS, limbs_y, limbs_z, qs, key, acc, twi, post, key_ds, key_cs);
 }
 

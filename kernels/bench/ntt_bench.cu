@@ -665,26 +665,21 @@ int main(int argc, char** argv) {
             // The key-switch tail's arguments (ks_inner_gs's: rows 12's key, accumulators,
             // tables), used when ks_tail_now.
             KsArgs a{ks_key + (u64)(set % 4) * ks_key_words};
-            uint32_t tail = ks_tail_now ? 1 : 0;
             void* args[] = {&c1, &ext, &dp, &dtw, &pre, &off, &zero, &n, &n, &rn,
                             &mode, &g, &soff, &one, &ly, &lz, &gq_state, &a.key, &ks_acc,
-                            &dtw, &dpostf, &a.kds, &a.kcs, &tail};
+                            &dtw, &dpostf, &a.kds, &a.kcs};
+            void* f = ks_tail_now ? (void*)ntt_fwd_gqt : (void*)ntt_fwd_gq;
             int bps = 0, sms = 0;
-            cudaOccupancyMaxActiveBlocksPerMultiprocessor(&bps, (void*)ntt_fwd_gq, GS_THREADS, 0);
+            cudaOccupancyMaxActiveBlocksPerMultiprocessor(&bps, f, GS_THREADS, 0);
             cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0);
             const int blocks = std::min(8 * 72, bps * sms);
-            return cudaLaunchKernel((void*)ntt_fwd_gq, dim3(blocks), dim3(GS_THREADS), args, 0, st);
+            return cudaLaunchKernel(f, dim3(blocks), dim3(GS_THREADS), args, 0, st);
         } else if (which == 18) {
             // The ciphertext's forward NTT (as row 0) by the work queue ntt_fwd_gq with a plain
             // launch (deadlock-free at any grid of at least CL blocks): one item pair per block.
-            uint32_t ly = limbs, lz = comps, notail = 0;
-            const u64* nokey = nullptr;
-            u64* noacc = nullptr;
-            const Post* nopost = nullptr;
-            u64 zero = 0;
+            uint32_t ly = limbs, lz = comps;
             void* args[] = {&src, &dst, &dp, &dtw, &nopre, &off, &ys, &zs, &ys, &zs,
-                            &mode, &ginv, &soff, &sbz, &ly, &lz, &gq_state, &nokey, &noacc,
-                            &dtw, &nopost, &zero, &zero, &notail};
+                            &mode, &ginv, &soff, &sbz, &ly, &lz, &gq_state};
             return cudaLaunchKernel((void*)ntt_fwd_gq, dim3(8 * limbs * comps), dim3(GS_THREADS),
                                     args, 0, st);
         } else if (which == 8) {

@@ -652,8 +652,7 @@ int main() {
             std::vector<u64> ext3(ext2.size(), ~0ull);
             launch_cluster(dim3{CL, 1, 1}, GS_THREADS, [&] {
                 ntt_fwd_gq(src, M(ext3), PR(T), WPP(T.twf), WPP(T.reduce), off, 0, n, n, rows * n,
-                           0, gi, off, 1, rows, L, qs.data(), nullptr, nullptr, nullptr, nullptr,
-                           0, 0, 0);
+                           0, gi, off, 1, rows, L, qs.data());
             });
             expect_eq("ModUp as a work queue (global exchange)", ext3, ext2);
             for (unsigned v : qs)
@@ -682,8 +681,8 @@ int main() {
                         2 * 9 * n, 9 * n, nullptr, 0, nullptr, ks_ctr.data());
         });
         expect_eq("key inner product + inverse NTT (global exchange)", acc_g, acc2);
-        // The P row's inner product + inverse NTT as the ModUp queue's tail items (ntt_fwd_gq
-        // with tail = 1), then ks_inner_gs over the Q rows only (as CudaEngine::key_switch on
+        // The P row's inner product + inverse NTT as the ModUp queue's tail items
+        // (ntt_fwd_gqt), then ks_inner_gs over the Q rows only (as CudaEngine::key_switch on
         // GlobalSync): the same extended digits and accumulators; twice, as the queue state
         // must come back zeroed.
         {
@@ -691,9 +690,9 @@ int main() {
             for (int rep = 0; rep < 2; rep++) {
                 std::vector<u64> ext4(ext2.size(), ~0ull), acc4(acc2.size(), ~0ull);
                 launch_cluster(dim3{CL, 1, 1}, GS_THREADS, [&] {
-                    ntt_fwd_gq(src, M(ext4), PR(T), WPP(T.twf), WPP(T.reduce), off, 0, n, n,
-                               rows * n, 0, gi, off, 1, rows, L, qt.data(), P(key), M(acc4),
-                               WPP(T.twi), POSTP(T.ks_post), 2 * 9 * n, 9 * n, 1);
+                    ntt_fwd_gqt(src, M(ext4), PR(T), WPP(T.twf), WPP(T.reduce), off, 0, n, n,
+                                rows * n, 0, gi, off, 1, rows, L, qt.data(), P(key), M(acc4),
+                                WPP(T.twi), POSTP(T.ks_post), 2 * 9 * n, 9 * n);
                 });
                 expect_eq("ModUp with the key-switch tail (work queue)", ext4, ext2);
                 std::vector<unsigned> kc((size_t)2 * rows * 2, 0u);

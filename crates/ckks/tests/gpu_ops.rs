@@ -584,7 +584,10 @@ fn key_switch_tail_in_the_modup_queue_matches_cpu() {
         .cpu
         .create_rotation_key(5, fx.cpu.secret_key())
         .expect("rotation key");
-    let dkey = fx.gpu.upload_rotation_key(&key, &fx.stream).expect("upload");
+    let dkey = fx
+        .gpu
+        .upload_rotation_key(&key, &fx.stream)
+        .expect("upload");
     let rlk = fx
         .cpu
         .create_relinearization_key(fx.cpu.secret_key())
@@ -596,10 +599,7 @@ fn key_switch_tail_in_the_modup_queue_matches_cpu() {
     for level in [0usize, 3, 6] {
         let ct = fresh(&fx.cpu, 9, level);
         let want_rot = fx.cpu.rotate_with_key(&ct, &key).expect("cpu rotate");
-        let a = fx
-            .cpu
-            .coefficient_domain_to_ntt_domain(&ct)
-            .expect("ntt");
+        let a = fx.cpu.coefficient_domain_to_ntt_domain(&ct).expect("ntt");
         let prod = fx.cpu.multiply(&a, &a).expect("cpu multiply");
         let want_rl = fx.cpu.relinearize_with_key(&prod, &rlk).expect("cpu relin");
         let (d, dp) = (fx.up(&ct), fx.up(&prod));
@@ -609,9 +609,11 @@ fn key_switch_tail_in_the_modup_queue_matches_cpu() {
             fx.check(&format!("rotate L{level} (tail {tail})"), &want_rot, || {
                 fx.gpu.rotate_with_key(&d, &dkey, &fx.stream)
             });
-            fx.check(&format!("relinearize L{level} (tail {tail})"), &want_rl, || {
-                fx.gpu.relinearize_with_key(&dp, &drlk, &fx.stream)
-            });
+            fx.check(
+                &format!("relinearize L{level} (tail {tail})"),
+                &want_rl,
+                || fx.gpu.relinearize_with_key(&dp, &drlk, &fx.stream),
+            );
             assert_eq!(
                 fx.gpu.ks_tail_launches() - before,
                 if tail { 2 } else { 0 },

@@ -96,7 +96,7 @@ fn drv<T>(op: &'static str, r: cust::error::CudaResult<T>) -> Result<T> {
 }
 
 /// Every kernel of `kernels/ckks.cu` the engine launches, in the order of [`K`].
-const KERNELS: [&str; 27] = [
+const KERNELS: [&str; 28] = [
     "ntt_fwd_cols",
     "ntt_fwd_rows",
     "ntt_inv_rows",
@@ -124,6 +124,7 @@ const KERNELS: [&str; 27] = [
     "ntt_fwd_gq",
     "ntt_fwd_gp",
     "ntt_inv_gp",
+    "ntt_fwd_gqt",
 ];
 
 /// A kernel of [`KERNELS`] by position: launches index the engine's handle table directly
@@ -158,6 +159,7 @@ enum K {
     NttFwdGq,
     NttFwdGp,
     NttInvGp,
+    NttFwdGqt,
 }
 
 /// What [`CudaEngine::launch`] accepts as a kernel: a [`K`] (direct index) or a kernel name
@@ -181,7 +183,7 @@ impl KernelRef for &str {
 
 /// Most parameters any kernel of `kernels/ckks.cu` takes (the argument pointer array lives on
 /// the stack, no allocation per launch).
-const MAX_ARGS: usize = 24;
+const MAX_ARGS: usize = 23;
 
 /// Blocks per thread-block cluster of the one-launch NTT kernels (`CL` in the .cu file): one
 /// cluster per limb NTT.
@@ -922,6 +924,8 @@ pub struct CudaEngine {
     gs_capacity: u32,
     // Blocks of `ntt_fwd_gq` the device holds at once: its grid (one wave), 0 = not used.
     gq_blocks: u32,
+    // The same for `ntt_fwd_gqt` (the queue with the key-switch tail).
+    gqt_blocks: u32,
     // Launches of the paired NTT kernels (`ntt_fwd_gp` / `ntt_inv_gp`) so far.
     paired_launches: std::sync::atomic::AtomicU64,
     // Whether a key switch's ModUp queue also computes the P row's inner product (the tail).
@@ -1037,6 +1041,7 @@ impl CudaEngine {
         .min()
         .unwrap_or(0);
         let gq_blocks = wave(K::NttFwdGq);
+        let gqt_blocks = wave(K::NttFwdGqt);
         Ok(Self {
             paired_launches: std::sync::atomic::AtomicU64::new(0),
             ks_tail: std::sync::atomic::AtomicBool::new(
@@ -1077,6 +1082,7 @@ impl CudaEngine {
             sync_streams: Mutex::new(std::collections::HashMap::new()),
             gs_capacity,
             gq_blocks,
+            gqt_blocks,
         })
     }
 
@@ -1378,38 +1384,35 @@ impl CudaEngine {
         let limbs = yz.0 as usize * yz.1 as usize;
         // At least CL_BLOCKS blocks: the rows of a limb at the ticket frontier may wait for
         // each other (see ntt_fwd_gq); the tail's three queue words after the limbs' 2 x limbs.
-        let max_limbs = if tail.is_some() {
-            SYNC_SLOTS - 2
+        let (kernel, wave, max_limbs) = if tail.is_some() {
+            (K::NttFwdGqt, self.gqt_blocks, SYNC_SLOTS - 2)
         } else {
-            SYNC_SLOTS
+            (K::NttFwdGq, self.gq_blocks, SYNC_SLOTS)
         };
-        if limbs > max_limbs || self.gq_blocks < CL_BLOCKS || (tail.is_some() && yz.0 < 2) {
+        if limbs > max_limbs || wave < CL_BLOCKS || (tail.is_some() && yz.0 < 2) {
             return Ok(false);
         }
         let Some(state) = self.sync_state(op, stream)? else {
             return Ok(false);
         };
         let qs = state + (2 * SYNC_SLOTS * 4) as u64;
-        let blocks = (CL_BLOCKS * limbs as u32).min(self.gq_blocks);
-        let t = tail.unwrap_or([Arg::U64(0); 6]);
+        let blocks = (CL_BLOCKS * limbs as u32).min(wave);
+        let mut extra = [Arg::U32(0); 9];
+        extra[..3].copy_from_slice(&[Arg::U32(yz.0), Arg::U32(yz.1), Arg::U64(qs)]);
+        let len = match tail {
+            Some(t) => {
+                extra[3..].copy_from_slice(&t);
+                9
+            }
+            None => 3,
+        };
         self.try_launch(
             op,
-            K::NttFwdGq,
+            kernel,
             (blocks, 1, 1),
             stream,
             args,
-            &[
-                Arg::U32(yz.0),
-                Arg::U32(yz.1),
-                Arg::U64(qs),
-                t[0],
-                t[1],
-                t[2],
-                t[3],
-                t[4],
-                t[5],
-                Arg::U32(u32::from(tail.is_some())),
-            ],
+            &extra[..len],
             false,
         )
     }
@@ -3317,6 +3320,7 @@ mod tests {
             K::NttFwdGq,
             K::NttFwdGp,
             K::NttInvGp,
+            K::NttFwdGqt,
         ];
         assert_eq!(all.len(), KERNELS.len());
         for (i, k) in all.iter().enumerate() {
