@@ -634,12 +634,6 @@ __device__ __forceinline__ void ld2sh(const u64* p, u64& x0, u64& x1) {
     x0 = v.x;
     x1 = v.y;
 }
-// Two words from L2 (not L1): words another block of the same launch stored.
-__device__ __forceinline__ void ld2cg(const u64* p, u64& x0, u64& x1) {
-    const ulonglong2 v = __ldcg(reinterpret_cast<const ulonglong2*>(p));
-    x0 = v.x;
-    x1 = v.y;
-}
 #endif
 
 // Cooley-Tukey butterfly, Harvey lazy: x, y in [0, 4q) -> [0, 4q).
@@ -1347,79 +1341,71 @@ struct LimbLines {
         return limb_target(ctr);
     }
 };
-// gs_inv_ntt's first phase (its rows, into tdst) and second phase (its columns, read back
-// from tdst, into store), apart for ntt_fwd_gq's key-switch tail items.
-template <class LoadP, class Lines = LimbLines, class A = Loose>
-__device__ __forceinline__ void gs_inv_rows(u64* s, const WP* tw, u64 q, LoadP loadp,
-                                            u64* tdst, Lines lines) {
-    const uint32_t tid = threadIdx.x;
-    const uint32_t lo = tid % 16, hi = tid / 16, ah = hi >> 1, b0 = hi & 1;
-    u64 x[8];
-    // Round 1: b bit 0 (half-span 1), pairs b = 2 (lo + 16i) of row hi.
-    {
-        const uint32_t row = lines.row(hi);
-        uint32_t pos[4];
-#pragma unroll
-        for (int i = 0; i < 4; i++) pos[i] = lines.roff(hi) + 2 * (lo + 16 * i);
-        loadp(pos, x);
-#pragma unroll
-        for (int i = 0; i < 4; i++) {
-            const uint32_t b = 2 * (lo + 16 * i);
-            A::gs(x[2 * i], x[2 * i + 1], ldwp(tw + (SUB + row) * 64 + b / 2), q);
-            if (hi >= 8) {
-                st2(s + (gs_rw(hi, b) & ~1u), x[2 * i + 1], x[2 * i]);
-            } else {
-                st2(s + (gs_rw(hi, b) & ~1u), x[2 * i], x[2 * i + 1]);
-            }
-        }
-    }
-    __syncthreads();
-    // Round 2: b bits 1..3 of row lo.
-    gs_mid_round<false, true, A>(s, lo, ah, b0, tw, (SUB + lines.row(lo)) * 8 + ah, q);
-    __syncthreads();
-    // Round 3: b bits 4..6 (b = lo + 16e) of row hi, into the output limb.
-#pragma unroll
-    for (int e = 0; e < 8; e++) x[e] = s[gs_rw(hi, lo + 16 * e)];
-    inv8<A>(x, tw7(tw, SUB + lines.row(hi)), q);
-#pragma unroll
-    for (int e = 0; e < 8; e++) tdst[lines.roff(hi) + lo + 16 * e] = x[e];
-}
-template <class Store, class Lines = LimbLines, class A = Loose>
-__device__ __forceinline__ void gs_inv_cols(u64* s, const WP* tw, u64 q, Store store,
-                                            const u64* tdst, const Post& c, Lines lines) {
-    const uint32_t tid = threadIdx.x;
-    const uint32_t lo = tid % 16, hi = tid / 16, ah = hi >> 1, b0 = hi & 1;
-    const uint32_t col = lines.col(lo);
-    u64 x[8];
-    // Round 1: a bit 0, pairs a = 2 (hi + 16i).
-#pragma unroll
-    for (int i = 0; i < 4; i++) {
-        const uint32_t a = 2 * (hi + 16 * i);
-        u64 x0 = ldcg(tdst + a * SUB + col), x1 = ldcg(tdst + (a + 1) * SUB + col);
-        A::gs(x0, x1, ldwp(tw + 64 + a / 2), q);
-        s[gs_cw(lo, a)] = x0;
-        s[gs_cw(lo, a + 1)] = x1;
-    }
-    __syncthreads();
-    // Round 2: a bits 1..3 (a = 16 ah + 2e + b0).
-    gs_mid_round<false, false, A>(s, lo, ah, b0, tw, 8 + ah, q);
-    __syncthreads();
-    // Round 3: a bits 4..6 (a = hi + 16e), scaled by c.
-#pragma unroll
-    for (int e = 0; e < 8; e++) x[e] = s[gs_cw(lo, hi + 16 * e)];
-    inv8_last<A>(x, tw, c, q);
-#pragma unroll
-    for (int e = 0; e < 8; e++) store((hi + 16 * e) * SUB + col, x[e]);
-}
 template <class LoadP, class Store, class Lines = LimbLines, class A = Loose>
 __device__ __forceinline__ void gs_inv_ntt(u64* s, const WP* tw, u64 q, LoadP loadp, Store store,
                                            u64* tdst, unsigned* ctr, const Post& c,
                                            Lines lines = LimbLines{blockIdx.x}) {
+    const uint32_t tid = threadIdx.x;
+    const uint32_t lo = tid % 16, hi = tid / 16, ah = hi >> 1, b0 = hi & 1;
     unsigned target = 0;
-    if (threadIdx.x == 0) target = lines.target(ctr);
-    gs_inv_rows<LoadP, Lines, A>(s, tw, q, loadp, tdst, lines);
+    if (tid == 0) target = lines.target(ctr);
+    {
+        u64 x[8];
+        // Round 1: b bit 0 (half-span 1), pairs b = 2 (lo + 16i) of row hi.
+        {
+            const uint32_t row = lines.row(hi);
+            uint32_t pos[4];
+#pragma unroll
+            for (int i = 0; i < 4; i++) pos[i] = lines.roff(hi) + 2 * (lo + 16 * i);
+            loadp(pos, x);
+#pragma unroll
+            for (int i = 0; i < 4; i++) {
+                const uint32_t b = 2 * (lo + 16 * i);
+                A::gs(x[2 * i], x[2 * i + 1], ldwp(tw + (SUB + row) * 64 + b / 2), q);
+                if (hi >= 8) {
+                    st2(s + (gs_rw(hi, b) & ~1u), x[2 * i + 1], x[2 * i]);
+                } else {
+                    st2(s + (gs_rw(hi, b) & ~1u), x[2 * i], x[2 * i + 1]);
+                }
+            }
+        }
+        __syncthreads();
+        // Round 2: b bits 1..3 of row lo.
+        gs_mid_round<false, true, A>(s, lo, ah, b0, tw, (SUB + lines.row(lo)) * 8 + ah, q);
+        __syncthreads();
+        // Round 3: b bits 4..6 (b = lo + 16e) of row hi, into the output limb.
+        {
+#pragma unroll
+            for (int e = 0; e < 8; e++) x[e] = s[gs_rw(hi, lo + 16 * e)];
+            inv8<A>(x, tw7(tw, SUB + lines.row(hi)), q);
+#pragma unroll
+            for (int e = 0; e < 8; e++) tdst[lines.roff(hi) + lo + 16 * e] = x[e];
+        }
+    }
     limb_sync(ctr, target);  // every row of the limb is in tdst
-    gs_inv_cols<Store, Lines, A>(s, tw, q, store, tdst, c, lines);
+    {
+        const uint32_t col = lines.col(lo);
+        u64 x[8];
+        // Round 1: a bit 0, pairs a = 2 (hi + 16i).
+#pragma unroll
+        for (int i = 0; i < 4; i++) {
+            const uint32_t a = 2 * (hi + 16 * i);
+            u64 x0 = ldcg(tdst + a * SUB + col), x1 = ldcg(tdst + (a + 1) * SUB + col);
+            A::gs(x0, x1, ldwp(tw + 64 + a / 2), q);
+            s[gs_cw(lo, a)] = x0;
+            s[gs_cw(lo, a + 1)] = x1;
+        }
+        __syncthreads();
+        // Round 2: a bits 1..3 (a = 16 ah + 2e + b0).
+        gs_mid_round<false, false, A>(s, lo, ah, b0, tw, 8 + ah, q);
+        __syncthreads();
+        // Round 3: a bits 4..6 (a = hi + 16e), scaled by c.
+#pragma unroll
+        for (int e = 0; e < 8; e++) x[e] = s[gs_cw(lo, hi + 16 * e)];
+        inv8_last<A>(x, tw, c, q);
+#pragma unroll
+        for (int e = 0; e < 8; e++) store((hi + 16 * e) * SUB + col, x[e]);
+    }
 }
 
 // Forward NTT kernels with the arguments and input modes of ntt_fwd_cols (plain, signed lift,
@@ -1520,6 +1506,75 @@ GS_KERNEL ntt_fwd_gs(NTT_FWD_PARAMS, unsigned* sync_ctr) {
     CL_SHARED(s);
     grid_dep_wait();
     ntt_fwd_entry<2>(s, blockIdx, NTT_FWD_ARGS, sync_ctr);
+}
+
+// The forward NTT of limbs_y x limbs_z limbs (limb (y, z) as ntt_fwd_gs's block (k, y, z)) as a
+// queue of work items, for launches too large for one cooperative wave (key switching's ModUp:
+// 72 limbs at level 0). Item i < CL * limbs is the column phase of block i % CL of limb i / CL,
+// item CL * limbs + i its row phase. Blocks take items in ticket order (qs[0]) until none is
+// left. A column phase waits for nothing and, when stored, counts itself in its limb's qs[2 +
+// limb]; a row phase waits until that count is CL. Every column item has a smaller ticket than
+// any row item, so the items a waiting block depends on were taken by blocks already running,
+// which finish them without waiting: no block needs another to become resident, so any grid of
+// at least CL blocks works (a plain launch; the engine uses one wave, 2 blocks per SM), and
+// while the last column items run, blocks already do the first limbs' rows (the limb barrier
+// of ntt_fwd_gs, hidden).
+// With sigma_g (src_by_z and ginv set) the row items store through the slot permutation, into
+// rows that the limb's other row items read: they count their loads in qs[2 + limbs + limb]
+// and store once it is CL. Those items have consecutive tickets, so only the limb at the
+// ticket frontier can be partly taken, and every other waiting limb has all its items running:
+// no deadlock with at least CL blocks.
+// While a block runs a column item, its thread 0 already takes the next ticket (the atomic's
+// round trip to L2 hides behind the item): the ticket held is then either a column item (which
+// waits for nothing) or a row item whose holder waits for nothing until it starts it, so the
+// arguments above still hold. A row item takes its successor only when done (holding a row
+// item of its own limb while waiting for that limb's loads would deadlock).
+// The last block to leave (qs[1] counts them) zeroes qs for the next launch on its stream.
+// qs: 2 + 2 * limbs_y * limbs_z words, zero at the launch. Grid (blocks >= CL, 1, 1),
+// GS_THREADS threads.
+GS_KERNEL2 ntt_fwd_gq(NTT_FWD_PARAMS, uint32_t limbs_y, uint32_t limbs_z, unsigned* qs) {
+    CL_SHARED(s);
+    grid_dep_wait();
+    const uint32_t limbs = limbs_y * limbs_z, items = CL * limbs;
+    unsigned next = ~0u;  // thread 0: the ticket taken ahead, if any
+    for (;;) {
+        // The ticket through the tile (word 0): read by all after the barrier, and the tile is
+        // written again only after the second one.
+        if (threadIdx.x == 0) s[0] = next != ~0u ? next : atomicAdd(&qs[0], 1u);
+        __syncthreads();
+        const uint32_t ticket = (uint32_t)s[0];
+        __syncthreads();
+        if (ticket >= 2 * items) break;
+        const bool rows = ticket >= items;
+        const uint32_t i = rows ? ticket - items : ticket, limb = i / CL;
+        const uint3 at = {i % CL, limb % limbs_y, limb / limbs_y};
+        unsigned* arrived = &qs[2 + limb];
+        next = ~0u;
+        if (!rows) {
+            if (threadIdx.x == 0) next = atomicAdd(&qs[0], 1u);
+            ntt_fwd_entry<3>(s, at, NTT_FWD_ARGS);
+            __syncthreads();
+            if (threadIdx.x == 0) {
+                __threadfence();  // releases every store of the block (cumulative after the barrier)
+                atomicAdd(arrived, 1u);
+            }
+        } else {
+            if (threadIdx.x == 0) {
+                while (ld_acquire(arrived) < CL) {
+                }
+            }
+            __syncthreads();
+            ntt_fwd_entry<4>(s, at, NTT_FWD_ARGS, &qs[2 + limbs + limb]);
+        }
+        __syncthreads();
+    }
+    if (threadIdx.x == 0 && atomicAdd(&qs[1], 1u) == gridDim.x - 1) {
+        // Every block has left the loop: nobody reads qs again in this launch; the next launch
+        // on the stream starts after this one ends, so it sees the zeros.
+        for (uint32_t l = 0; l < 2 * limbs; l++) qs[2 + l] = 0;
+        qs[0] = 0;
+        qs[1] = 0;
+    }
 }
 
 // Inverse NTT, then x * post[pid] (canonical), one launch, grid (CL, limbs, components),
@@ -1811,8 +1866,7 @@ GS_KERNEL ntt_inv_gp(const u64* __restrict__ in, u64* __restrict__ out,
 // in 128 bits and reduced once per 8 digits: 8 q^2 < q * 2^64 for q < 2^61, which mont_reduce
 // needs. The sum of the reductions is sum_d ext * key * 2^-64 mod q, as a Montgomery product
 // per digit would give; mont(v, P mod q) = v * P * 2^-64 carries the same factor.
-// CG: the digits' words through L2 (ntt_fwd_gq's tail, whose digits the same launch stored).
-template <int M, bool CG = false>
+template <int M>
 __device__ __forceinline__ void ks_sum(const u64* e0, const u64* k0, u64 ext_ds, u64 key_ds,
                                        uint32_t digits, const u64* add, u64 pm, const Prime& p,
                                        const uint32_t (&pos)[M], u64 (&x)[2 * M]) {
@@ -1829,11 +1883,7 @@ __device__ __forceinline__ void ks_sum(const u64* e0, const u64* k0, u64 ext_ds,
             u64 e[2 * M], k[2 * M];
 #pragma unroll
             for (int i = 0; i < M; i++) {
-                if constexpr (CG) {
-                    ld2cg(e0 + d * ext_ds + pos[i], e[2 * i], e[2 * i + 1]);
-                } else {
-                    ld2sh(e0 + d * ext_ds + pos[i], e[2 * i], e[2 * i + 1]);
-                }
+                ld2sh(e0 + d * ext_ds + pos[i], e[2 * i], e[2 * i + 1]);
                 ld2sh(k0 + d * key_ds + pos[i], k[2 * i], k[2 * i + 1]);
             }
 #pragma unroll
@@ -1907,177 +1957,3 @@ GS_KERNEL2 ks_inner_gs(KS_INNER_PARAMS, unsigned* sync_ctr) {
     grid_dep_wait();
     ks_inner_entry<true>(KS_INNER_ARGS, sync_ctr);
 }
-
-// The forward NTT of limbs_y x limbs_z limbs (limb (y, z) as ntt_fwd_gs's block (k, y, z)) as a
-// queue of work items, for launches too large for one cooperative wave (key switching's ModUp:
-// 72 limbs at level 0). Item i < CL * limbs is the column phase of block i % CL of limb i / CL,
-// item CL * limbs + i its row phase. Blocks take items in ticket order (qs[0]) until none is
-// left. A column phase waits for nothing and, when stored, counts itself in its limb's qs[2 +
-// limb]; a row phase waits until that count is CL. Every column item has a smaller ticket than
-// any row item, so the items a waiting block depends on were taken by blocks already running,
-// which finish them without waiting: no block needs another to become resident, so any grid of
-// at least CL blocks works (a plain launch; the engine uses one wave, 2 blocks per SM), and
-// while the last column items run, blocks already do the first limbs' rows (the limb barrier
-// of ntt_fwd_gs, hidden).
-// With sigma_g (src_by_z and ginv set) the row items store through the slot permutation, into
-// rows that the limb's other row items read: they count their loads in qs[2 + limbs + limb]
-// and store once it is CL. Those items have consecutive tickets, so only the limb at the
-// ticket frontier can be partly taken, and every other waiting limb has all its items running:
-// no deadlock with at least CL blocks.
-// While a block runs a column item, its thread 0 already takes the next ticket (the atomic's
-// round trip to L2 hides behind the item): the ticket held is then either a column item (which
-// waits for nothing) or a row item whose holder waits for nothing until it starts it, so the
-// arguments above still hold. A row item takes its successor only when done (holding a row
-// item of its own limb while waiting for that limb's loads would deadlock).
-// The last block to leave (qs[1] counts them) zeroes qs for the next launch on its stream.
-// ntt_fwd_gqt, the key-switch tail (the ModUp of a key switch: limbs_y = rows target rows, the
-// last one P, limbs_z = digits): ks_inner_gs's work for the P row (the inner product of the
-// extended digits' P rows with the key and the inverse NTT, for both components, into acc as
-// ks_inner_gs would write it) as 4 CL more items after the ModUp's: 2 CL first phases (rows of
-// the inverse NTT, block k of component c), then 2 CL second phases (its columns). The ModUp
-// takes the P row's limbs first (limb index l < limbs_z is (P, digit l)); a P-row row item,
-// when stored, counts itself in qs[2 + 2 limbs]; a first-phase tail item waits until that is
-// limbs_z CL, then counts itself in qs[3 + 2 limbs + c]; a second-phase item waits until that
-// is CL. The first phases' tickets follow the P row's row items after one wave of blocks (so
-// they find those words stored and run beside the other limbs' row items), the second phases'
-// follow every row item. Tail items wait only for items of smaller tickets (taken by running blocks that wait
-// for nothing later than themselves), so the argument above still holds. ks_inner_gs then runs
-// the Q rows only: 8 blocks per row and component on the level-0 ciphertext's 128 blocks, one
-// per SM, where with the P row 12 SMs held two of 144 blocks (~4.5 us of that kernel, docs/perf.md
-// "Twelfth session"). key, acc, twi, post, key_ds, key_cs: ks_inner_gs's arguments (ext = out,
-// digit stride out_zs, row stride out_ys).
-// qs: 2 + 2 * limbs_y * limbs_z words (3 more with the tail), zero at the launch. Grid (blocks >= CL, 1, 1),
-// GS_THREADS threads.
-// The queue's body: TAIL = false is ntt_fwd_gq, TAIL = true ntt_fwd_gqt (separate kernels,
-// so that the plain queue keeps its own register allocation at the 128-register cap).
-template <bool TAIL>
-__device__ __forceinline__ void gq_body(NTT_FWD_PARAMS, uint32_t limbs_y, uint32_t limbs_z,
-                                        unsigned* qs, const u64* __restrict__ key,
-                                        u64* __restrict__ acc, const WP* __restrict__ twi,
-                                        const Post* __restrict__ post, u64 key_ds, u64 key_cs) {
-    CL_SHARED(s);
-    grid_dep_wait();
-    const uint32_t limbs = limbs_y * limbs_z, items = CL * limbs;
-    const uint32_t tickets = 2 * items + (TAIL ? 4 * CL : 0);
-    unsigned* p_rows = &qs[2 + 2 * limbs];  // the P row's stored row items (tail)
-    // Tail tickets: the 2 CL first-phase items come after row ticket s1 (the P row's limbs'
-    // row items plus one wave of blocks, rounded to whole limbs, so that their words are
-    // stored by the time those items start), the 2 CL second-phase items after every row item.
-    const uint32_t wave = (gridDim.x + CL - 1) / CL * CL;
-    const uint32_t s1 = CL * limbs_z + wave < items ? CL * limbs_z + wave : items;
-    unsigned next = ~0u;  // thread 0: the ticket taken ahead, if any
-    for (;;) {
-        // The ticket through the tile (word 0): read by all after the barrier, and the tile is
-        // written again only after the second one.
-        if (threadIdx.x == 0) s[0] = next != ~0u ? next : atomicAdd(&qs[0], 1u);
-        __syncthreads();
-        const uint32_t ticket = (uint32_t)s[0];
-        __syncthreads();
-        if (ticket >= tickets) break;
-        next = ~0u;
-        // Row item index (or the tail item j = 0..4 CL, first phases first) of the ticket.
-        uint32_t t = ticket;
-        if constexpr (TAIL) {
-            if (ticket >= items + s1) {
-                const uint32_t u = ticket - items - s1;
-                if (u < 2 * CL) {
-                    t = 2 * items + u;  // first phase
-                } else if (ticket >= 2 * items + 2 * CL) {
-                    t = ticket;  // second phase: 2 items + 2 CL + (0 .. 2 CL)
-                } else {
-                    t = ticket - 2 * CL;  // a row item after the first phases
-                }
-            }
-        }
-        if (TAIL && t >= 2 * items) {
-            // A tail item: phase 1 (rows) or 2 (columns) of block k of the P row's inverse
-            // NTT of component c.
-            const uint32_t j = t - 2 * items, second = j >= 2 * CL;
-            const uint32_t c = (j % (2 * CL)) / CL, k = j % CL, y = limbs_y - 1;
-            const uint32_t pid = prime_off + y;
-            const Prime p = primes[pid];
-            const WP* tw = twi + (u64)pid * NN;
-            u64* dst = acc + ((u64)c * limbs_y + y) * NN;
-            unsigned* done1 = &qs[3 + 2 * limbs + c];
-            if (threadIdx.x == 0) {
-                if (!second) {
-                    while (ld_acquire(p_rows) < limbs_z * CL) {
-                    }
-                } else {
-                    while (ld_acquire(done1) < CL) {
-                    }
-                }
-            }
-            __syncthreads();
-            if (!second) {
-                const u64* e0 = out + (u64)y * out_ys;
-                const u64* k0 = key + (u64)prime_off * key_ds + c * key_cs + (u64)pid * NN;
-                auto loadp = [&](const uint32_t(&pos)[4], u64(&x)[8]) {
-                    ks_sum<4, true>(e0, k0, out_zs, key_ds, limbs_z, nullptr, 0, p, pos, x);
-                };
-                gs_inv_rows(s, tw, p.q, loadp, dst, LimbLines{k});
-                __syncthreads();
-                if (threadIdx.x == 0) {
-                    __threadfence();
-                    atomicAdd(done1, 1u);
-                }
-            } else {
-                auto store = [&](uint32_t pos, u64 x) { dst[pos] = x; };
-                gs_inv_cols(s, tw, p.q, store, dst, post[pid], LimbLines{k});
-            }
-            __syncthreads();
-            continue;
-        }
-        const bool rows = t >= items;
-        const uint32_t i = rows ? t - items : t, limb = i / CL;
-        uint3 at = {i % CL, limb % limbs_y, limb / limbs_y};
-        if constexpr (TAIL) {
-            // The P row's limbs come first: limb l < limbs_z is (P, digit l).
-            const uint32_t q_rows = limbs_y - 1;
-            at = limb < limbs_z ? uint3{i % CL, q_rows, limb}
-                                : uint3{i % CL, (limb - limbs_z) % q_rows, (limb - limbs_z) / q_rows};
-        }
-        unsigned* arrived = &qs[2 + limb];
-        if (!rows) {
-            if (threadIdx.x == 0) next = atomicAdd(&qs[0], 1u);
-            ntt_fwd_entry<3>(s, at, NTT_FWD_ARGS);
-            __syncthreads();
-            if (threadIdx.x == 0) {
-                __threadfence();  // releases every store of the block (cumulative after the barrier)
-                atomicAdd(arrived, 1u);
-            }
-        } else {
-            if (threadIdx.x == 0) {
-                while (ld_acquire(arrived) < CL) {
-                }
-            }
-            __syncthreads();
-            ntt_fwd_entry<4>(s, at, NTT_FWD_ARGS, &qs[2 + limbs + limb]);
-            if (TAIL && limb < limbs_z) {
-                __syncthreads();
-                if (threadIdx.x == 0) {
-                    __threadfence();  // the P-row limb's stored words, for the tail items
-                    atomicAdd(p_rows, 1u);
-                }
-            }
-        }
-        __syncthreads();
-    }
-    if (threadIdx.x == 0 && atomicAdd(&qs[1], 1u) == gridDim.x - 1) {
-        // Every block has left the loop: nobody reads qs again in this launch; the next launch
-        // on the stream starts after this one ends, so it sees the zeros.
-        for (uint32_t l = 0; l < 2 * limbs + (TAIL ? 3 : 0); l++) qs[2 + l] = 0;
-        qs[0] = 0;
-        qs[1] = 0;
-    }
-}
-GS_KERNEL2 ntt_fwd_gq(NTT_FWD_PARAMS, uint32_t limbs_y, uint32_t limbs_z, unsigned* qs) {
-    gq_body<false>(NTT_FWD_ARGS, limbs_y, limbs_z, qs, nullptr, nullptr, nullptr, nullptr, 0, 0);
-}
-GS_KERNEL2 ntt_fwd_gqt(NTT_FWD_PARAMS, uint32_t limbs_y, uint32_t limbs_z, unsigned* qs,
-                       const u64* __restrict__ key, u64* __restrict__ acc,
-                       const WP* __restrict__ twi, const Post* __restrict__ post, u64 key_ds,
-                       u64 key_cs) {
-    gq_body<true>(NTT_FWD_ARGS, limbs_y, limbs_z, qs, key, acc, twi, post, key_ds, key_cs);
-}
-

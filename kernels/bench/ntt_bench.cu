@@ -478,9 +478,9 @@ int main(int argc, char** argv) {
     // The Galois element inverse of the ModUp rows (6, 14): KS_GINV, default 11 (0: no sigma).
     const uint32_t ks_ginv = getenv("KS_GINV") ? (uint32_t)atoi(getenv("KS_GINV")) : 11u;
     printf("ModUp rows: ginv %u\n", ks_ginv);
-    unsigned* gq_state;  // ntt_fwd_gq's queue state (2 + 2 x 72 words, 3 more for the tail), zero between launches
-    CK(cudaMalloc(&gq_state, (5 + 2 * 72) * sizeof(unsigned)));
-    CK(cudaMemset(gq_state, 0, (5 + 2 * 72) * sizeof(unsigned)));
+    unsigned* gq_state;  // ntt_fwd_gq's queue state (2 + 2 x 72 words), zero between launches
+    CK(cudaMalloc(&gq_state, (2 + 2 * 72) * sizeof(unsigned)));
+    CK(cudaMemset(gq_state, 0, (2 + 2 * 72) * sizeof(unsigned)));
     {
         std::vector<u64> kh(ks_key_words * 4);
         for (size_t i = 0; i < kh.size(); i++) kh[i] = rng() % primes[(i / NN) % 9].q;
@@ -508,9 +508,6 @@ int main(int argc, char** argv) {
     // pdl_now: rows 22 / 23 launch the inner product and ModDown (12, 8) with programmatic
     // stream serialization (PDL); those kernels start with grid_dep_wait.
     bool pdl_now = false;
-    // ks_tail_now: rows 54-55 run the ModUp queue with the key-switch tail (the P row's inner
-    // product + inverse NTT as its last items) and ks_inner_gs over the 8 Q rows only.
-    bool ks_tail_now = false;
     // The attribute "clusters of 8 along x" (rows 28-31 and the occupancy queries below).
     cudaLaunchAttribute cl8;
     cl8.id = cudaLaunchAttributeClusterDimension;
@@ -622,7 +619,7 @@ int main(int argc, char** argv) {
                             &a.rows, &a.kds, &a.kcs, &a.addn, &a.addn_cs, &a.padd, &c};
             // KS_ROWS=r as for row 7: with r = 8 the 128 blocks take one SM each (at r = 9, 12
             // SMs hold two of the 144), which shows what the shared SMs cost.
-            const unsigned ry = ks_tail_now ? 8 : getenv("KS_ROWS") ? atoi(getenv("KS_ROWS")) : 9;
+            const unsigned ry = getenv("KS_ROWS") ? atoi(getenv("KS_ROWS")) : 9;
             return go((void*)ks_inner_gs, dim3(8, ry, 2), dim3(GS_THREADS), args, true);
         } else if (which == 24) {
             // The inner product alone (ks_ip, every SM, no NTT): grid (N / 512, 9, 2), 256 threads.
@@ -662,18 +659,13 @@ int main(int argc, char** argv) {
             uint32_t g = which == 14 ? ks_ginv : 0, one = which == 17 ? 0 : 1, ly = 9, lz = 8;
             const WP* pre = which == 17 ? nullptr : dred;
             u64 zero = 0, n = NN, rn = 9ull * NN;
-            // The key-switch tail's arguments (ks_inner_gs's: rows 12's key, accumulators,
-            // tables), used when ks_tail_now.
-            KsArgs a{ks_key + (u64)(set % 4) * ks_key_words};
             void* args[] = {&c1, &ext, &dp, &dtw, &pre, &off, &zero, &n, &n, &rn,
-                            &mode, &g, &soff, &one, &ly, &lz, &gq_state, &a.key, &ks_acc,
-                            &dtw, &dpostf, &a.kds, &a.kcs};
-            void* f = ks_tail_now ? (void*)ntt_fwd_gqt : (void*)ntt_fwd_gq;
+                            &mode, &g, &soff, &one, &ly, &lz, &gq_state};
             int bps = 0, sms = 0;
-            cudaOccupancyMaxActiveBlocksPerMultiprocessor(&bps, f, GS_THREADS, 0);
+            cudaOccupancyMaxActiveBlocksPerMultiprocessor(&bps, (void*)ntt_fwd_gq, GS_THREADS, 0);
             cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0);
             const int blocks = std::min(8 * 72, bps * sms);
-            return cudaLaunchKernel(f, dim3(blocks), dim3(GS_THREADS), args, 0, st);
+            return cudaLaunchKernel((void*)ntt_fwd_gq, dim3(blocks), dim3(GS_THREADS), args, 0, st);
         } else if (which == 18) {
             // The ciphertext's forward NTT (as row 0) by the work queue ntt_fwd_gq with a plain
             // launch (deadlock-free at any grid of at least CL blocks): one item pair per block.
@@ -767,8 +759,7 @@ int main(int argc, char** argv) {
                            "ks-inv18", "ks-unf", "chain-unf-g", "fwd-cl8", "inv-cl8",
                            "fwd-cl8-g", "ks-inner-cl8", "fwd-g1p", "nop-g1", "copy-g1",
                            "inv-g1", "inv-g1p", "fwd-q4", "fwd-q4-g", "fwd-h2", "fwd-h2-g", "fwd-2k", "fwd-2k-g", "fwd-2kt-g", "fwd-d2", "fwd-d2-g", "fwd-gp", "fwd-gp-g", "inv-gp", "inv-gp-g",
-                           "fwd-gp16", "fwd-gp16-g", "inv-gp16", "inv-gp16-g",
-                           "ks-modup-gqt", "ks-chain-gqt"};
+                           "fwd-gp16", "fwd-gp16-g", "inv-gp16", "inv-gp16-g"};
     // Rows 11, 13 and 15: the three key-switching kernels back to back on one key, as rotate
     // runs them (ModUp by clusters and the inner product by ks_inner_cl; the same with
     // ks_inner_gs; the ModUp as a queue and ks_inner_gs).
@@ -791,9 +782,6 @@ int main(int argc, char** argv) {
     // Rows 44-45: run 76's ntt_fwd_d2 (both components per block), launch and one-node graph.
     // Rows 50-53: the paired kernels (rows 46-49) by a plain launch in clusters of 16, launch
     // and one-node graph, forward then inverse.
-    // Rows 54-55: the ModUp queue with the key-switch tail (row 14 plus the P row's inner
-    // product and inverse NTT) and the three key-switch kernels with it (row 15 with the tail
-    // and ks_inner_gs over the Q rows only): same ext / ModDown words as rows 14 / 15.
     std::vector<cudaGraphExec_t> graphs(116, nullptr);
     auto capture = [&](int slot, auto body) -> cudaError_t {
         if (graphs[slot]) return cudaGraphLaunch(graphs[slot], st);
@@ -856,14 +844,6 @@ int main(int argc, char** argv) {
         // Rows 47 and 49: one-node graphs of rows 46 and 48.
         if (which == 47) return capture(100 + set, [&] { return launch(46, set); });
         if (which == 49) return capture(104 + set, [&] { return launch(48, set); });
-        if (which == 54 || which == 55) {
-            ks_tail_now = true;
-            cudaError_t e = launch(14, set);
-            if (which == 55 && e == cudaSuccess) e = launch(12, set);
-            if (which == 55 && e == cudaSuccess) e = launch(8, set);
-            ks_tail_now = false;
-            return e;
-        }
         if (which == 50) return launch(54, set);
         if (which == 51) return capture(108 + set, [&] { return launch(54, set); });
         if (which == 52) return launch(55, set);
@@ -968,19 +948,19 @@ int main(int argc, char** argv) {
         printf("ks_inner_cl blocks per SM %d\n", bps);
     }
     // The rows that run at any limb count (the others assume the 8-limb key-switch set-up).
-    auto any_limbs = [](int w) { return w < 6 || w == 18 || (w >= 28 && w <= 30) || (w >= 32 && w < 54); };
+    auto any_limbs = [](int w) { return w < 6 || w == 18 || (w >= 28 && w <= 30) || w >= 32; };
     // ROWS=a,b-c: only those rows (default: all).
-    std::vector<bool> want(56, getenv("ROWS") == nullptr);
+    std::vector<bool> want(54, getenv("ROWS") == nullptr);
     if (const char* r = getenv("ROWS")) {
         for (std::string tok; *r; r += (*r == ',')) {
             tok.clear();
             while (*r && *r != ',') tok += *r++;
             const size_t dash = tok.find('-');
             const int lo = atoi(tok.c_str()), hi = dash == std::string::npos ? lo : atoi(tok.c_str() + dash + 1);
-            for (int w = lo; w <= hi && w < 56; w++) want[w] = true;
+            for (int w = lo; w <= hi && w < 54; w++) want[w] = true;
         }
     }
-    for (int which = 0; which < 56; which++) {
+    for (int which = 0; which < 54; which++) {
         if (!want[which] || (limbs != 8 && !any_limbs(which))) continue;
         for (int i = 0; i < 50; i++) CK(run(which, i % sets));
         CK(cudaStreamSynchronize(st));
@@ -1023,9 +1003,9 @@ int main(int argc, char** argv) {
         // ks-modup and ks-modup-gq (6, 14: ks_ext) must agree, and so must ks-inner and
         // ks-inner-gs (7, 12: ks_acc).
         // ks-unf (26: ks_ip + the 18-limb inverse NTT) must agree with them too.
-        const int kinds[35] = {0, 18, 28, 30, 32, 37, 38, 39, 40, 41, 42, 43, 44, 45, 46, 47, 50, 51, 1, 29, 35, 36, 48, 49, 52, 53, 6, 14, 54, 7, 12, 26, 31, 8, 4};
+        const int kinds[34] = {0, 18, 28, 30, 32, 37, 38, 39, 40, 41, 42, 43, 44, 45, 46, 47, 50, 51, 1, 29, 35, 36, 48, 49, 52, 53, 6, 14, 7, 12, 26, 31, 8, 4};
         // The chains' ModDown outputs (rows 15, 19, 20, 22, 23) must agree.
-        for (int w : {15, 19, 20, 22, 23, 27, 55}) {
+        for (int w : {15, 19, 20, 22, 23, 27}) {
             if (limbs != 8 || !want[w]) continue;
             CK(cudaMemset(out, 0, words * 8));
             CK(run(w, 0));
@@ -1040,7 +1020,7 @@ int main(int argc, char** argv) {
             CK(run(w, 0));
             CK(cudaStreamSynchronize(st));
             const bool acc = w == 7 || w == 12 || w == 26 || w == 31;
-            const bool ext = w == 6 || w == 14 || w == 54;
+            const bool ext = w == 6 || w == 14;
             std::vector<u64> v(ext ? (size_t)8 * 9 * NN : acc ? (size_t)2 * 9 * NN : words);
             CK(cudaMemcpy(v.data(), ext ? ks_ext : acc ? ks_acc : out, v.size() * 8,
                           cudaMemcpyDeviceToHost));

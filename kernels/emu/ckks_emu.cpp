@@ -77,10 +77,6 @@ static void ld2sh(const unsigned long long* p, unsigned long long& x0, unsigned 
     x0 = p[0];
     x1 = p[1];
 }
-static void ld2cg(const unsigned long long* p, unsigned long long& x0, unsigned long long& x1) {
-    x0 = __atomic_load_n(p, __ATOMIC_ACQUIRE);
-    x1 = __atomic_load_n(p + 1, __ATOMIC_ACQUIRE);
-}
 static void st2(unsigned long long* p, unsigned long long x0, unsigned long long x1) {
     p[0] = x0;
     p[1] = x1;
@@ -681,34 +677,6 @@ int main() {
                         2 * 9 * n, 9 * n, nullptr, 0, nullptr, ks_ctr.data());
         });
         expect_eq("key inner product + inverse NTT (global exchange)", acc_g, acc2);
-        // The P row's inner product + inverse NTT as the ModUp queue's tail items
-        // (ntt_fwd_gqt), then ks_inner_gs over the Q rows only (as CudaEngine::key_switch on
-        // GlobalSync): the same extended digits and accumulators; twice, as the queue state
-        // must come back zeroed.
-        {
-            std::vector<unsigned> qt(5 + 2 * (size_t)rows * L, 0u);
-            for (int rep = 0; rep < 2; rep++) {
-                std::vector<u64> ext4(ext2.size(), ~0ull), acc4(acc2.size(), ~0ull);
-                launch_cluster(dim3{CL, 1, 1}, GS_THREADS, [&] {
-                    ntt_fwd_gqt(src, M(ext4), PR(T), WPP(T.twf), WPP(T.reduce), off, 0, n, n,
-                                rows * n, 0, gi, off, 1, rows, L, qt.data(), P(key), M(acc4),
-                                WPP(T.twi), POSTP(T.ks_post), 2 * 9 * n, 9 * n);
-                });
-                expect_eq("ModUp with the key-switch tail (work queue)", ext4, ext2);
-                std::vector<unsigned> kc((size_t)2 * rows * 2, 0u);
-                launch_cluster(dim3{CL, rows - 1, 2}, GS_THREADS, [&] {
-                    ks_inner_gs(P(ext4), P(key), M(acc4), PR(T), WPP(T.twi), POSTP(T.ks_post), off,
-                                L, rows, 2 * 9 * n, 9 * n, nullptr, 0, nullptr, kc.data());
-                });
-                expect_eq("key inner product, P row in the ModUp's queue (global exchange)", acc4,
-                          acc2);
-                for (unsigned v : qt)
-                    if (v != 0) {
-                        std::printf("FAIL ntt_fwd_gq (tail) left its queue state nonzero\n");
-                        std::exit(1);
-                    }
-            }
-        }
         if (mode == 1) {
             // Relinearize as CudaEngine runs it: the two added rows enter ks_inner_cl in NTT
             // form times P (no inverse NTT of them), ks_moddown adds nothing.

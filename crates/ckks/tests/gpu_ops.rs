@@ -571,59 +571,6 @@ fn rotate_with_key_matches_cpu_for_several_steps_and_levels() {
     }
 }
 
-/// On the default kernels a key switch's ModUp launch also computes the P row's key inner
-/// product and inverse NTT as its last queue items (`ntt_fwd_gq`'s tail), and `ks_inner_gs`
-/// then runs the Q rows alone. Rotate and relinearize at several levels, with the tail and
-/// without it (the P row in `ks_inner_gs`, as before), every word equal to the CPU engine's;
-/// the tail ran exactly when it was on.
-#[test]
-fn key_switch_tail_in_the_modup_queue_matches_cpu() {
-    let Some(fx) = fixture() else { return };
-    fx.gpu.set_ntt_kernels(NttKernels::GlobalSync);
-    let key = fx
-        .cpu
-        .create_rotation_key(5, fx.cpu.secret_key())
-        .expect("rotation key");
-    let dkey = fx
-        .gpu
-        .upload_rotation_key(&key, &fx.stream)
-        .expect("upload");
-    let rlk = fx
-        .cpu
-        .create_relinearization_key(fx.cpu.secret_key())
-        .expect("rlk");
-    let drlk = fx
-        .gpu
-        .upload_relinearization_key(&rlk, &fx.stream)
-        .expect("upload rlk");
-    for level in [0usize, 3, 6] {
-        let ct = fresh(&fx.cpu, 9, level);
-        let want_rot = fx.cpu.rotate_with_key(&ct, &key).expect("cpu rotate");
-        let a = fx.cpu.coefficient_domain_to_ntt_domain(&ct).expect("ntt");
-        let prod = fx.cpu.multiply(&a, &a).expect("cpu multiply");
-        let want_rl = fx.cpu.relinearize_with_key(&prod, &rlk).expect("cpu relin");
-        let (d, dp) = (fx.up(&ct), fx.up(&prod));
-        for tail in [true, false] {
-            fx.gpu.set_ks_tail(tail);
-            let before = fx.gpu.ks_tail_launches();
-            fx.check(&format!("rotate L{level} (tail {tail})"), &want_rot, || {
-                fx.gpu.rotate_with_key(&d, &dkey, &fx.stream)
-            });
-            fx.check(
-                &format!("relinearize L{level} (tail {tail})"),
-                &want_rl,
-                || fx.gpu.relinearize_with_key(&dp, &drlk, &fx.stream),
-            );
-            assert_eq!(
-                fx.gpu.ks_tail_launches() - before,
-                if tail { 2 } else { 0 },
-                "L{level}: key switches with the tail (on: {tail})"
-            );
-        }
-    }
-    fx.gpu.set_ks_tail(true);
-}
-
 #[test]
 fn rescale_and_mod_switch_match_cpu_at_every_level() {
     let Some(fx) = fixture() else { return };

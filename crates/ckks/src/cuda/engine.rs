@@ -96,7 +96,7 @@ fn drv<T>(op: &'static str, r: cust::error::CudaResult<T>) -> Result<T> {
 }
 
 /// Every kernel of `kernels/ckks.cu` the engine launches, in the order of [`K`].
-const KERNELS: [&str; 28] = [
+const KERNELS: [&str; 27] = [
     "ntt_fwd_cols",
     "ntt_fwd_rows",
     "ntt_inv_rows",
@@ -124,7 +124,6 @@ const KERNELS: [&str; 28] = [
     "ntt_fwd_gq",
     "ntt_fwd_gp",
     "ntt_inv_gp",
-    "ntt_fwd_gqt",
 ];
 
 /// A kernel of [`KERNELS`] by position: launches index the engine's handle table directly
@@ -159,7 +158,6 @@ enum K {
     NttFwdGq,
     NttFwdGp,
     NttInvGp,
-    NttFwdGqt,
 }
 
 /// What [`CudaEngine::launch`] accepts as a kernel: a [`K`] (direct index) or a kernel name
@@ -183,7 +181,7 @@ impl KernelRef for &str {
 
 /// Most parameters any kernel of `kernels/ckks.cu` takes (the argument pointer array lives on
 /// the stack, no allocation per launch).
-const MAX_ARGS: usize = 23;
+const MAX_ARGS: usize = 18;
 
 /// Blocks per thread-block cluster of the one-launch NTT kernels (`CL` in the .cu file): one
 /// cluster per limb NTT.
@@ -196,8 +194,7 @@ const GS_THREADS: u32 = 256;
 /// (the kernels use the first).
 const SYNC_SLOTS: usize = 256;
 /// Words of `ntt_fwd_gq`'s queue state: ticket, blocks done, one column-arrival count and
-/// one row-read count per limb (at most [`SYNC_SLOTS`] limbs; with the key-switch tail three
-/// more words, so at most `SYNC_SLOTS - 2` limbs).
+/// one row-read count per limb (at most [`SYNC_SLOTS`] limbs).
 const QUEUE_WORDS: usize = 2 + 2 * SYNC_SLOTS;
 /// Words of one stream's barrier state: the `*_gs` / `*_gp` kernels' counters (two per limb
 /// slot), then `ntt_fwd_gq`'s queue state.
@@ -924,14 +921,8 @@ pub struct CudaEngine {
     gs_capacity: u32,
     // Blocks of `ntt_fwd_gq` the device holds at once: its grid (one wave), 0 = not used.
     gq_blocks: u32,
-    // The same for `ntt_fwd_gqt` (the queue with the key-switch tail).
-    gqt_blocks: u32,
     // Launches of the paired NTT kernels (`ntt_fwd_gp` / `ntt_inv_gp`) so far.
     paired_launches: std::sync::atomic::AtomicU64,
-    // Whether a key switch's ModUp queue also computes the P row's inner product (the tail).
-    ks_tail: std::sync::atomic::AtomicBool,
-    // Key switches whose ModUp queue ran the tail so far.
-    ks_tail_launches: std::sync::atomic::AtomicU64,
 }
 
 impl std::fmt::Debug for CudaEngine {
@@ -1041,13 +1032,8 @@ impl CudaEngine {
         .min()
         .unwrap_or(0);
         let gq_blocks = wave(K::NttFwdGq);
-        let gqt_blocks = wave(K::NttFwdGqt);
         Ok(Self {
             paired_launches: std::sync::atomic::AtomicU64::new(0),
-            ks_tail: std::sync::atomic::AtomicBool::new(
-                std::env::var("FHELIUM_CKKS_KS_TAIL").map_or(true, |v| v != "0"),
-            ),
-            ks_tail_launches: std::sync::atomic::AtomicU64::new(0),
             device,
             kernels,
             graphs: graphs::LaunchGraphs::from_env(),
@@ -1082,7 +1068,6 @@ impl CudaEngine {
             sync_streams: Mutex::new(std::collections::HashMap::new()),
             gs_capacity,
             gq_blocks,
-            gqt_blocks,
         })
     }
 
@@ -1163,29 +1148,6 @@ impl CudaEngine {
     #[must_use]
     pub fn paired_ntt_launches(&self) -> u64 {
         self.paired_launches
-            .load(std::sync::atomic::Ordering::Relaxed)
-    }
-
-    /// Whether a key switch on [`NttKernels::GlobalSync`] computes the P row's key inner
-    /// product and inverse NTT as the last work items of its ModUp launch (`ntt_fwd_gq`'s
-    /// tail), so that `ks_inner_gs` runs the Q rows alone (decision 0507, eighteenth
-    /// session). On unless `FHELIUM_CKKS_KS_TAIL=0` was set when the engine was made; the
-    /// words are the same either way.
-    #[must_use]
-    pub fn ks_tail(&self) -> bool {
-        self.ks_tail.load(std::sync::atomic::Ordering::Relaxed)
-    }
-
-    /// Turns the ModUp queue's key-switch tail on or off (see [`Self::ks_tail`]).
-    pub fn set_ks_tail(&self, on: bool) {
-        self.ks_tail.store(on, std::sync::atomic::Ordering::Relaxed);
-    }
-
-    /// How many key switches ran the P row in their ModUp launch (see [`Self::ks_tail`])
-    /// since the engine was made.
-    #[must_use]
-    pub fn ks_tail_launches(&self) -> u64 {
-        self.ks_tail_launches
             .load(std::sync::atomic::Ordering::Relaxed)
     }
 
@@ -1367,52 +1329,34 @@ impl CudaEngine {
 
     /// Launches `ntt_fwd_gq` over the `yz` limbs of a forward NTT with `args` (those of
     /// `ntt_fwd_gs` without the counters): one wave of blocks taking the column and row phases
-    /// of every limb as work items, with the stream's queue state appended. With `tail` (a
-    /// key switch's ModUp: the arguments key, acc, twi, post, key_ds, key_cs of
-    /// `ks_inner_gs`), the same launch also computes the P row's (`yz.0 - 1`) key inner
-    /// product and inverse NTT into acc as queue items after the ModUp's, and `ks_inner_gs`
-    /// then runs the Q rows only. `Ok(false)` when the device holds none, the stream has no
-    /// barrier state or the driver refused (nothing enqueued: the caller runs another kernel).
+    /// of every limb as work items, with the stream's queue state appended. `Ok(false)` when
+    /// the device holds none, the stream has no barrier state or the driver refused (nothing
+    /// enqueued: the caller runs another kernel).
     fn launch_gq(
         &self,
         op: &'static str,
         yz: (u32, u32),
         stream: &Stream,
         args: &[Arg],
-        tail: Option<[Arg; 6]>,
     ) -> Result<bool> {
         let limbs = yz.0 as usize * yz.1 as usize;
         // At least CL_BLOCKS blocks: the rows of a limb at the ticket frontier may wait for
-        // each other (see ntt_fwd_gq); the tail's three queue words after the limbs' 2 x limbs.
-        let (kernel, wave, max_limbs) = if tail.is_some() {
-            (K::NttFwdGqt, self.gqt_blocks, SYNC_SLOTS - 2)
-        } else {
-            (K::NttFwdGq, self.gq_blocks, SYNC_SLOTS)
-        };
-        if limbs > max_limbs || wave < CL_BLOCKS || (tail.is_some() && yz.0 < 2) {
+        // each other (see ntt_fwd_gq).
+        if limbs > SYNC_SLOTS || self.gq_blocks < CL_BLOCKS {
             return Ok(false);
         }
         let Some(state) = self.sync_state(op, stream)? else {
             return Ok(false);
         };
         let qs = state + (2 * SYNC_SLOTS * 4) as u64;
-        let blocks = (CL_BLOCKS * limbs as u32).min(wave);
-        let mut extra = [Arg::U32(0); 9];
-        extra[..3].copy_from_slice(&[Arg::U32(yz.0), Arg::U32(yz.1), Arg::U64(qs)]);
-        let len = match tail {
-            Some(t) => {
-                extra[3..].copy_from_slice(&t);
-                9
-            }
-            None => 3,
-        };
+        let blocks = (CL_BLOCKS * limbs as u32).min(self.gq_blocks);
         self.try_launch(
             op,
-            kernel,
+            K::NttFwdGq,
             (blocks, 1, 1),
             stream,
             args,
-            &extra[..len],
+            &[Arg::U32(yz.0), Arg::U32(yz.1), Arg::U64(qs)],
             false,
         )
     }
@@ -2676,26 +2620,8 @@ impl CudaEngine {
         // ModUp, then the inner product: each on its GlobalSync kernel when it runs, else on
         // the cluster kernel; `false` when neither ran (the two-pass kernels below then redo
         // the whole switch).
-        // On GlobalSync the ModUp's queue also computes the P row's inner product and inverse
-        // NTT (its tail items), so that ks_inner_gs runs the Q rows alone: one block per SM
-        // at level 0 instead of 144 blocks on 132 SMs (decision 0507, eighteenth session).
-        let tail = [
-            Arg::U64(key.buf.ptr()),
-            Arg::U64(acc),
-            Arg::U64(twi),
-            Arg::U64(dev_ptr(&self.ks_post)),
-            Arg::U64(2 * key_rows * n),
-            Arg::U64(key_rows * n),
-        ];
-        let tail_done = global
-            && self.ks_tail()
-            && self.launch_gq(op, (rows as u32, limbs as u32), stream, &modup, Some(tail))?;
-        if tail_done {
-            self.ks_tail_launches
-                .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        }
-        let modup_done = tail_done
-            || (global && self.launch_gq(op, (rows as u32, limbs as u32), stream, &modup, None)?)
+        let modup_done = (global
+            && self.launch_gq(op, (rows as u32, limbs as u32), stream, &modup)?)
             || self.launch_cluster(
                 op,
                 kernels.modup(),
@@ -2703,10 +2629,9 @@ impl CudaEngine {
                 stream,
                 &modup,
             )?;
-        let inner_rows = if tail_done { rows - 1 } else { rows } as u32;
         let clustered = modup_done
             && ((global
-                && self.launch_gs(op, K::KsInnerGs, (inner_rows, 2), stream, &inner_args)?)
+                && self.launch_gs(op, K::KsInnerGs, (rows as u32, 2), stream, &inner_args)?)
                 || self.launch_cluster(
                     op,
                     kernels.modup().map(|_| K::KsInnerCl),
@@ -3320,7 +3245,6 @@ mod tests {
             K::NttFwdGq,
             K::NttFwdGp,
             K::NttInvGp,
-            K::NttFwdGqt,
         ];
         assert_eq!(all.len(), KERNELS.len());
         for (i, k) in all.iter().enumerate() {

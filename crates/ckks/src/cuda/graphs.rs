@@ -144,11 +144,10 @@ pub(super) struct Node {
 
 /// The kernels that start with `grid_dep_wait` (kernels/ckks.cu): in a chain graph they hang
 /// on the node before them by a programmatic edge.
-const GRID_WAIT_KERNELS: [&str; 8] = [
+const GRID_WAIT_KERNELS: [&str; 7] = [
     "ntt_fwd_gs",
     "ntt_inv_gs",
     "ntt_fwd_gq",
-    "ntt_fwd_gqt",
     "ks_inner_gs",
     "ks_moddown",
     "ntt_fwd_gp",
