@@ -1,5 +1,5 @@
 // One-node-graph single calls for the standalone probes of kernels/bench (submit_probe,
-// launch_shape_probe): `calls` launches of `exec` on the idle stream `st` after `warm`
+// launch_shape_probe, exchange_probe): `calls` launches of `exec` on the idle stream `st` after `warm`
 // warm-ups, each between two events, returning the median event time and the median host
 // time of cudaGraphLaunch (us). Errors return cudaError_t (check with CK).
 #pragma once
@@ -38,4 +38,20 @@ static cudaError_t time_single_calls(cudaGraphExec_t exec, cudaStream_t st, cuda
     }
     *out = SingleCalls{median(ev), median(host)};
     return cudaSuccess;
+}
+
+// time_single_calls, then `burst` launches back to back between two events: GPU time per
+// launch (us) in *burst_us.
+static cudaError_t time_single_and_burst(cudaGraphExec_t exec, cudaStream_t st, cudaEvent_t a,
+                                         cudaEvent_t b, int warm, int calls, int burst,
+                                         SingleCalls* out, double* burst_us) {
+    cudaError_t e = time_single_calls(exec, st, a, b, warm, calls, out);
+    if (e == cudaSuccess) e = cudaEventRecord(a, st);
+    for (int it = 0; it < burst && e == cudaSuccess; it++) e = cudaGraphLaunch(exec, st);
+    if (e == cudaSuccess) e = cudaEventRecord(b, st);
+    if (e == cudaSuccess) e = cudaEventSynchronize(b);
+    float ms = 0;
+    if (e == cudaSuccess) e = cudaEventElapsedTime(&ms, a, b);
+    *burst_us = ms * 1000.0 / burst;
+    return e;
 }

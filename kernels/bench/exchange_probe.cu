@@ -28,42 +28,22 @@
 #include "bench_check.cuh"
 #include "bench_single.cuh"
 
-typedef unsigned long long u64;
-#define NN 16384
+// The kernels' own primitives (u64, NN, ldcg, ld_acquire, cl_rank, cl_arrive / cl_wait).
+#include "../ckks.cu"
+
 #define PRIMES 8
 #define BLOCKS 16
 #define THREADS 256
 #define LIMB_STRIDE ((u64)NN)
 #define COMP_STRIDE ((u64)PRIMES * NN)
 
-__device__ __forceinline__ u64 ldcg(const u64* p) {
-    u64 v;
-    asm volatile("ld.global.cg.u64 %0, [%1];" : "=l"(v) : "l"(p));
-    return v;
-}
 __device__ __forceinline__ unsigned smid() {
     unsigned r;
     asm volatile("mov.u32 %0, %%smid;" : "=r"(r));
     return r;
 }
-__device__ __forceinline__ unsigned ld_acquire(const unsigned* p) {
-    unsigned v;
-    asm volatile("ld.acquire.gpu.global.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
-    return v;
-}
-__device__ __forceinline__ unsigned cluster_rank() {
-    unsigned r;
-    asm volatile("mov.u32 %0, %%cluster_ctarank;" : "=r"(r));
-    return r;
-}
 __device__ __forceinline__ void cluster_arrive_relaxed() {
     asm volatile("barrier.cluster.arrive.relaxed.aligned;" ::: "memory");
-}
-__device__ __forceinline__ void cluster_arrive() {
-    asm volatile("barrier.cluster.arrive.release.aligned;" ::: "memory");
-}
-__device__ __forceinline__ void cluster_wait() {
-    asm volatile("barrier.cluster.wait.acquire.aligned;" ::: "memory");
 }
 __device__ __forceinline__ void st_remote(u64* local, unsigned rank, u64 v) {
     const unsigned a = (unsigned)__cvta_generic_to_shared(local);
@@ -121,21 +101,21 @@ template <int EXTRA>
 __global__ void __launch_bounds__(THREADS, 2)
     xch_dsmem(const u64* in, u64* mid, u64* out, unsigned* ctr, unsigned* where) {
     __shared__ u64 rows[16 * 128];
-    const uint32_t k = cluster_rank(), y = blockIdx.y;
+    const uint32_t k = cl_rank(), y = blockIdx.y;
     if (threadIdx.x == 0) where[y * BLOCKS + k] = smid();
     cluster_arrive_relaxed();  // this block has started (its shared memory may be written)
     u64 x[8];
     uint32_t g, col, hi;
     load_cols(in, y, k, x, g, col, hi);
-    cluster_wait();
+    cl_wait();
     // Word (row a, line col) of component g goes to block a / 8, tile row 8 g + a % 8.
 #pragma unroll
     for (int e = 0; e < 8; e++) {
         const uint32_t a = hi + 16 * e;
         st_remote(&rows[(8 * g + (a & 7)) * 128 + col], a >> 3, x[e]);
     }
-    cluster_arrive();
-    cluster_wait();
+    cl_arrive();
+    cl_wait();
     const uint32_t r = threadIdx.x / 16, lo = threadIdx.x % 16;
     const u64 off = (r >> 3) * COMP_STRIDE + y * LIMB_STRIDE + (u64)(8 * k + (r & 7)) * 128;
 #pragma unroll
@@ -258,15 +238,10 @@ int main() {
     for (int pass = 0; pass < 3; pass++) {
         for (int i = 0; i < F; i++) {
             SingleCalls r;
-            CK(time_single_calls(ex[i], st, a, b, 20, 200, &r));
-            CK(cudaEventRecord(a, st));
-            for (int it = 0; it < 200; it++) CK(cudaGraphLaunch(ex[i], st));
-            CK(cudaEventRecord(b, st));
-            CK(cudaEventSynchronize(b));
-            float ms = 0;
-            CK(cudaEventElapsedTime(&ms, a, b));
+            double burst = 0;
+            CK(time_single_and_burst(ex[i], st, a, b, 20, 200, 200, &r, &burst));
             printf("pass %d %-18s single %5.2f us  host %5.2f us  burst %5.2f us\n", pass,
-                   forms[i].name, r.event_us, r.host_us, ms * 1000.0 / 200);
+                   forms[i].name, r.event_us, r.host_us, burst);
         }
     }
     // Words after the timed launches too.

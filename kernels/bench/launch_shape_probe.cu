@@ -61,16 +61,10 @@ int main() {
     for (int pass = 0; pass < 2; pass++) {
         for (int i = 0; i < S; i++) {
             SingleCalls r;
-            CK(time_single_calls(ex[i], st, a, b, 20, 200, &r));
-            // Back to back: 200 launches between two events.
-            CK(cudaEventRecord(a, st));
-            for (int it = 0; it < 200; it++) CK(cudaGraphLaunch(ex[i], st));
-            CK(cudaEventRecord(b, st));
-            CK(cudaEventSynchronize(b));
-            float ms = 0;
-            CK(cudaEventElapsedTime(&ms, a, b));
+            double burst = 0;  // back to back: 200 launches between two events
+            CK(time_single_and_burst(ex[i], st, a, b, 20, 200, 200, &r, &burst));
             printf("pass %d %-20s event %5.2f us  host %5.2f us  burst %5.2f us\n", pass,
-                   shapes[i].name, r.event_us, r.host_us, ms * 1000.0 / 200);
+                   shapes[i].name, r.event_us, r.host_us, burst);
         }
     }
     return 0;
