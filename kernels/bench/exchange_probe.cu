@@ -30,6 +30,7 @@
 
 // The kernels' own primitives (u64, NN, ldcg, ld_acquire, cl_rank, cl_arrive / cl_wait).
 #include "../ckks.cu"
+#include "probe_common.cuh"
 
 #define PRIMES 8
 #define BLOCKS 16
@@ -37,19 +38,8 @@
 #define LIMB_STRIDE ((u64)NN)
 #define COMP_STRIDE ((u64)PRIMES * NN)
 
-__device__ __forceinline__ unsigned smid() {
-    unsigned r;
-    asm volatile("mov.u32 %0, %%smid;" : "=r"(r));
-    return r;
-}
 __device__ __forceinline__ void cluster_arrive_relaxed() {
     asm volatile("barrier.cluster.arrive.relaxed.aligned;" ::: "memory");
-}
-__device__ __forceinline__ void st_remote(u64* local, unsigned rank, u64 v) {
-    const unsigned a = (unsigned)__cvta_generic_to_shared(local);
-    unsigned r;
-    asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(r) : "r"(a), "r"(rank));
-    asm volatile("st.shared::cluster.u64 [%0], %1;" ::"r"(r), "l"(v) : "memory");
 }
 
 // Column phase's loads (8 words per thread: line col of component g, rows hi + 16 e).
@@ -138,43 +128,20 @@ struct Form {
 };
 
 static cudaError_t launch(const Form& fm, cudaStream_t st, void** args) {
-    cudaLaunchConfig_t cfg = {};
-    cfg.gridDim = dim3(BLOCKS, PRIMES, 1);
-    cfg.blockDim = dim3(THREADS, 1, 1);
-    cfg.dynamicSmemBytes = fm.dyn_smem;
-    cfg.stream = st;
-    cudaLaunchAttribute attr[1];
-    cfg.attrs = attr;
-    cfg.numAttrs = 0;
-    if (fm.coop) {
-        attr[0].id = cudaLaunchAttributeCooperative;
-        attr[0].val.cooperative = 1;
-        cfg.numAttrs = 1;
-    } else if (fm.cluster > 0) {
-        attr[0].id = cudaLaunchAttributeClusterDimension;
-        attr[0].val.clusterDim.x = fm.cluster;
-        attr[0].val.clusterDim.y = 1;
-        attr[0].val.clusterDim.z = 1;
-        cfg.numAttrs = 1;
-    }
-    return cudaLaunchKernelExC(&cfg, fm.f, args);
+    return launch_shape(fm.f, dim3(BLOCKS, PRIMES, 1), THREADS, fm.dyn_smem, fm.coop, fm.cluster,
+                        st, args);
 }
 
 int main() {
     cudaStream_t st;
     CK(cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking));
     const size_t words = 2 * COMP_STRIDE;
-    u64 *in, *mid, *out;
-    unsigned *ctr, *where;
-    CK(cudaMalloc(&in, words * 8));
-    CK(cudaMalloc(&mid, words * 8));
-    CK(cudaMalloc(&out, words * 8));
-    CK(cudaMalloc(&ctr, 64 * 4));
-    CK(cudaMalloc(&where, BLOCKS * PRIMES * 4));
-    CK(cudaMemset(ctr, 0, 64 * 4));
-    std::vector<u64> h(words), back(words);
-    for (size_t i = 0; i < words; i++) h[i] = i * 0x9e3779b97f4a7c15ull;
-    CK(cudaMemcpy(in, h.data(), words * 8, cudaMemcpyHostToDevice));
+    ProbeData pd;
+    CK(make_probe_data(words, &pd));
+    u64 *in = pd.in, *mid = pd.mid, *out = pd.out;
+    unsigned *ctr = pd.ctr, *where = pd.where;
+    const std::vector<u64>& h = pd.h;
+    std::vector<u64>& back = pd.back;
     const Form forms[] = {
         {"global coop", (void*)xch_global, true, 0, 0, true},
         {"dsmem cluster16", (void*)xch_dsmem<0>, false, 16, 0, true},
@@ -192,19 +159,8 @@ int main() {
             if (fm.dyn_smem > 0)
                 CK(cudaFuncSetAttribute(fm.f, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                         (int)fm.dyn_smem));
-            cudaLaunchConfig_t cfg = {};
-            cfg.gridDim = dim3(BLOCKS, PRIMES, 1);
-            cfg.blockDim = dim3(THREADS, 1, 1);
-            cfg.dynamicSmemBytes = fm.dyn_smem;
-            cudaLaunchAttribute a;
-            a.id = cudaLaunchAttributeClusterDimension;
-            a.val.clusterDim.x = fm.cluster;
-            a.val.clusterDim.y = 1;
-            a.val.clusterDim.z = 1;
-            cfg.attrs = &a;
-            cfg.numAttrs = 1;
             int n = -1;
-            CK(cudaOccupancyMaxActiveClusters(&n, fm.f, &cfg));
+            CK(max_clusters(fm.f, dim3(BLOCKS, PRIMES, 1), THREADS, fm.dyn_smem, fm.cluster, &n));
             printf("%-18s max active clusters of %d: %d\n", fm.name, fm.cluster, n);
         }
         // Placement and words: one launch, out poisoned first.
@@ -212,46 +168,25 @@ int main() {
         CK(cudaMemset(where, 0xff, BLOCKS * PRIMES * 4));
         CK(launch(fm, st, args));
         CK(cudaStreamSynchronize(st));
-        std::vector<unsigned> w(BLOCKS * PRIMES);
-        CK(cudaMemcpy(w.data(), where, w.size() * 4, cudaMemcpyDeviceToHost));
-        std::vector<int> per(256, 0);
-        int used = 0, most = 0;
-        for (unsigned s : w)
-            if (s < 256 && per[s]++ == 0) used++;
-        for (int c : per) most = std::max(most, c);
+        Placement pl;
+        CK(placement(where, BLOCKS * PRIMES, &pl));
         bool same = true;
-        if (fm.moves) {
-            CK(cudaMemcpy(back.data(), out, words * 8, cudaMemcpyDeviceToHost));
-            same = std::memcmp(back.data(), h.data(), words * 8) == 0;
-        }
-        printf("%-18s SMs used %d, most blocks on one SM %d, out %s\n", fm.name, used, most,
-               fm.moves ? (same ? "== in" : "WRONG") : "(no words)");
-        cudaGraph_t gr;
-        CK(cudaStreamBeginCapture(st, cudaStreamCaptureModeThreadLocal));
-        CK(launch(fm, st, args));
-        CK(cudaStreamEndCapture(st, &gr));
-        CK(cudaGraphInstantiate(&ex[i], gr, 0));
+        if (fm.moves) CK(same_words(out, h, back, &same));
+        printf("%-18s SMs used %d, most blocks on one SM %d, out %s\n", fm.name, pl.used,
+               pl.most, fm.moves ? (same ? "== in" : "WRONG") : "(no words)");
+        CK(capture(st, [&] { return launch(fm, st, args); }, &ex[i]));
     }
-    cudaEvent_t a, b;
-    CK(cudaEventCreate(&a));
-    CK(cudaEventCreate(&b));
-    for (int pass = 0; pass < 3; pass++) {
-        for (int i = 0; i < F; i++) {
-            SingleCalls r;
-            double burst = 0;
-            CK(time_single_and_burst(ex[i], st, a, b, 20, 200, 200, &r, &burst));
-            printf("pass %d %-18s single %5.2f us  host %5.2f us  burst %5.2f us\n", pass,
-                   forms[i].name, r.event_us, r.host_us, burst);
-        }
-    }
+    std::vector<const char*> names;
+    for (int i = 0; i < F; i++) names.push_back(forms[i].name);
+    CK(time_passes(ex, names, st, 3));
     // Words after the timed launches too.
     for (int i = 0; i < 3; i++) {
         CK(cudaMemset(out, 0xff, words * 8));
         CK(cudaGraphLaunch(ex[i], st));
         CK(cudaStreamSynchronize(st));
-        CK(cudaMemcpy(back.data(), out, words * 8, cudaMemcpyDeviceToHost));
-        printf("%-18s after timing: out %s\n", forms[i].name,
-               std::memcmp(back.data(), h.data(), words * 8) == 0 ? "== in" : "WRONG");
+        bool same = false;
+        CK(same_words(out, h, back, &same));
+        printf("%-18s after timing: out %s\n", forms[i].name, same ? "== in" : "WRONG");
     }
     return 0;
 }
