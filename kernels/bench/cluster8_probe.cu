@@ -77,8 +77,7 @@ __global__ void __launch_bounds__(256, 1)
     const uint32_t col = 8 * k + (t & 7), hi = t >> 3;
     const u64 base = g * COMP_STRIDE + (u64)y * NN;
     u64 x[8];
-#pragma unroll
-    for (int e = 0; e < 8; e++) x[e] = in[base + (hi + 16 * e) * 128 + col];
+    load_column(in + base, col, hi, x);
     phase<256, R>(x, tile, m, d);
 #pragma unroll
     for (int e = 0; e < 8; e++) mid[base + (hi + 16 * e) * 128 + col] = x[e];
@@ -110,12 +109,10 @@ __global__ void __launch_bounds__(512, 1)
     u64* rows = dyn + 4096;
     const uint32_t k = cl_rank(), y = blockIdx.y, tid = threadIdx.x, t = tid & 255, g = tid >> 8;
     if (tid == 0) where[y * 8 + k] = smid();
-    asm volatile("barrier.cluster.arrive.relaxed.aligned;" ::: "memory");  // started
+    cluster_arrive_relaxed();  // started
     const uint32_t col = 16 * k + (t & 15), hi = t >> 4;
-    const u64 base = g * COMP_STRIDE + (u64)y * NN;
     u64 x[8];
-#pragma unroll
-    for (int e = 0; e < 8; e++) x[e] = in[base + (hi + 16 * e) * 128 + col];
+    load_column(in + g * COMP_STRIDE + (u64)y * NN, col, hi, x);
     phase<512, R>(x, tile, m, d);
     cl_wait();
     // Word (row a, line col) of component g goes to block a / 16, tile row 16 g + a % 16.
@@ -151,11 +148,10 @@ static cudaError_t launch(const Form& fm, cudaStream_t st, void** args) {
 }
 
 int main() {
-    cudaStream_t st;
-    CK(cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking));
     const size_t words = 2 * COMP_STRIDE;
     ProbeData pd;
     CK(make_probe_data(words, &pd));
+    cudaStream_t st = pd.st;
     u64 *in = pd.in, *mid = pd.mid, *out = pd.out;
     unsigned *ctr = pd.ctr, *where = pd.where;
     const std::vector<u64>& h = pd.h;

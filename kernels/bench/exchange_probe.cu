@@ -38,9 +38,6 @@
 #define LIMB_STRIDE ((u64)NN)
 #define COMP_STRIDE ((u64)PRIMES * NN)
 
-__device__ __forceinline__ void cluster_arrive_relaxed() {
-    asm volatile("barrier.cluster.arrive.relaxed.aligned;" ::: "memory");
-}
 
 // Column phase's loads (8 words per thread: line col of component g, rows hi + 16 e).
 __device__ __forceinline__ void load_cols(const u64* in, uint32_t y, uint32_t k, u64 (&x)[8],
@@ -49,9 +46,7 @@ __device__ __forceinline__ void load_cols(const u64* in, uint32_t y, uint32_t k,
     g = tid >> 7;
     col = 8 * k + (t & 7);
     hi = t >> 3;
-    const u64* base = in + g * COMP_STRIDE + y * LIMB_STRIDE;
-#pragma unroll
-    for (int e = 0; e < 8; e++) x[e] = base[(hi + 16 * e) * 128 + col];
+    load_column(in + g * COMP_STRIDE + y * LIMB_STRIDE, col, hi, x);
 }
 
 __global__ void __launch_bounds__(THREADS, 2)
@@ -87,7 +82,6 @@ __global__ void __launch_bounds__(THREADS, 2)
 }
 
 // Row tile of a block: 16 rows (component r / 8, row 8k + r % 8) x 128 words.
-template <int EXTRA>
 __global__ void __launch_bounds__(THREADS, 2)
     xch_dsmem(const u64* in, u64* mid, u64* out, unsigned* ctr, unsigned* where) {
     __shared__ u64 rows[16 * 128];
@@ -133,19 +127,18 @@ static cudaError_t launch(const Form& fm, cudaStream_t st, void** args) {
 }
 
 int main() {
-    cudaStream_t st;
-    CK(cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking));
     const size_t words = 2 * COMP_STRIDE;
     ProbeData pd;
     CK(make_probe_data(words, &pd));
+    cudaStream_t st = pd.st;
     u64 *in = pd.in, *mid = pd.mid, *out = pd.out;
     unsigned *ctr = pd.ctr, *where = pd.where;
     const std::vector<u64>& h = pd.h;
     std::vector<u64>& back = pd.back;
     const Form forms[] = {
         {"global coop", (void*)xch_global, true, 0, 0, true},
-        {"dsmem cluster16", (void*)xch_dsmem<0>, false, 16, 0, true},
-        {"dsmem1 cluster16", (void*)xch_dsmem<1>, false, 16, 100 * 1024, true},
+        {"dsmem cluster16", (void*)xch_dsmem, false, 16, 0, true},
+        {"dsmem1 cluster16", (void*)xch_dsmem, false, 16, 100 * 1024, true},
         {"nop coop", (void*)nop_kernel, true, 0, 0, false},
         {"nop cluster16", (void*)nop_kernel, false, 16, 0, false},
     };

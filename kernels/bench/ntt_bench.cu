@@ -519,13 +519,14 @@ int main(int argc, char** argv) {
     cl16.val.clusterDim.x = 16;
     CK(cudaFuncSetAttribute((void*)ntt_fwd_gp, cudaFuncAttributeNonPortableClusterSizeAllowed, 1));
     CK(cudaFuncSetAttribute((void*)ntt_inv_gp, cudaFuncAttributeNonPortableClusterSizeAllowed, 1));
-    // One launch of f: cooperative when coop; in clusters of 8 when cluster (a plain launch:
-    // the 8 blocks of a limb are co-scheduled by the hardware, which is all the *_gs limb
-    // barrier needs; run 64: same words, slower, the hardware packs two blocks on some SMs);
+    // One launch of f: cooperative when coop; in clusters of `cluster` (8 or 16) along x when
+    // it is not 0 (a plain launch: a limb's blocks are co-scheduled by the hardware, which is
+    // all the limb barrier needs; runs 64 / 104: same words, slower, the hardware packs two
+    // blocks on some SMs);
     // with programmatic stream serialization while pdl_now.
     auto go = [&](void* f, dim3 g, dim3 b, void** args, bool coop,
-                  bool cluster = false) -> cudaError_t {
-        if (!pdl_now && !cluster)
+                  unsigned cluster = 0) -> cudaError_t {
+        if (!pdl_now && cluster == 0)
             return coop ? cudaLaunchCooperativeKernel(f, g, b, args, 0, st)
                         : cudaLaunchKernel(f, g, b, args, 0, st);
         cudaLaunchConfig_t cfg = {};
@@ -544,7 +545,7 @@ int main(int argc, char** argv) {
             at[n].val.cooperative = 1;
             n++;
         }
-        if (cluster) at[n++] = cl8;
+        if (cluster != 0) at[n++] = cluster == 16 ? cl16 : cl8;
         cfg.attrs = at;
         cfg.numAttrs = n;
         return cudaLaunchKernelExC(&cfg, f, args);
@@ -639,16 +640,16 @@ int main(int argc, char** argv) {
             if (which == 28) {
                 void* args[] = {&src, &dst, &dp, &dtw, &nopre, &off, &ys, &zs, &ys, &zs,
                                 &mode, &ginv, &soff, &sbz, &c};
-                return go((void*)ntt_fwd_gs, grid, dim3(GS_THREADS), args, false, true);
+                return go((void*)ntt_fwd_gs, grid, dim3(GS_THREADS), args, false, 8);
             }
             void* args[] = {&src, &dst, &dp, &dtw, &dpostf, &off, &ys, &zs, &ys, &zs, &c};
-            return go((void*)ntt_inv_gs, grid, dim3(GS_THREADS), args, false, true);
+            return go((void*)ntt_inv_gs, grid, dim3(GS_THREADS), args, false, 8);
         } else if (which == 31) {
             // ks_inner_gs as row 12, by a plain launch in clusters of 8 (18 clusters).
             KsArgs a{ks_key + (u64)(set % 4) * ks_key_words};
             void* args[] = {&ks_ext, &a.key, &ks_acc, &dp, &dtw, &dpostf, &off, &a.digits,
                             &a.rows, &a.kds, &a.kcs, &a.addn, &a.addn_cs, &a.padd, &c};
-            return go((void*)ks_inner_gs, dim3(8, 9, 2), dim3(GS_THREADS), args, false, true);
+            return go((void*)ks_inner_gs, dim3(8, 9, 2), dim3(GS_THREADS), args, false, 8);
         } else if (which == 14 || which == 16 || which == 17) {
             // The ModUp of row 6 as a work queue (ntt_fwd_gq, one wave of 2 blocks per SM, the
             // automorphism as an output permutation); the queue state comes back zeroed. 16:
@@ -722,18 +723,12 @@ int main(int argc, char** argv) {
             // co-scheduled by the hardware, so no cooperative launch; run 103's probe: such a
             // launch costs ~0.35 us less per single call than a cooperative one).
             if (comps != 2) return cudaErrorInvalidValue;
-            cudaLaunchConfig_t cfg = {};
-            cfg.gridDim = dim3(16, limbs, 1);
-            cfg.blockDim = dim3(GS_THREADS);
-            cfg.stream = st;
-            cfg.attrs = &cl16;
-            cfg.numAttrs = 1;
             if (which == 54) {
                 void* args[] = {&src, &dst, &dp, &dtw, &off, &ys, &zs, &c};
-                return cudaLaunchKernelExC(&cfg, (void*)ntt_fwd_gp, args);
+                return go((void*)ntt_fwd_gp, dim3(16, limbs, 1), dim3(GS_THREADS), args, false, 16);
             }
             void* args[] = {&src, &dst, &dp, &dtw, &dpostf, &off, &ys, &zs, &c};
-            return cudaLaunchKernelExC(&cfg, (void*)ntt_inv_gp, args);
+            return go((void*)ntt_inv_gp, dim3(16, limbs, 1), dim3(GS_THREADS), args, false, 16);
         } else if (which == 42 || which == 43 || which == 44) {
             void* args[] = {&src, &dst, &dp, &dtw, &nopre, &off, &ys, &zs, &ys, &zs,
                             &mode, &ginv, &soff, &sbz};
@@ -950,17 +945,18 @@ int main(int argc, char** argv) {
     // The rows that run at any limb count (the others assume the 8-limb key-switch set-up).
     auto any_limbs = [](int w) { return w < 6 || w == 18 || (w >= 28 && w <= 30) || w >= 32; };
     // ROWS=a,b-c: only those rows (default: all).
-    std::vector<bool> want(54, getenv("ROWS") == nullptr);
+    const int nrows = (int)(sizeof(names) / sizeof(names[0]));
+    std::vector<bool> want(nrows, getenv("ROWS") == nullptr);
     if (const char* r = getenv("ROWS")) {
         for (std::string tok; *r; r += (*r == ',')) {
             tok.clear();
             while (*r && *r != ',') tok += *r++;
             const size_t dash = tok.find('-');
             const int lo = atoi(tok.c_str()), hi = dash == std::string::npos ? lo : atoi(tok.c_str() + dash + 1);
-            for (int w = lo; w <= hi && w < 54; w++) want[w] = true;
+            for (int w = lo; w <= hi && w < nrows; w++) want[w] = true;
         }
     }
-    for (int which = 0; which < 54; which++) {
+    for (int which = 0; which < nrows; which++) {
         if (!want[which] || (limbs != 8 && !any_limbs(which))) continue;
         for (int i = 0; i < 50; i++) CK(run(which, i % sets));
         CK(cudaStreamSynchronize(st));

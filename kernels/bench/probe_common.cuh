@@ -14,6 +14,17 @@ __device__ __forceinline__ unsigned smid() {
     asm volatile("mov.u32 %0, %%smid;" : "=r"(r));
     return r;
 }
+// Arrive at the cluster barrier without ordering anything: "this block has started" (its
+// shared memory may be written by the cluster's other blocks after their wait).
+__device__ __forceinline__ void cluster_arrive_relaxed() {
+    asm volatile("barrier.cluster.arrive.relaxed.aligned;" ::: "memory");
+}
+// The 8 words of column `col` at rows hi + 16 e of the 128 x 128 limb at `limb`.
+__device__ __forceinline__ void load_column(const u64* limb, uint32_t col, uint32_t hi,
+                                            u64 (&x)[8]) {
+#pragma unroll
+    for (int e = 0; e < 8; e++) x[e] = limb[(hi + 16 * e) * 128 + col];
+}
 // Stores v at the word of block `rank`'s shared memory that `local` is in this block's.
 __device__ __forceinline__ void st_remote(u64* local, unsigned rank, u64 v) {
     const unsigned a = (unsigned)__cvta_generic_to_shared(local);
@@ -22,9 +33,10 @@ __device__ __forceinline__ void st_remote(u64* local, unsigned rank, u64 v) {
     asm volatile("st.shared::cluster.u64 [%0], %1;" ::"r"(r), "l"(v) : "memory");
 }
 
-// The probes' buffers: `words` input words (a fixed pattern, also in h), a scratch and an
+// The probes' stream and buffers: `words` input words (a fixed pattern, also in h), a scratch and an
 // output of the same size, 64 counters (zero) and 256 words for the blocks' %smid.
 struct ProbeData {
+    cudaStream_t st = nullptr;  // a non-blocking stream for the probe's launches
     u64 *in = nullptr, *mid = nullptr, *out = nullptr;
     unsigned *ctr = nullptr, *where = nullptr;
     std::vector<u64> h, back;
@@ -33,7 +45,8 @@ static cudaError_t make_probe_data(size_t words, ProbeData* d) {
     d->h.resize(words);
     d->back.resize(words);
     for (size_t i = 0; i < words; i++) d->h[i] = i * 0x9e3779b97f4a7c15ull;
-    cudaError_t e = cudaMalloc(&d->in, words * 8);
+    cudaError_t e = cudaStreamCreateWithFlags(&d->st, cudaStreamNonBlocking);
+    if (e == cudaSuccess) e = cudaMalloc(&d->in, words * 8);
     if (e == cudaSuccess) e = cudaMalloc(&d->mid, words * 8);
     if (e == cudaSuccess) e = cudaMalloc(&d->out, words * 8);
     if (e == cudaSuccess) e = cudaMalloc(&d->ctr, 64 * 4);
