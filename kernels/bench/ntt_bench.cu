@@ -421,7 +421,13 @@ int main(int argc, char** argv) {
         u64 q = ((1ull << 40) + 2 * 16384 * (u64)(i + 1) * 7919ull) | 1;
         if (i == 0) q = (1ull << 60) - 2 * 16384 * 1234567ull + 1;
         primes[i].q = q;
-        primes[i].qinv_neg = 0;
+        // -q^-1 mod 2^64 (Newton's iteration). Until run 116 this was 0, which made mont /
+        // mont_reduce return a plain high word: the key-switch hashes of runs up to 116 are
+        // of that (ks-chain-gq f58b5242f0e61ff8 then, 1002a355d585970b since run 117), and
+        // kernels that reduce in another order than ks_sum could not match them.
+        u64 inv = q;
+        for (int it = 0; it < 6; it++) inv *= 2 - q * inv;
+        primes[i].qinv_neg = 0 - inv;
         primes[i].red_wp = (u64)(((unsigned __int128)1 << 64) / q);
         primes[i].pad = 0;
     }
