@@ -143,7 +143,11 @@ pub(super) struct Node {
 }
 
 /// The kernels that start with `grid_dep_wait` (kernels/ckks.cu): in a chain graph they hang
-/// on the node before them by a programmatic edge.
+/// on the node before them by a programmatic edge. A name here whose kernel touched global
+/// memory before its wait would read its predecessor's output early; the test
+/// `listed_kernels_wait_before_touching_memory` checks the source. (encrypt_message's and
+/// decrypt_message's kernels of kernels/encode.cu keep full edges: with the wait and
+/// programmatic edges they were no faster, run 123.)
 const GRID_WAIT_KERNELS: [&str; 7] = [
     "ntt_fwd_gs",
     "ntt_inv_gs",
@@ -733,6 +737,85 @@ mod tests {
         assert!(!record(node("after", 2)), "dropped: launch now");
         let rec = Recording::start().expect("a new recording starts empty");
         assert!(rec.finish().is_empty());
+    }
+
+    /// The body of the kernel `name` in `src`: from the `{` after its parameter list to the
+    /// matching `}`; `None` when `src` defines no such kernel.
+    fn kernel_body<'a>(src: &'a str, name: &str) -> Option<&'a str> {
+        let mut from = 0;
+        while let Some(i) = src[from..].find(name).map(|i| i + from) {
+            from = i + name.len();
+            let before = &src[..i];
+            let line_start = before.rfind('\n').map_or(0, |j| j + 1);
+            let prev_line = before[..line_start.saturating_sub(1)]
+                .rfind('\n')
+                .map_or(0, |j| j + 1);
+            let head = &src[prev_line..i];
+            let is_def = src[from..].starts_with('(')
+                && (head.contains("__global__") || head.contains("_KERNEL"));
+            if !is_def {
+                continue;
+            }
+            let open = from + src[from..].find('{')?;
+            let mut depth = 0usize;
+            for (k, c) in src[open..].char_indices() {
+                match c {
+                    '{' => depth += 1,
+                    '}' => {
+                        depth -= 1;
+                        if depth == 0 {
+                            return Some(&src[open + 1..open + k]);
+                        }
+                    }
+                    _ => {}
+                }
+            }
+            return None;
+        }
+        None
+    }
+
+    #[test]
+    fn listed_kernels_wait_before_touching_memory() {
+        let src = include_str!("../../../../kernels/ckks.cu");
+        for name in GRID_WAIT_KERNELS {
+            let body = kernel_body(src, name)
+                .unwrap_or_else(|| panic!("{name}: no kernel of that name in kernels/ckks.cu"));
+            let wait = body
+                .find("grid_dep_wait();")
+                .unwrap_or_else(|| panic!("{name}: its body has no grid_dep_wait"));
+            // Before the wait only declarations of shared memory and pointer arithmetic on
+            // them: no indexing, no dereference, no call.
+            let before = &body[..wait];
+            let code: Vec<&str> = before
+                .lines()
+                .map(str::trim)
+                .filter(|l| !l.is_empty() && !l.starts_with("//"))
+                .collect();
+            for line in &code {
+                let shared_decl = line.starts_with("CL_SHARED(")
+                    || line.starts_with("__shared__")
+                    || line.starts_with("u64* sr = s + ");
+                assert!(
+                    shared_decl,
+                    "{name}: `{line}` comes before its wait; a statement there could read the \
+                     predecessor's output early"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn the_wait_check_finds_kernels_and_rejects_early_reads() {
+        let src = "GS_KERNEL good(int* a) {\n    CL_SHARED(s);\n    grid_dep_wait();\n    a[0] = 1;\n}\n\
+                   extern \"C\" __global__ void\nbad(const int* a) {\n    int x = a[0];\n    grid_dep_wait();\n}\n";
+        let good = kernel_body(src, "good").expect("good is defined");
+        assert!(good.contains("grid_dep_wait") && good.contains("a[0] = 1"));
+        let bad = kernel_body(src, "bad").expect("bad is defined");
+        assert!(bad.trim_start().starts_with("int x = a[0];"));
+        assert!(kernel_body(src, "missing").is_none());
+        // A call of a kernel's name is not its definition.
+        assert!(kernel_body("void f() { good(p); }", "good").is_none());
     }
 
     #[test]
