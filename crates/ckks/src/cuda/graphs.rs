@@ -775,44 +775,56 @@ mod tests {
         None
     }
 
+    /// The statements of a kernel body before its `grid_dep_wait` other than declarations of
+    /// shared memory and pointers into it (the only things that may come first: none touches
+    /// global memory); `None` when the body has no wait.
+    fn early_statements(body: &str) -> Option<Vec<&str>> {
+        let wait = body.find("grid_dep_wait();")?;
+        Some(
+            body[..wait]
+                .lines()
+                .map(str::trim)
+                .filter(|l| !l.is_empty() && !l.starts_with("//"))
+                .filter(|l| {
+                    !(l.starts_with("CL_SHARED(")
+                        || l.starts_with("__shared__")
+                        || l.starts_with("u64* sr = s + "))
+                })
+                .collect(),
+        )
+    }
+
     #[test]
     fn listed_kernels_wait_before_touching_memory() {
         let src = include_str!("../../../../kernels/ckks.cu");
         for name in GRID_WAIT_KERNELS {
             let body = kernel_body(src, name)
                 .unwrap_or_else(|| panic!("{name}: no kernel of that name in kernels/ckks.cu"));
-            let wait = body
-                .find("grid_dep_wait();")
+            let early = early_statements(body)
                 .unwrap_or_else(|| panic!("{name}: its body has no grid_dep_wait"));
-            // Before the wait only declarations of shared memory and pointer arithmetic on
-            // them: no indexing, no dereference, no call.
-            let before = &body[..wait];
-            let code: Vec<&str> = before
-                .lines()
-                .map(str::trim)
-                .filter(|l| !l.is_empty() && !l.starts_with("//"))
-                .collect();
-            for line in &code {
-                let shared_decl = line.starts_with("CL_SHARED(")
-                    || line.starts_with("__shared__")
-                    || line.starts_with("u64* sr = s + ");
-                assert!(
-                    shared_decl,
-                    "{name}: `{line}` comes before its wait; a statement there could read the \
-                     predecessor's output early"
-                );
-            }
+            assert!(
+                early.is_empty(),
+                "{name}: {early:?} come before its wait; a statement there could read the \
+                 predecessor's output early"
+            );
         }
     }
 
     #[test]
     fn the_wait_check_finds_kernels_and_rejects_early_reads() {
         let src = "GS_KERNEL good(int* a) {\n    CL_SHARED(s);\n    grid_dep_wait();\n    a[0] = 1;\n}\n\
-                   extern \"C\" __global__ void\nbad(const int* a) {\n    int x = a[0];\n    grid_dep_wait();\n}\n";
+                   extern \"C\" __global__ void\nbad(const int* a) {\n    int x = a[0];\n    grid_dep_wait();\n}\n\
+                   GS_KERNEL none(int* a) {\n    a[0] = 1;\n}\n";
         let good = kernel_body(src, "good").expect("good is defined");
-        assert!(good.contains("grid_dep_wait") && good.contains("a[0] = 1"));
+        assert!(
+            good.contains("a[0] = 1"),
+            "the body runs to the matching brace"
+        );
+        assert_eq!(early_statements(good), Some(vec![]));
         let bad = kernel_body(src, "bad").expect("bad is defined");
-        assert!(bad.trim_start().starts_with("int x = a[0];"));
+        assert_eq!(early_statements(bad), Some(vec!["int x = a[0];"]));
+        let none = kernel_body(src, "none").expect("none is defined");
+        assert_eq!(early_statements(none), None);
         assert!(kernel_body(src, "missing").is_none());
         // A call of a kernel's name is not its definition.
         assert!(kernel_body("void f() { good(p); }", "good").is_none());
