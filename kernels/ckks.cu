@@ -1341,6 +1341,23 @@ struct LimbLines {
         return limb_target(ctr);
     }
 };
+// The inverse NTT's first row round (half-span 1) on the word pairs b = 2 (lo + 16i) of tile
+// row hi, limb row `row`, input < 2q in x: A's butterflies, then into the row tile t (gs_rw's
+// pairs, swapped in rows hi >= 8). Shared by gs_inv_ntt and ntt_inv_gp.
+template <class A = Loose>
+__device__ __forceinline__ void inv_rows_first(u64* t, u64 (&x)[8], const WP* tw, uint32_t row,
+                                               uint32_t lo, uint32_t hi, u64 q) {
+#pragma unroll
+    for (int i = 0; i < 4; i++) {
+        const uint32_t b = 2 * (lo + 16 * i);
+        A::gs(x[2 * i], x[2 * i + 1], ldwp(tw + (SUB + row) * 64 + b / 2), q);
+        if (hi >= 8) {
+            st2(t + (gs_rw(hi, b) & ~1u), x[2 * i + 1], x[2 * i]);
+        } else {
+            st2(t + (gs_rw(hi, b) & ~1u), x[2 * i], x[2 * i + 1]);
+        }
+    }
+}
 template <class LoadP, class Store, class Lines = LimbLines, class A = Loose>
 __device__ __forceinline__ void gs_inv_ntt(u64* s, const WP* tw, u64 q, LoadP loadp, Store store,
                                            u64* tdst, unsigned* ctr, const Post& c,
@@ -1358,16 +1375,7 @@ __device__ __forceinline__ void gs_inv_ntt(u64* s, const WP* tw, u64 q, LoadP lo
 #pragma unroll
             for (int i = 0; i < 4; i++) pos[i] = lines.roff(hi) + 2 * (lo + 16 * i);
             loadp(pos, x);
-#pragma unroll
-            for (int i = 0; i < 4; i++) {
-                const uint32_t b = 2 * (lo + 16 * i);
-                A::gs(x[2 * i], x[2 * i + 1], ldwp(tw + (SUB + row) * 64 + b / 2), q);
-                if (hi >= 8) {
-                    st2(s + (gs_rw(hi, b) & ~1u), x[2 * i + 1], x[2 * i]);
-                } else {
-                    st2(s + (gs_rw(hi, b) & ~1u), x[2 * i], x[2 * i + 1]);
-                }
-            }
+            inv_rows_first<A>(s, x, tw, row, lo, hi, q);
         }
         __syncthreads();
         // Round 2: b bits 1..3 of row lo.
@@ -1809,16 +1817,7 @@ GS_KERNEL ntt_inv_gp(const u64* __restrict__ in, u64* __restrict__ out,
         for (int i = 0; i < 4; i++)
             ld2sh(src + lines.roff(hi) + 2 * (lo + 16 * i), x[2 * i], x[2 * i + 1]);
         if (th.g == 1) gate_wait();
-#pragma unroll
-        for (int i = 0; i < 4; i++) {
-            const uint32_t b = 2 * (lo + 16 * i);
-            Loose::gs(x[2 * i], x[2 * i + 1], ldwp(tw + (SUB + row) * 64 + b / 2), q);
-            if (hi >= 8) {
-                st2(sr + (gs_rw(hi, b) & ~1u), x[2 * i + 1], x[2 * i]);
-            } else {
-                st2(sr + (gs_rw(hi, b) & ~1u), x[2 * i], x[2 * i + 1]);
-            }
-        }
+        inv_rows_first(sr, x, tw, row, lo, hi, q);
         gsync(th.g);
         {
             const uint32_t line = th.cline(), u = th.chi();
