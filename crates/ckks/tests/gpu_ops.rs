@@ -9,7 +9,9 @@
 mod common;
 
 use fhelium_ckks::cuda::{CudaBackendError, CudaEngine, GpuCiphertext, GpuSwitchKey, NttKernels};
-use fhelium_ckks::{Ciphertext, CkksError, CpuEngine, Domain, ModulusBasis, Preset, RotationKey};
+use fhelium_ckks::{
+    Ciphertext, CkksError, CpuEngine, Domain, ModulusBasis, Preset, RelinearizationKey, RotationKey,
+};
 
 const SEED: [u8; 32] = [7; 32];
 
@@ -33,6 +35,21 @@ fn fixture() -> Option<Fixture> {
             eprintln!("skipped: no CUDA device available ({e})");
             None
         }
+    }
+}
+
+impl Fixture {
+    /// A relinearization key from the CPU engine's secret key, and its upload.
+    fn relinearization_keys(&self) -> (RelinearizationKey, GpuSwitchKey) {
+        let rlk = self
+            .cpu
+            .create_relinearization_key(self.cpu.secret_key())
+            .expect("rlk");
+        let drlk = self
+            .gpu
+            .upload_relinearization_key(&rlk, &self.stream)
+            .expect("upload rlk");
+        (rlk, drlk)
     }
 }
 
@@ -420,14 +437,7 @@ fn multiply_plaintext_and_add_plaintext_match_cpu() {
 #[test]
 fn multiply_and_relinearize_match_cpu() {
     let Some(fx) = fixture() else { return };
-    let rlk = fx
-        .cpu
-        .create_relinearization_key(fx.cpu.secret_key())
-        .expect("rlk");
-    let drlk = fx
-        .gpu
-        .upload_relinearization_key(&rlk, &fx.stream)
-        .expect("upload rlk");
+    let (rlk, drlk) = fx.relinearization_keys();
     for level in [0usize, 4, 6] {
         let a = fx
             .cpu
@@ -492,14 +502,7 @@ fn multiply_and_relinearize_match_cpu() {
 fn paired_ntts_between_other_synced_kernels_stay_exact() {
     let Some(fx) = fixture() else { return };
     fx.gpu.set_ntt_kernels(NttKernels::GlobalSync);
-    let rlk = fx
-        .cpu
-        .create_relinearization_key(fx.cpu.secret_key())
-        .expect("rlk");
-    let drlk = fx
-        .gpu
-        .upload_relinearization_key(&rlk, &fx.stream)
-        .expect("upload rlk");
+    let (rlk, drlk) = fx.relinearization_keys();
     let ntt = |ct: &Ciphertext| {
         fx.cpu
             .coefficient_domain_to_ntt_domain(ct)
