@@ -745,12 +745,12 @@ mod tests {
         let mut from = 0;
         while let Some(i) = src[from..].find(name).map(|i| i + from) {
             from = i + name.len();
-            let before = &src[..i];
-            let line_start = before.rfind('\n').map_or(0, |j| j + 1);
-            let prev_line = before[..line_start.saturating_sub(1)]
-                .rfind('\n')
-                .map_or(0, |j| j + 1);
-            let head = &src[prev_line..i];
+            // The name's line and the one before it (a definition's head may wrap).
+            let head_start = src[..i]
+                .rmatch_indices('\n')
+                .nth(1)
+                .map_or(0, |(j, _)| j + 1);
+            let head = &src[head_start..i];
             let is_def = src[from..].starts_with('(')
                 && (head.contains("__global__") || head.contains("_KERNEL"));
             if !is_def {
