@@ -466,6 +466,20 @@ extern "C" __global__ void ew_mul_const(const u64* __restrict__ a, u64* __restri
     out[e] = shoup(a[e], w.w, w.wp, primes[pid].q);
 }
 
+// x * k mod q for the signed integer k = (neg ? -1 : 1) k_abs (canonical): k_abs reduced and
+// brought to Montgomery form (k 2^64 mod q, by 64 modular doublings: q < 2^60, so 2x < 2^64),
+// then mont(x, k 2^64) = x k. Grid: (N / 256, limbs, comps).
+extern "C" __global__ void ew_mul_int(const u64* __restrict__ a, u64* __restrict__ out,
+                                      const Prime* __restrict__ primes, u64 k_abs, uint32_t neg,
+                                      uint32_t prime_off) {
+    const u64 e = ((u64)blockIdx.z * gridDim.y + blockIdx.y) * NN + blockIdx.x * blockDim.x + threadIdx.x;
+    const Prime p = primes[prime_off + blockIdx.y];
+    u64 km = reduce64(k_abs, p);
+    for (int i = 0; i < 64; i++) km = csub(km << 1, p.q);
+    const u64 r = mont(a[e], km, p);
+    out[e] = neg ? negmod(r, p.q) : r;
+}
+
 // Tensor product of two 2-component NTT-domain ciphertexts: d0 = a0 b0, d1 = a0 b1 + a1 b0,
 // d2 = a1 b1, each product in the CPU's form (see ew_mul). Grid: (N / 256, limbs, 1).
 extern "C" __global__ void ew_tensor(const u64* __restrict__ a, const u64* __restrict__ b,

@@ -802,6 +802,48 @@ int main() {
         });
         expect_eq("add_signed per component", sum, ws);
     }
+    // 6. ew_mul_int (multiply_by_integer) against k mod q for both signs and the extremes,
+    //    and aut_ntt against the coefficient automorphism: NTT(sigma_g(a)) = aut_ntt(NTT(a), g).
+    {
+        unsigned off = 5, L = 3, C = 2;
+        auto a = random_rows(C, L, off);
+        const i64 ks[] = {0, 1, -1, 7, -123456789, (i64)1 << 62, INT64_MIN, INT64_MAX};
+        for (i64 k : ks) {
+            std::vector<u64> got(a.size(), ~0ull), want(a.size());
+            for (unsigned c = 0; c < C; c++)
+                for (unsigned l = 0; l < L; l++) {
+                    u64 q = QS[off + l];
+                    u64 kabs = k < 0 ? (u64)0 - (u64)k : (u64)k;
+                    u64 km = kabs % q;
+                    if (k < 0) km = (q - km) % q;
+                    for (unsigned i = 0; i < NN; i++) {
+                        size_t at = ((size_t)c * L + l) * NN + i;
+                        want[at] = mulm(a[at], km, q);
+                    }
+                }
+            u64 kabs = k < 0 ? (u64)0 - (u64)k : (u64)k;
+            launch_ew(dim3{NN / 256, L, C}, 256, [&] {
+                ew_mul_int(P(a), M(got), PR(T), kabs, k < 0 ? 1u : 0u, off);
+            });
+            char what[64];
+            std::snprintf(what, sizeof what, "ew_mul_int k = %lld", (long long)k);
+            expect_eq(what, got, want);
+        }
+        for (u64 g : {3ull, 25ull, 2ull * NN - 1}) {
+            u64 ginv = 1;  // g^(N/2 - 1) mod 2N = g^-1
+            for (u64 e = NN / 2 - 1, b = g; e; e >>= 1, b = b * b % (2 * NN))
+                if (e & 1) ginv = ginv * b % (2 * NN);
+            std::vector<u64> rot(a.size(), ~0ull), want(a.size(), ~0ull), fa(a.size(), ~0ull),
+                got(a.size(), ~0ull);
+            launch_ew(dim3{NN / 256, L, C}, 256, [&] { aut_coeff(P(a), M(rot), PR(T), off, (uint32_t)ginv); });
+            fwd_ntt_emu(T, P(rot), M(want), off, L, C);
+            fwd_ntt_emu(T, P(a), M(fa), off, L, C);
+            launch_ew(dim3{NN / 256, L, C}, 256, [&] { aut_ntt(P(fa), M(got), (uint32_t)g); });
+            char what[64];
+            std::snprintf(what, sizeof what, "aut_ntt = NTT o aut_coeff, g = %llu", (unsigned long long)g);
+            expect_eq(what, got, want);
+        }
+    }
     std::printf(failures ? "emulator: %d FAILURES\n" : "emulator: all checks passed\n", failures);
     return failures ? 1 : 0;
 }

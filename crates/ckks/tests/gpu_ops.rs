@@ -10,7 +10,8 @@ mod common;
 
 use fhelium_ckks::cuda::{CudaBackendError, CudaEngine, GpuCiphertext, GpuSwitchKey, NttKernels};
 use fhelium_ckks::{
-    Ciphertext, CkksError, CpuEngine, Domain, ModulusBasis, Preset, RelinearizationKey, RotationKey,
+    Ciphertext, CkksError, CpuEngine, Domain, ModulusBasis, Plaintext, Preset, RelinearizationKey,
+    RotationKey,
 };
 
 const SEED: [u8; 32] = [7; 32];
@@ -1202,4 +1203,237 @@ fn streams_beyond_the_barrier_state_limit_run_the_cluster_kernels() {
         "the engine's kernel choice is unchanged"
     );
     drop(streams);
+}
+
+/// `got` (a device plaintext brought back) equals `want` (the CPU engine's) in shape, exact
+/// scale and every word.
+fn assert_same_plaintext(what: &str, got: &Plaintext, want: &Plaintext) {
+    assert_eq!(got.level(), want.level(), "{what}: level");
+    assert_eq!(got.domain(), want.domain(), "{what}: domain");
+    assert_eq!(got.basis(), want.basis(), "{what}: basis");
+    assert_eq!(got.prime_ids(), want.prime_ids(), "{what}: prime ids");
+    assert_eq!(
+        got.scale().to_bits(),
+        want.scale().to_bits(),
+        "{what}: scale"
+    );
+    let (g, c) = (got.words(), want.words());
+    assert_eq!(g.len(), c.len(), "{what}: word count");
+    let bad = (0..g.len()).filter(|&i| g[i] != c[i]).count();
+    assert_eq!(bad, 0, "{what}: {bad} of {} words differ", g.len());
+}
+
+#[test]
+fn hoisted_rotations_and_conjugation_match_cpu_on_every_kernel_path() {
+    let Some(fx) = fixture() else { return };
+    let sk = fx.cpu.secret_key();
+    let keys = [
+        fx.cpu.create_rotation_key(1, sk).expect("key 1"),
+        fx.cpu.create_rotation_key(-3, sk).expect("key -3"),
+        fx.cpu.create_conjugation_key(sk).expect("conjugation key"),
+    ];
+    let dkeys: Vec<GpuSwitchKey> = keys
+        .iter()
+        .map(|k| fx.gpu.upload_rotation_key(k, &fx.stream).expect("upload"))
+        .collect();
+    let drefs: Vec<&GpuSwitchKey> = dkeys.iter().collect();
+    for level in [0usize, 3, 6] {
+        let ct = fresh(&fx.cpu, 11, level);
+        let refs: Vec<&RotationKey> = keys.iter().collect();
+        let want = fx
+            .cpu
+            .rotate_many_with_keys(&ct, &refs)
+            .expect("cpu hoisted");
+        let want_conj = fx.cpu.conjugate(&ct, &keys[2]).expect("cpu conjugate");
+        let d = fx.up(&ct);
+        on_both_kernel_paths(&fx, |path| {
+            fx.gpu
+                .poison_pool(4 * 9 * 16384 * 9, &fx.stream)
+                .expect("poison");
+            let got = fx
+                .gpu
+                .rotate_many_with_keys(&d, &drefs, &fx.stream)
+                .expect("gpu hoisted");
+            assert_eq!(got.len(), 3);
+            for (i, (g, w)) in got.iter().zip(&want).enumerate() {
+                let host = fx.gpu.download_ciphertext(g, &fx.stream).expect("down");
+                common::assert_same_words(&format!("hoisted key {i} L{level} ({path})"), &host, w);
+            }
+            // A second call reuses the launch graphs of the first: same words.
+            let again = fx
+                .gpu
+                .rotate_many_with_keys(&d, &drefs[1..], &fx.stream)
+                .expect("gpu hoisted again");
+            let host = fx
+                .gpu
+                .download_ciphertext(&again[0], &fx.stream)
+                .expect("down");
+            common::assert_same_words(&format!("hoisted again L{level} ({path})"), &host, &want[1]);
+            fx.check(&format!("conjugate L{level} ({path})"), &want_conj, || {
+                fx.gpu.conjugate(&d, &dkeys[2], &fx.stream)
+            });
+        });
+    }
+    let d = fx.up(&fresh(&fx.cpu, 11, 0));
+    assert!(fx
+        .gpu
+        .rotate_many_with_keys(&d, &[], &fx.stream)
+        .expect("no keys")
+        .is_empty());
+}
+
+#[test]
+fn hoisting_checks_every_key_and_the_input_before_any_work() {
+    let Some(fx) = fixture() else { return };
+    let s = &fx.stream;
+    let (_, drlk) = fx.relinearization_keys();
+    let (_, dkey) = fx.rotation_key_by_one();
+    let ct = fx.up(&fresh(&fx.cpu, 2, 0));
+    let launched = (fx.gpu.graph_replays(), fx.gpu.chain_launches());
+    let err = fx
+        .gpu
+        .rotate_many_with_keys(&ct, &[&dkey, &drlk], s)
+        .expect_err("a relinearization key among the keys");
+    assert!(
+        matches!(
+            err,
+            CudaBackendError::Ckks(CkksError::WrongKey {
+                op: "rotate_many_with_keys",
+                ..
+            })
+        ),
+        "{err}"
+    );
+    assert_eq!(
+        (fx.gpu.graph_replays(), fx.gpu.chain_launches()),
+        launched,
+        "nothing was launched"
+    );
+    let ntt = fx
+        .gpu
+        .coefficient_domain_to_ntt_domain(&ct, s)
+        .expect("ntt");
+    assert!(matches!(
+        fx.gpu.rotate_many_with_keys(&ntt, &[&dkey], s),
+        Err(CudaBackendError::Ckks(CkksError::DomainMismatch { .. }))
+    ));
+    let err = fx.gpu.conjugate(&ct, &dkey, s).expect_err("rotation key");
+    assert!(
+        matches!(
+            err,
+            CudaBackendError::Ckks(CkksError::WrongKey {
+                op: "conjugate",
+                ..
+            })
+        ),
+        "{err}"
+    );
+    assert!(err.to_string().contains("Galois element"), "{err}");
+    assert!(matches!(
+        fx.gpu.conjugate(&ct, &drlk, s),
+        Err(CudaBackendError::Ckks(CkksError::WrongKey { .. }))
+    ));
+}
+
+#[test]
+fn mod_switch_to_level_and_multiply_by_integer_match_cpu() {
+    let Some(fx) = fixture() else { return };
+    let max = fx.cpu.max_level();
+    for (from, to) in [(0usize, 0usize), (0, 1), (0, 5), (2, max), (6, 7)] {
+        let ct = fresh(&fx.cpu, 5, from);
+        let d = fx.up(&ct);
+        let want = fx.cpu.mod_switch_to_level(&ct, to).expect("cpu");
+        fx.check(
+            &format!("mod_switch_to_level {from} -> {to}"),
+            &want,
+            || fx.gpu.mod_switch_to_level(&d, to, &fx.stream),
+        );
+    }
+    let d = fx.up(&fresh(&fx.cpu, 5, 3));
+    for bad in [2usize, max + 1] {
+        let err = fx
+            .gpu
+            .mod_switch_to_level(&d, bad, &fx.stream)
+            .expect_err("invalid level");
+        assert!(
+            matches!(
+                err,
+                CudaBackendError::Ckks(CkksError::InvalidLevel { level, current: 3, .. }) if level == bad
+            ),
+            "{err}"
+        );
+    }
+    for level in [0usize, 4] {
+        let ct = fresh(&fx.cpu, 8, level);
+        let ntt = fx.cpu.coefficient_domain_to_ntt_domain(&ct).expect("ntt");
+        for k in [0i64, 1, -1, 3, -7, 1 << 40, i64::MIN, i64::MAX] {
+            for (what, c) in [("coeff", &ct), ("ntt", &ntt)] {
+                let want = fx.cpu.multiply_by_integer(c, k).expect("cpu");
+                let d = fx.up(c);
+                fx.check(
+                    &format!("multiply_by_integer {k} L{level} {what}"),
+                    &want,
+                    || fx.gpu.multiply_by_integer(&d, k, &fx.stream),
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn plaintext_domain_transitions_match_cpu_in_both_bases() {
+    let Some(fx) = fixture() else { return };
+    let s = &fx.stream;
+    for level in [0usize, 5] {
+        let enc = fx
+            .cpu
+            .encode(&message(&fx.cpu, 4), level, None)
+            .expect("encode");
+        for basis in [ModulusBasis::Q, ModulusBasis::QP] {
+            let coeff = fx
+                .cpu
+                .prepare_plaintext_for_addition(&enc, basis)
+                .expect("prepare");
+            let want = fx
+                .cpu
+                .plaintext_coefficient_domain_to_ntt_domain(&coeff)
+                .expect("cpu forward");
+            fx.gpu.poison_pool(4 * 9 * 16384 * 9, s).expect("poison");
+            let dc = fx.gpu.upload_plaintext(&coeff, s).expect("up");
+            let dn = fx
+                .gpu
+                .plaintext_coefficient_domain_to_ntt_domain(&dc, s)
+                .expect("gpu forward");
+            let got = fx.gpu.download_plaintext(&dn, s).expect("down");
+            assert_same_plaintext(
+                &format!("plaintext forward L{level} {basis:?}"),
+                &got,
+                &want,
+            );
+            let back = fx
+                .gpu
+                .plaintext_ntt_domain_to_coefficient_domain(&dn, s)
+                .expect("gpu inverse");
+            let got = fx.gpu.download_plaintext(&back, s).expect("down");
+            assert_same_plaintext(
+                &format!("plaintext round trip L{level} {basis:?}"),
+                &got,
+                &coeff,
+            );
+            assert!(matches!(
+                fx.gpu.plaintext_ntt_domain_to_coefficient_domain(&dc, s),
+                Err(CudaBackendError::Ckks(CkksError::DomainMismatch {
+                    expected: Domain::Ntt,
+                    ..
+                }))
+            ));
+            assert!(matches!(
+                fx.gpu.plaintext_coefficient_domain_to_ntt_domain(&dn, s),
+                Err(CudaBackendError::Ckks(CkksError::DomainMismatch {
+                    expected: Domain::Coefficient,
+                    ..
+                }))
+            ));
+        }
+    }
 }

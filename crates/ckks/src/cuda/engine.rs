@@ -31,6 +31,12 @@ mod encrypt;
 // Launches replayed through one-node CUDA graphs (decision 0505).
 #[path = "graphs.rs"]
 mod graphs;
+// Hoisted rotations and conjugation (an `impl CudaEngine` block reaching the key switch).
+#[path = "hoisted.rs"]
+mod hoisted;
+// Plaintext domain transitions, integer multiples and level drops.
+#[path = "levels.rs"]
+mod levels;
 
 /// PTX of `kernels/ckks.cu`, embedded at build time.
 pub const CKKS_PTX: &str = include_str!("../../../../kernels/ptx/ckks.ptx");
@@ -96,7 +102,7 @@ fn drv<T>(op: &'static str, r: cust::error::CudaResult<T>) -> Result<T> {
 }
 
 /// Every kernel of `kernels/ckks.cu` the engine launches, in the order of [`K`].
-const KERNELS: [&str; 27] = [
+const KERNELS: [&str; 29] = [
     "ntt_fwd_cols",
     "ntt_fwd_rows",
     "ntt_inv_rows",
@@ -124,6 +130,8 @@ const KERNELS: [&str; 27] = [
     "ntt_fwd_gq",
     "ntt_fwd_gp",
     "ntt_inv_gp",
+    "aut_ntt",
+    "ew_mul_int",
 ];
 
 /// A kernel of [`KERNELS`] by position: launches index the engine's handle table directly
@@ -158,6 +166,8 @@ enum K {
     NttFwdGq,
     NttFwdGp,
     NttInvGp,
+    AutNtt,
+    EwMulInt,
 }
 
 /// What [`CudaEngine::launch`] accepts as a kernel: a [`K`] (direct index) or a kernel name
@@ -470,6 +480,15 @@ enum KsAdd {
     /// times P, so that ModDown's division by P returns them as they are; no inverse NTT of
     /// them is needed (relinearize's d0, d1). The two-pass fallback transforms them instead.
     NttTimesP { base: u64 },
+}
+
+/// The shared extended digits of a hoisted key switch: `ext` holds the ModUp of `c1`
+/// without σ (`[digit][row][N]`, NTT domain), `g` the switch's Galois element, applied to
+/// them as the NTT-domain slot permutation (`aut_ntt`) in place of its own ModUp.
+#[derive(Clone, Copy)]
+struct Hoisted {
+    ext: u64,
+    g: u32,
 }
 
 /// Arguments of a forward NTT over `limbs x comps` rows (`ntt_fwd_cols` and `ntt_fwd_cl` take
@@ -2470,25 +2489,7 @@ impl CudaEngine {
     ) -> Result<GpuCiphertext> {
         const OP: &str = "mod_switch_to_next_level";
         self.next_level_check(OP, ct)?;
-        let limbs = ct.num_limbs();
-        let out = self.alloc(OP, ct.components * (limbs - 1) * KERNEL_N, stream)?;
-        self.launch(
-            OP,
-            K::DropRows,
-            Self::ew_grid(limbs - 1, ct.components),
-            EW_THREADS,
-            stream,
-            &[
-                Arg::U64(ct.ptr()),
-                Arg::U64(dev_ptr(&out)),
-                Arg::U32(limbs as u32),
-                Arg::U32(1),
-            ],
-        )?;
-        let mut r = self.like(ct, out);
-        r.level += 1;
-        r.prime_ids.remove(0);
-        Ok(r)
+        self.drop_rows(OP, ct, 1, stream)
     }
 
     /// The coefficient-domain automorphism `σ_g` of every component (no key switch).
@@ -2551,6 +2552,7 @@ impl CudaEngine {
         prime_off: usize,
         limbs: usize,
         pre: Option<&dyn Fn() -> Result<()>>,
+        hoisted: Option<Hoisted>,
         stream: &Stream,
     ) -> Result<DeviceBuffer<u64>> {
         let n = KERNEL_N as u64;
@@ -2572,22 +2574,7 @@ impl CudaEngine {
             dev_ptr(&self.twi),
         );
         let key_rows = key.rows as u64;
-        // ModUp of digit z (balanced lift, through σ_g) to target row y: grid (row, digit).
-        let modup = FwdNtt {
-            src,
-            dst: ext,
-            prime_off: prime_off as u32,
-            in_ys: 0,
-            in_zs: n,
-            out_ys: n,
-            out_zs: rows as u64 * n,
-            mode: 0,
-            ginv,
-            src_off: prime_off as u32,
-            src_by_z: 1,
-            canonical: false,
-        }
-        .args(primes, twf, dev_ptr(&self.reduce));
+        let modup = self.modup_args(src, ext, ginv, prime_off, limbs);
         // Rows ks_inner_gs / ks_inner_cl add times P before the inverse NTT (none for a plain
         // switch).
         let (addn, addn_cs, padd) = match add {
@@ -2617,18 +2604,23 @@ impl CudaEngine {
         let kernels = self.ntt_kernels();
         let inner_args = inner(twi, dev_ptr(&self.ks_post));
         let global = kernels == NttKernels::GlobalSync;
-        // ModUp, then the inner product: each on its GlobalSync kernel when it runs, else on
-        // the cluster kernel; `false` when neither ran (the two-pass kernels below then redo
-        // the whole switch).
-        let modup_done = (global
-            && self.launch_gq(op, (rows as u32, limbs as u32), stream, &modup)?)
-            || self.launch_cluster(
-                op,
-                kernels.modup(),
-                (rows as u32, limbs as u32),
-                stream,
-                &modup,
-            )?;
+        // ModUp (or, hoisted, σ_g of the shared extended digits), then the inner product:
+        // each on its GlobalSync kernel when it runs, else on the cluster kernel; `false` when
+        // neither ran (the two-pass kernels below then redo the whole switch from `src`).
+        let modup_done = match hoisted {
+            Some(h) => {
+                self.launch(
+                    op,
+                    K::AutNtt,
+                    ((KERNEL_N as u32) / EW_THREADS, rows as u32, limbs as u32),
+                    EW_THREADS,
+                    stream,
+                    &[Arg::U64(h.ext), Arg::U64(ext), Arg::U32(h.g)],
+                )?;
+                true
+            }
+            None => self.launch_modup(op, rows, limbs, &modup, stream)?,
+        };
         let clustered = modup_done
             && ((global
                 && self.launch_gs(op, K::KsInnerGs, (rows as u32, 2), stream, &inner_args)?)
@@ -2728,6 +2720,57 @@ impl CudaEngine {
         Ok(out)
     }
 
+    /// Arguments of the key switch's ModUp of the `limbs` digits at `src` (balanced lift,
+    /// through σ_g when `ginv` is nonzero) to every target row, into `ext` (`[digit][row][N]`):
+    /// grid (row, digit).
+    fn modup_args(
+        &self,
+        src: u64,
+        ext: u64,
+        ginv: u32,
+        prime_off: usize,
+        limbs: usize,
+    ) -> [Arg; 14] {
+        let n = KERNEL_N as u64;
+        FwdNtt {
+            src,
+            dst: ext,
+            prime_off: prime_off as u32,
+            in_ys: 0,
+            in_zs: n,
+            out_ys: n,
+            out_zs: (limbs + 1) as u64 * n,
+            mode: 0,
+            ginv,
+            src_off: prime_off as u32,
+            src_by_z: 1,
+            canonical: false,
+        }
+        .args(
+            dev_ptr(&self.primes),
+            dev_ptr(&self.twf),
+            dev_ptr(&self.reduce),
+        )
+    }
+
+    /// The ModUp in one launch: `ntt_fwd_gq` on [`NttKernels::GlobalSync`] when it runs, else
+    /// the cluster ModUp; `Ok(false)` when neither ran (nothing enqueued).
+    fn launch_modup(
+        &self,
+        op: &'static str,
+        rows: usize,
+        limbs: usize,
+        modup: &[Arg],
+        stream: &Stream,
+    ) -> Result<bool> {
+        let kernels = self.ntt_kernels();
+        let yz = (rows as u32, limbs as u32);
+        Ok(
+            (kernels == NttKernels::GlobalSync && self.launch_gq(op, yz, stream, modup)?)
+                || self.launch_cluster(op, kernels.modup(), yz, stream, modup)?,
+        )
+    }
+
     fn check_key(&self, op: &'static str, key: &GpuSwitchKey) -> Result<()> {
         self.check_context(op, key.context)?;
         if key.digits != self.nq || key.rows != self.moduli.len() {
@@ -2748,40 +2791,68 @@ impl CudaEngine {
         stream: &Stream,
     ) -> Result<GpuCiphertext> {
         const OP: &str = "rotate_with_key";
-        self.check_context(OP, ct.context)?;
-        self.check_key(OP, key)?;
-        Self::need_domain(OP, ct.domain, Domain::Coefficient)?;
-        Self::need_components(OP, ct.components, 2)?;
+        self.check_rotation_input(OP, ct)?;
+        let g = self.rotation_element(OP, key)?;
+        self.galois_switch(OP, ct, key, g, None, stream)
+    }
+
+    /// What a rotation's input must be: a value of this engine's context, coefficient
+    /// domain, two components, basis Q.
+    fn check_rotation_input(&self, op: &'static str, ct: &GpuCiphertext) -> Result<()> {
+        self.check_context(op, ct.context)?;
+        Self::need_domain(op, ct.domain, Domain::Coefficient)?;
+        Self::need_components(op, ct.components, 2)?;
         if ct.basis != ModulusBasis::Q {
             return Err(CkksError::BasisMismatch {
-                op: OP,
+                op,
                 expected: ModulusBasis::Q,
                 actual: ct.basis,
             }
             .into());
         }
-        let Some(g) = key.galois_element else {
-            return Err(CkksError::WrongKey {
-                op: OP,
+        Ok(())
+    }
+
+    /// The Galois element of a rotation (or conjugation) key of this engine; a
+    /// relinearization key is [`CkksError::WrongKey`].
+    fn rotation_element(&self, op: &'static str, key: &GpuSwitchKey) -> Result<u64> {
+        self.check_key(op, key)?;
+        key.galois_element.ok_or_else(|| {
+            CkksError::WrongKey {
+                op,
                 reason: "a relinearization key is not a rotation key".into(),
             }
-            .into());
-        };
+            .into()
+        })
+    }
+
+    /// `σ_g(ct)` switched back to the secret key by `key` (checked by the caller): the key
+    /// switch of `c1` through `σ_g`, ModDown adding `σ_g(c0)`; `hoisted`: the shared extended
+    /// digits of [`Self::rotate_many_with_keys`] in place of the switch's own ModUp.
+    fn galois_switch(
+        &self,
+        op: &'static str,
+        ct: &GpuCiphertext,
+        key: &GpuSwitchKey,
+        g: u64,
+        hoisted: Option<u64>,
+        stream: &Stream,
+    ) -> Result<GpuCiphertext> {
         let limbs = ct.num_limbs();
-        let ginv = galois_inverse(g, KERNEL_N) as u32;
         let c1 = ct.ptr() + (limbs * KERNEL_N * 8) as u64;
         let out = self.key_switch(
-            OP,
+            op,
             c1,
             KsAdd::Coeff {
                 add0: ct.ptr(),
                 add1: 0,
             },
-            ginv,
+            galois_inverse(g, KERNEL_N) as u32,
             key,
             ct.prime_ids[0],
             limbs,
             None,
+            hoisted.map(|ext| Hoisted { ext, g: g as u32 }),
             stream,
         )?;
         Ok(self.like(ct, out))
@@ -2836,6 +2907,7 @@ impl CudaEngine {
             ct.prime_ids[0],
             limbs,
             Some(&intt),
+            None,
             stream,
         )?;
         self.recycle(OP, coeff, stream)?;
@@ -3245,6 +3317,8 @@ mod tests {
             K::NttFwdGq,
             K::NttFwdGp,
             K::NttInvGp,
+            K::AutNtt,
+            K::EwMulInt,
         ];
         assert_eq!(all.len(), KERNELS.len());
         for (i, k) in all.iter().enumerate() {

@@ -1,0 +1,92 @@
+//! Hoisted rotations and conjugation on the device (spec §3.9, as the CPU engine's
+//! `rotate_many_with_keys` / `conjugate`).
+//!
+//! Several rotations of one ciphertext share the ModUp of `c1`: its digits' balanced lift to
+//! every target row and their forward NTTs (72 limb NTTs at level 0), made once without `σ_g`.
+//! Each key then costs the NTT-domain permutation `σ_g` of those extended digits (`aut_ntt`, a
+//! gather over `digits x rows x N` words), the key inner product with its inverse NTT, and the
+//! ModDown that adds `σ_g(c0)`: the single rotation's chain with its first kernel replaced.
+//! `σ_g` commutes with the balanced lift (q odd), so every result equals
+//! [`CudaEngine::rotate_with_key`]'s (and the CPU engine's) word for word.
+
+use cust::memory::DeviceBuffer;
+use cust::stream::Stream;
+
+use super::{dev_ptr, CkksError, CudaEngine, GpuCiphertext, GpuSwitchKey, Result, KERNEL_N};
+
+impl CudaEngine {
+    /// Rotates (or conjugates) `ct` by every key of `keys` with one shared ModUp of `c1`.
+    /// Result `i` equals `rotate_with_key(ct, keys[i])` word for word. Input: 2 components,
+    /// coefficient domain, basis Q; every key is checked before any work is enqueued (a bad
+    /// key is a typed error and nothing runs). No keys: no results, no work. When the engine
+    /// cannot run its one-launch ModUp (two-pass kernels), each key runs a whole rotation.
+    pub fn rotate_many_with_keys(
+        &self,
+        ct: &GpuCiphertext,
+        keys: &[&GpuSwitchKey],
+        stream: &Stream,
+    ) -> Result<Vec<GpuCiphertext>> {
+        const OP: &str = "rotate_many_with_keys";
+        self.check_rotation_input(OP, ct)?;
+        let elements = keys
+            .iter()
+            .map(|key| self.rotation_element(OP, key))
+            .collect::<Result<Vec<u64>>>()?;
+        if keys.is_empty() {
+            return Ok(Vec::new());
+        }
+        let ext = self.hoisted_modup(OP, ct, stream)?;
+        let hoisted = ext.as_ref().map(dev_ptr);
+        let mut out = Vec::with_capacity(keys.len());
+        for (key, &g) in keys.iter().zip(&elements) {
+            out.push(self.galois_switch(OP, ct, key, g, hoisted, stream)?);
+        }
+        if let Some(ext) = ext {
+            self.recycle(OP, ext, stream)?;
+        }
+        Ok(out)
+    }
+
+    /// Complex conjugation of every slot with a conjugation key (Galois element 2N - 1);
+    /// a rotation key is [`CkksError::WrongKey`]. As [`CudaEngine::rotate_with_key`] otherwise.
+    pub fn conjugate(
+        &self,
+        ct: &GpuCiphertext,
+        key: &GpuSwitchKey,
+        stream: &Stream,
+    ) -> Result<GpuCiphertext> {
+        const OP: &str = "conjugate";
+        self.check_rotation_input(OP, ct)?;
+        let g = self.rotation_element(OP, key)?;
+        if g != 2 * KERNEL_N as u64 - 1 {
+            return Err(CkksError::WrongKey {
+                op: OP,
+                reason: format!("a rotation key (Galois element {g}) is not a conjugation key"),
+            }
+            .into());
+        }
+        self.galois_switch(OP, ct, key, g, None, stream)
+    }
+
+    /// The ModUp of `ct`'s `c1` without `σ` into a new buffer (`[digit][row][N]`, NTT
+    /// domain), in one launch; `None` when the engine's kernels cannot run it in one
+    /// (nothing enqueued).
+    fn hoisted_modup(
+        &self,
+        op: &'static str,
+        ct: &GpuCiphertext,
+        stream: &Stream,
+    ) -> Result<Option<DeviceBuffer<u64>>> {
+        let limbs = ct.num_limbs();
+        let rows = limbs + 1;
+        let ext = self.alloc(op, limbs * rows * KERNEL_N, stream)?;
+        let c1 = ct.ptr() + (limbs * KERNEL_N * 8) as u64;
+        let args = self.modup_args(c1, dev_ptr(&ext), 0, ct.prime_ids[0], limbs);
+        if self.launch_modup(op, rows, limbs, &args, stream)? {
+            Ok(Some(ext))
+        } else {
+            self.recycle(op, ext, stream)?;
+            Ok(None)
+        }
+    }
+}
