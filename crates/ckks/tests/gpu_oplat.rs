@@ -11,7 +11,7 @@
 
 use cust::event::{Event, EventFlags};
 use cust::stream::Stream;
-use fhelium_ckks::cuda::{CudaBackendError, CudaEngine, GpuCiphertext, NttKernels};
+use fhelium_ckks::cuda::{CudaBackendError, CudaEngine, GpuCiphertext, GpuSwitchKey, NttKernels};
 use fhelium_ckks::{CpuEngine, ModulusBasis, Preset};
 
 /// (median, p10, p90) in microseconds.
@@ -285,6 +285,31 @@ fn oplat_table_on_the_gpu() {
         "relinearize",
         Some(time_op(&s, |i| {
             gpu.relinearize_with_key(&prods[i % SETS], &rlks[(i / SETS + i) % SETS], &s)
+        })),
+    ));
+    // Hoisted rotations: one ciphertext by all SETS keys with one shared ModUp, against the
+    // same rotations one by one in one call (FHElium's table has no hoisted op).
+    let all_keys: Vec<&GpuSwitchKey> = keys.iter().collect();
+    rows.push((
+        "rotate_many_with_keys/4",
+        Some(time_op(&s, |i| {
+            let mut out = gpu.rotate_many_with_keys(&cts[i % SETS], &all_keys, &s)?;
+            let first = out.remove(0);
+            for r in out {
+                r.free_async(&s)?;
+            }
+            Ok(first)
+        })),
+    ));
+    rows.push((
+        "rotate_with_key/x4",
+        Some(time_op(&s, |i| {
+            let c = &cts[i % SETS];
+            let first = gpu.rotate_with_key(c, all_keys[0], &s)?;
+            for k in &all_keys[1..] {
+                gpu.rotate_with_key(c, k, &s)?.free_async(&s)?;
+            }
+            Ok(first)
         })),
     ));
     // The same NTT and key-switch ops on the other kernel choices, for comparison in the same
