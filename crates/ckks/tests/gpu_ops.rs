@@ -1339,7 +1339,14 @@ fn hoisting_checks_every_key_and_the_input_before_any_work() {
 fn mod_switch_to_level_and_multiply_by_integer_match_cpu() {
     let Some(fx) = fixture() else { return };
     let max = fx.cpu.max_level();
-    for (from, to) in [(0usize, 0usize), (0, 1), (0, 5), (2, max), (6, 7)] {
+    for (from, to) in [
+        (0usize, 0usize),
+        (0, 1),
+        (0, 5),
+        (2, max),
+        (max - 1, max),
+        (max, max),
+    ] {
         let ct = fresh(&fx.cpu, 5, from);
         let d = fx.up(&ct);
         let want = fx.cpu.mod_switch_to_level(&ct, to).expect("cpu");
