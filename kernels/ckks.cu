@@ -513,13 +513,19 @@ extern "C" __global__ void aut_coeff(const u64* __restrict__ a, u64* __restrict_
 
 __device__ __forceinline__ uint32_t brev14(uint32_t x) { return __brev(x) >> (32 - LOGN); }
 
-// NTT-domain automorphism sigma_g: out[j] = in[br(((g (2 br(j) + 1)) mod 2N - 1) / 2)].
+// NTT-domain automorphism sigma_g: out[j] = in[aut_src(j, g)],
+// aut_src(j, g) = br(((g (2 br(j) + 1)) mod 2N - 1) / 2). For even j, aut_src(j + 1, g) =
+// aut_src(j, g) ^ 1 (br(j + 1) = br(j) + N/2 and g N = N mod 2N): a pair of words maps to a
+// pair, swapped when aut_src(j, g) is odd (ks_inner_gh reads pairs through it).
+__device__ __forceinline__ uint32_t aut_src(uint32_t j, uint32_t g) {
+    const uint32_t e = (uint32_t)(((u64)g * (2 * brev14(j) + 1)) & (2 * NN - 1));
+    return brev14((e - 1) / 2);
+}
 extern "C" __global__ void aut_ntt(const u64* __restrict__ a, u64* __restrict__ out,
                                    uint32_t g) {
     const uint32_t j = blockIdx.x * blockDim.x + threadIdx.x;
     const u64 row = ((u64)blockIdx.z * gridDim.y + blockIdx.y) * NN;
-    uint32_t e = (uint32_t)(((u64)g * (2 * brev14(j) + 1)) & (2 * NN - 1));
-    out[row + j] = a[row + brev14((e - 1) / 2)];
+    out[row + j] = a[row + aut_src(j, g)];
 }
 
 // Rescale by the leading prime (id prime_off) with nearest rounding (spec 3.12). in: [C][L][N]
@@ -1879,10 +1885,13 @@ GS_KERNEL ntt_inv_gp(const u64* __restrict__ in, u64* __restrict__ out,
 // in 128 bits and reduced once per 8 digits: 8 q^2 < q * 2^64 for q < 2^61, which mont_reduce
 // needs. The sum of the reductions is sum_d ext * key * 2^-64 mod q, as a Montgomery product
 // per digit would give; mont(v, P mod q) = v * P * 2^-64 carries the same factor.
+// epos[i] / bit i of eswap: where ext's pair i is read (pos[i] unless hoisted: the pair at
+// epos[i], its words swapped when the bit is set; ks_inner_gh).
 template <int M>
 __device__ __forceinline__ void ks_sum(const u64* e0, const u64* k0, u64 ext_ds, u64 key_ds,
                                        uint32_t digits, const u64* add, u64 pm, const Prime& p,
-                                       const uint32_t (&pos)[M], u64 (&x)[2 * M]) {
+                                       const uint32_t (&pos)[M], u64 (&x)[2 * M],
+                                       const uint32_t (&epos)[M], uint32_t eswap) {
     u64 a[2 * M];
 #pragma unroll
     for (int i = 0; i < 2 * M; i++) a[i] = 0;
@@ -1896,8 +1905,13 @@ __device__ __forceinline__ void ks_sum(const u64* e0, const u64* k0, u64 ext_ds,
             u64 e[2 * M], k[2 * M];
 #pragma unroll
             for (int i = 0; i < M; i++) {
-                ld2sh(e0 + d * ext_ds + pos[i], e[2 * i], e[2 * i + 1]);
+                ld2sh(e0 + d * ext_ds + epos[i], e[2 * i], e[2 * i + 1]);
                 ld2sh(k0 + d * key_ds + pos[i], k[2 * i], k[2 * i + 1]);
+                if ((eswap >> i) & 1) {
+                    const u64 t = e[2 * i];
+                    e[2 * i] = e[2 * i + 1];
+                    e[2 * i + 1] = t;
+                }
             }
 #pragma unroll
             for (int i = 0; i < 2 * M; i++) mac128(lo[i], hi[i], e[i], k[i]);
@@ -1933,8 +1947,10 @@ __device__ __forceinline__ void ks_sum(const u64* e0, const u64* k0, u64 ext_ds,
         const Post *__restrict__ post, uint32_t prime_off, uint32_t digits, uint32_t rows,    \
         u64 key_ds, u64 key_cs, const u64 *__restrict__ addn, u64 addn_cs,                    \
         const u64 *__restrict__ padd
-template <bool GS>
-__device__ __forceinline__ void ks_inner_entry(KS_INNER_PARAMS, unsigned* sync_ctr = nullptr) {
+// HOIST (ks_inner_gh): ext holds the digits' ModUp without sigma_g, read through sigma_g (g).
+template <bool GS, bool HOIST = false>
+__device__ __forceinline__ void ks_inner_entry(KS_INNER_PARAMS, unsigned* sync_ctr = nullptr,
+                                               uint32_t g = 0) {
     const uint32_t y = blockIdx.y, c = blockIdx.z;
     const uint32_t pid = prime_off + y;
     const Prime p = primes[pid];
@@ -1948,7 +1964,18 @@ __device__ __forceinline__ void ks_inner_entry(KS_INNER_PARAMS, unsigned* sync_c
     CL_SHARED(s);
     if constexpr (GS) {
         auto loadp = [&](const uint32_t(&pos)[4], u64(&x)[8]) {
-            ks_sum<4>(e0, k0, ext_ds, key_ds, digits, add, pm, p, pos, x);
+            if constexpr (HOIST) {
+                uint32_t ep[4], sw = 0;
+#pragma unroll
+                for (int i = 0; i < 4; i++) {
+                    const uint32_t src = aut_src(pos[i], g);
+                    ep[i] = src & ~1u;
+                    sw |= (src & 1u) << i;
+                }
+                ks_sum<4>(e0, k0, ext_ds, key_ds, digits, add, pm, p, pos, x, ep, sw);
+            } else {
+                ks_sum<4>(e0, k0, ext_ds, key_ds, digits, add, pm, p, pos, x, pos, 0);
+            }
         };
         auto store = [&](uint32_t pos, u64 x) { dst[pos] = x; };
         gs_inv_ntt(s, twi + (u64)pid * NN, p.q, loadp, store, dst, sync_ctr + 2 * (c * rows + y),
@@ -1958,7 +1985,7 @@ __device__ __forceinline__ void ks_inner_entry(KS_INNER_PARAMS, unsigned* sync_c
         auto store = [&](uint32_t pos, u64 x) { dst[pos] = shoup(x, pw.w, pw.wp, p.q); };
         auto load4 = [&](uint32_t pos, u64 (&x)[4]) {
             const uint32_t pp[2] = {pos, pos + 2};
-            ks_sum<2>(e0, k0, ext_ds, key_ds, digits, add, pm, p, pp, x);
+            ks_sum<2>(e0, k0, ext_ds, key_ds, digits, add, pm, p, pp, x, pp, 0);
         };
         cl_inv_ntt<false>(s, twi + (u64)pid * NN, p.q, load4, store);
     }
@@ -1969,4 +1996,11 @@ CL_KERNEL ks_inner_cl(KS_INNER_PARAMS) { ks_inner_entry<false>(KS_INNER_ARGS); }
 GS_KERNEL2 ks_inner_gs(KS_INNER_PARAMS, unsigned* sync_ctr) {
     grid_dep_wait();
     ks_inner_entry<true>(KS_INNER_ARGS, sync_ctr);
+}
+// ks_inner_gs for a hoisted rotation (decision 0509): ext holds the ModUp of c1 without
+// sigma_g, shared by every key of the call; each pair is read through sigma_g (aut_src) in
+// place of a pass of aut_ntt over the extended digits.
+GS_KERNEL2 ks_inner_gh(KS_INNER_PARAMS, uint32_t g, unsigned* sync_ctr) {
+    grid_dep_wait();
+    ks_inner_entry<true, true>(KS_INNER_ARGS, sync_ctr, g);
 }

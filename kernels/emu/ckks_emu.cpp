@@ -677,6 +677,25 @@ int main() {
                         2 * 9 * n, 9 * n, nullptr, 0, nullptr, ks_ctr.data());
         });
         expect_eq("key inner product + inverse NTT (global exchange)", acc_g, acc2);
+        if (mode == 0) {
+            // Hoisted (decision 0509): the ModUp without sigma_g, then sigma_g of the extended
+            // digits as aut_ntt's slot permutation = the rotated ModUp; ks_inner_gh reading
+            // the un-rotated digits through sigma_g = the accumulators of the single rotation.
+            std::vector<u64> ext0(ext2.size(), ~0ull), exth(ext2.size(), ~0ull),
+                acc_h(acc2.size(), ~0ull);
+            launch_cluster(dim3{CL, rows, L}, CL_THREADS, [&] {
+                ntt_fwd_cl(src, M(ext0), PR(T), WPP(T.twf), WPP(T.reduce), off, 0, n, n,
+                           rows * n, 0, 0, off, 1);
+            });
+            launch_ew(dim3{NN / 256, rows, L}, 256, [&] { aut_ntt(P(ext0), M(exth), (uint32_t)g); });
+            expect_eq("hoisted ModUp: aut_ntt of the unrotated digits", exth, ext2);
+            launch_cluster(dim3{CL, rows, 2}, GS_THREADS, [&] {
+                ks_inner_gh(P(ext0), P(key), M(acc_h), PR(T), WPP(T.twi), POSTP(T.ks_post), off,
+                            L, rows, 2 * 9 * n, 9 * n, nullptr, 0, nullptr, (uint32_t)g,
+                            ks_ctr.data());
+            });
+            expect_eq("hoisted inner product through sigma_g (ks_inner_gh)", acc_h, acc2);
+        }
         if (mode == 1) {
             // Relinearize as CudaEngine runs it: the two added rows enter ks_inner_cl in NTT
             // form times P (no inverse NTT of them), ks_moddown adds nothing.

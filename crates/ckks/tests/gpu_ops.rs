@@ -1250,11 +1250,24 @@ fn hoisted_rotations_and_conjugation_match_cpu_on_every_kernel_path() {
             fx.gpu
                 .poison_pool(4 * 9 * 16384 * 9, &fx.stream)
                 .expect("poison");
+            let fused = fx.gpu.hoisted_inner_launches();
             let got = fx
                 .gpu
                 .rotate_many_with_keys(&d, &drefs, &fx.stream)
                 .expect("gpu hoisted");
             assert_eq!(got.len(), 3);
+            // GlobalSync reads the shared digits through σ_g in the inner product (one
+            // ks_inner_gh per key); the cluster kernels permute them first (aut_ntt).
+            let want_fused = if fx.gpu.ntt_kernels() == NttKernels::GlobalSync {
+                3
+            } else {
+                0
+            };
+            assert_eq!(
+                fx.gpu.hoisted_inner_launches() - fused,
+                want_fused,
+                "{path}"
+            );
             for (i, (g, w)) in got.iter().zip(&want).enumerate() {
                 let host = fx.gpu.download_ciphertext(g, &fx.stream).expect("down");
                 common::assert_same_words(&format!("hoisted key {i} L{level} ({path})"), &host, w);

@@ -102,7 +102,7 @@ fn drv<T>(op: &'static str, r: cust::error::CudaResult<T>) -> Result<T> {
 }
 
 /// Every kernel of `kernels/ckks.cu` the engine launches, in the order of [`K`].
-const KERNELS: [&str; 29] = [
+const KERNELS: [&str; 30] = [
     "ntt_fwd_cols",
     "ntt_fwd_rows",
     "ntt_inv_rows",
@@ -132,6 +132,7 @@ const KERNELS: [&str; 29] = [
     "ntt_inv_gp",
     "aut_ntt",
     "ew_mul_int",
+    "ks_inner_gh",
 ];
 
 /// A kernel of [`KERNELS`] by position: launches index the engine's handle table directly
@@ -168,6 +169,7 @@ enum K {
     NttInvGp,
     AutNtt,
     EwMulInt,
+    KsInnerGh,
 }
 
 /// What [`CudaEngine::launch`] accepts as a kernel: a [`K`] (direct index) or a kernel name
@@ -942,6 +944,8 @@ pub struct CudaEngine {
     gq_blocks: u32,
     // Launches of the paired NTT kernels (`ntt_fwd_gp` / `ntt_inv_gp`) so far.
     paired_launches: std::sync::atomic::AtomicU64,
+    // Hoisted key switches whose inner product read the shared digits through σ_g.
+    hoisted_inner: std::sync::atomic::AtomicU64,
 }
 
 impl std::fmt::Debug for CudaEngine {
@@ -1053,6 +1057,7 @@ impl CudaEngine {
         let gq_blocks = wave(K::NttFwdGq);
         Ok(Self {
             paired_launches: std::sync::atomic::AtomicU64::new(0),
+            hoisted_inner: std::sync::atomic::AtomicU64::new(0),
             device,
             kernels,
             graphs: graphs::LaunchGraphs::from_env(),
@@ -1159,6 +1164,16 @@ impl CudaEngine {
     #[must_use]
     pub fn graph_replays(&self) -> u64 {
         self.graphs.replays()
+    }
+
+    /// How many key switches of [`CudaEngine::rotate_many_with_keys`] read the shared
+    /// extended digits through `σ_g` inside the inner product (`ks_inner_gh`,
+    /// [`NttKernels::GlobalSync`]) since the engine was made; the others permuted them first
+    /// (`aut_ntt`) or ran a whole rotation.
+    #[must_use]
+    pub fn hoisted_inner_launches(&self) -> u64 {
+        self.hoisted_inner
+            .load(std::sync::atomic::Ordering::Relaxed)
     }
 
     /// How many NTT operations on a two-component value ran as one paired-block kernel
@@ -2604,33 +2619,51 @@ impl CudaEngine {
         let kernels = self.ntt_kernels();
         let inner_args = inner(twi, dev_ptr(&self.ks_post));
         let global = kernels == NttKernels::GlobalSync;
+        // Hoisted on GlobalSync: the inner product reads the shared extended digits through
+        // σ_g (`ks_inner_gh`), no ModUp and no permutation pass.
+        let fused = match hoisted {
+            Some(h) if global => {
+                let mut args = [Arg::U32(h.g); 15];
+                args[..14].copy_from_slice(&inner_args);
+                args[0] = Arg::U64(h.ext);
+                let launched = self.launch_gs(op, K::KsInnerGh, (rows as u32, 2), stream, &args)?;
+                if launched {
+                    self.hoisted_inner
+                        .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                }
+                launched
+            }
+            _ => false,
+        };
         // ModUp (or, hoisted, σ_g of the shared extended digits), then the inner product:
         // each on its GlobalSync kernel when it runs, else on the cluster kernel; `false` when
         // neither ran (the two-pass kernels below then redo the whole switch from `src`).
-        let modup_done = match hoisted {
-            Some(h) => {
-                self.launch(
-                    op,
-                    K::AutNtt,
-                    ((KERNEL_N as u32) / EW_THREADS, rows as u32, limbs as u32),
-                    EW_THREADS,
-                    stream,
-                    &[Arg::U64(h.ext), Arg::U64(ext), Arg::U32(h.g)],
-                )?;
-                true
-            }
-            None => self.launch_modup(op, rows, limbs, &modup, stream)?,
-        };
-        let clustered = modup_done
-            && ((global
-                && self.launch_gs(op, K::KsInnerGs, (rows as u32, 2), stream, &inner_args)?)
-                || self.launch_cluster(
-                    op,
-                    kernels.modup().map(|_| K::KsInnerCl),
-                    (rows as u32, 2),
-                    stream,
-                    &inner_args,
-                )?);
+        let modup_done = fused
+            || match hoisted {
+                Some(h) => {
+                    self.launch(
+                        op,
+                        K::AutNtt,
+                        ((KERNEL_N as u32) / EW_THREADS, rows as u32, limbs as u32),
+                        EW_THREADS,
+                        stream,
+                        &[Arg::U64(h.ext), Arg::U64(ext), Arg::U32(h.g)],
+                    )?;
+                    true
+                }
+                None => self.launch_modup(op, rows, limbs, &modup, stream)?,
+            };
+        let clustered = fused
+            || modup_done
+                && ((global
+                    && self.launch_gs(op, K::KsInnerGs, (rows as u32, 2), stream, &inner_args)?)
+                    || self.launch_cluster(
+                        op,
+                        kernels.modup().map(|_| K::KsInnerCl),
+                        (rows as u32, 2),
+                        stream,
+                        &inner_args,
+                    )?);
         if !clustered {
             // Two-pass kernels (also after a refused cluster launch: nothing of a refused
             // launch was enqueued, and the passes below rewrite `ext` from `src`).
@@ -3319,6 +3352,7 @@ mod tests {
             K::NttInvGp,
             K::AutNtt,
             K::EwMulInt,
+            K::KsInnerGh,
         ];
         assert_eq!(all.len(), KERNELS.len());
         for (i, k) in all.iter().enumerate() {

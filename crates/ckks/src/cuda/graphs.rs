@@ -148,11 +148,12 @@ pub(super) struct Node {
 /// `listed_kernels_wait_before_touching_memory` checks the source. (encrypt_message's and
 /// decrypt_message's kernels of kernels/encode.cu keep full edges: with the wait and
 /// programmatic edges they were no faster, run 123.)
-const GRID_WAIT_KERNELS: [&str; 7] = [
+const GRID_WAIT_KERNELS: [&str; 8] = [
     "ntt_fwd_gs",
     "ntt_inv_gs",
     "ntt_fwd_gq",
     "ks_inner_gs",
+    "ks_inner_gh",
     "ks_moddown",
     "ntt_fwd_gp",
     "ntt_inv_gp",
