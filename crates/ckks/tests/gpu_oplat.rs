@@ -302,7 +302,7 @@ fn oplat_table_on_the_gpu() {
         })),
     ));
     rows.push((
-        "rotate_with_key/x4",
+        "rotate_x4_one_by_one",
         Some(time_op(&s, |i| {
             let c = &cts[i % SETS];
             let first = gpu.rotate_with_key(c, all_keys[0], &s)?;
@@ -478,7 +478,7 @@ fn oplat_table_on_the_gpu() {
         }
     }
     table.push_str(&format!(
-        "(rows without a suffix: NttKernels::{default:?}; /2pass two-pass, /cl512 8 x 512-thread clusters, /clpre the same with twiddles preloaded into registers; /pool without the engine's buffer recycling; /direct without launch graphs)\n"
+        "(rows without a suffix: NttKernels::{default:?}; /2pass two-pass, /cl512 8 x 512-thread clusters, /clpre the same with twiddles preloaded into registers; /pool without the engine's buffer recycling; /direct without launch graphs; rotate_many_with_keys/4: one ciphertext by 4 keys, hoisted, against rotate_x4_one_by_one: the same 4 rotations one by one in one call; no FHElium op)\n"
     ));
     table.push_str(&format!(
         "chain graphs launched {}, programmatic edges built {}, graphs held {}\n",
