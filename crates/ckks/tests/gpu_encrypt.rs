@@ -13,6 +13,7 @@ use common::assert_same_words;
 
 use fhelium_ckks::cuda::{CudaBackendError, CudaEngine, GpuCiphertext};
 use fhelium_ckks::{Ciphertext, CkksError, CpuEngine, Preset};
+use num_complex::Complex64;
 
 const SEED: [u8; 32] = [21; 32];
 const POISON_WORDS: usize = 4 * 9 * 16384 * 9;
@@ -102,6 +103,76 @@ fn encrypt_message_on_the_device_matches_the_cpu_word_for_word() {
         }
     }
     fx.gpu.set_graph_launches(true);
+}
+
+#[test]
+fn complex_messages_match_the_cpu_both_ways() {
+    let Some(fx) = fixture() else { return };
+    let s = &fx.stream;
+    let pk = fx
+        .gpu
+        .upload_public_key(fx.cpu.public_key(), s)
+        .expect("pk");
+    let sk = fx
+        .gpu
+        .upload_secret_key(fx.cpu.secret_key(), s)
+        .expect("sk");
+    let slots = fx.cpu.num_slots();
+    let m: Vec<Complex64> = (0..slots)
+        .map(|j| {
+            let t = j as f64;
+            Complex64::new(0.3 * (0.011 * t).sin(), -0.2 * (0.017 * t + 1.0).cos())
+        })
+        .collect();
+    let k = key(77);
+    let pt = fx.cpu.encode_complex(&m, 0, None).expect("cpu encode");
+    let want = fx
+        .cpu
+        .encrypt_with_sampling_key(&pt, &k)
+        .expect("cpu encrypt");
+    fx.gpu.poison_pool(POISON_WORDS, s).expect("poison");
+    let got = fx
+        .gpu
+        .encrypt_complex_message_with_sampling_key(&m, &pk, &k, s)
+        .expect("gpu encrypt_complex_message");
+    assert_same_words("encrypt_complex_message", &fx.down(&got), &want);
+    let rescaled = fx.cpu.rescale_to_next_level(&want).expect("rescale");
+    for (what, ct) in [("L0", &want), ("L1 rescaled", &rescaled)] {
+        let expect = fx.cpu.decrypt_complex_message(ct).expect("cpu decrypt");
+        let dev = fx.gpu.upload_ciphertext(ct, s).expect("upload");
+        let slots_got = fx
+            .gpu
+            .decrypt_complex_message(&dev, &sk, s)
+            .expect("gpu decrypt_complex_message");
+        assert_eq!(slots_got.len(), expect.len(), "{what}: slot count");
+        let bad = (0..expect.len())
+            .filter(|&i| {
+                slots_got[i].re.to_bits() != expect[i].re.to_bits()
+                    || slots_got[i].im.to_bits() != expect[i].im.to_bits()
+            })
+            .count();
+        assert_eq!(bad, 0, "decrypt_complex_message {what}: {bad} slots differ");
+    }
+    // The engine's own sampling keys: two encryptions differ, both decrypt to m.
+    let a = fx.gpu.encrypt_complex_message(&m, &pk, s).expect("a");
+    let b = fx.gpu.encrypt_complex_message(&m, &pk, s).expect("b");
+    assert_ne!(
+        fx.down(&a).words(),
+        fx.down(&b).words(),
+        "fresh randomness per call"
+    );
+    let back = fx.gpu.decrypt_complex_message(&a, &sk, s).expect("decrypt");
+    let err = back
+        .iter()
+        .zip(&m)
+        .map(|(x, y)| (x - y).norm())
+        .fold(0.0, f64::max);
+    assert!(err < 5e-7, "round trip error {err:e}");
+    let long = vec![Complex64::new(0.0, 0.0); slots + 1];
+    assert!(matches!(
+        fx.gpu.encrypt_complex_message(&long, &pk, s),
+        Err(CudaBackendError::Ckks(CkksError::MessageTooLong { .. }))
+    ));
 }
 
 #[test]

@@ -311,6 +311,56 @@ impl CudaEngine {
         self.encrypt_on_device(OP, 0, scale, pk, key, Source::Message(message), stream)
     }
 
+    /// Public-key encryption of complex slots (at most N/2, zero-padded) at level 0 and the
+    /// default scale with an explicit sampling key: the CPU `Encoder` on the host (the device
+    /// encode takes real slots), the coefficients up through pinned staging, sampling and the
+    /// rest on the device; the same words as the CPU engine's
+    /// `encrypt_with_sampling_key(&encode_complex(message, 0, None), key)`.
+    pub fn encrypt_complex_message_with_sampling_key(
+        &self,
+        message: &[Complex64],
+        pk: &GpuPublicKey,
+        key: &[u8; 32],
+        stream: &Stream,
+    ) -> Result<GpuCiphertext> {
+        const OP: &str = "encrypt_complex_message";
+        let scale = self.default_scale;
+        let coeffs = self.encoder.encode(message, scale)?;
+        let words: Vec<u64> = coeffs.into_iter().map(|c| c as u64).collect();
+        self.encrypt_on_device(OP, 0, scale, pk, key, Source::Coefficients(&words), stream)
+    }
+
+    /// [`CudaEngine::encrypt_complex_message_with_sampling_key`] with one sampling key from
+    /// the engine's ChaCha20 stream.
+    pub fn encrypt_complex_message(
+        &self,
+        message: &[Complex64],
+        pk: &GpuPublicKey,
+        stream: &Stream,
+    ) -> Result<GpuCiphertext> {
+        let key = self.rng.lock().encryption_key();
+        self.encrypt_complex_message_with_sampling_key(message, pk, &key, stream)
+    }
+
+    /// Decrypts ([`CudaEngine::decrypt`]: the phase on the device, the centred reconstruction
+    /// on the host) and decodes to N/2 complex slots with the CPU `Encoder`: bit for bit the
+    /// CPU engine's `decrypt_complex_message`. Waits for `stream`.
+    pub fn decrypt_complex_message(
+        &self,
+        ct: &GpuCiphertext,
+        sk: &GpuSecretKey,
+        stream: &Stream,
+    ) -> Result<Vec<Complex64>> {
+        let pt = self.decrypt(ct, sk, stream)?;
+        let coeffs: Vec<f64> = pt
+            .words
+            .as_slice()
+            .iter()
+            .map(|&w| f64::from_bits(w))
+            .collect();
+        Ok(self.encoder.decode(&coeffs, pt.scale))
+    }
+
     /// Public-key encryption of an integer-coefficient plaintext (host) at its level with an
     /// explicit sampling key: `p` goes up through pinned staging, `v`, `e0`, `e1` are sampled
     /// on the device (the CPU engine's `encrypt_with_sampling_key` words).
