@@ -11,7 +11,7 @@
 mod common;
 use common::assert_same_words;
 
-use fhelium_ckks::cuda::{CudaBackendError, CudaEngine, GpuCiphertext};
+use fhelium_ckks::cuda::{CudaBackendError, CudaEngine, GpuCiphertext, GpuPublicKey, GpuSecretKey};
 use fhelium_ckks::{Ciphertext, CkksError, CpuEngine, Preset};
 use num_complex::Complex64;
 
@@ -52,6 +52,20 @@ fn key(k: u8) -> [u8; 32] {
 }
 
 impl Fixture {
+    /// The CPU engine's public and secret keys, uploaded on the fixture's stream.
+    fn device_keys(&self) -> (GpuPublicKey, GpuSecretKey) {
+        let s = &self.stream;
+        let pk = self
+            .gpu
+            .upload_public_key(self.cpu.public_key(), s)
+            .expect("pk");
+        let sk = self
+            .gpu
+            .upload_secret_key(self.cpu.secret_key(), s)
+            .expect("sk");
+        (pk, sk)
+    }
+
     fn down(&self, ct: &GpuCiphertext) -> Ciphertext {
         self.gpu
             .download_ciphertext(ct, &self.stream)
@@ -63,10 +77,7 @@ impl Fixture {
 fn encrypt_message_on_the_device_matches_the_cpu_word_for_word() {
     let Some(fx) = fixture() else { return };
     let s = &fx.stream;
-    let pk = fx
-        .gpu
-        .upload_public_key(fx.cpu.public_key(), s)
-        .expect("pk");
+    let pk = fx.device_keys().0;
     let slots = fx.cpu.num_slots();
     // full, short (zero padding), empty, and one whose bound sends encode to the host
     let big = vec![5.0e6; slots];
@@ -109,14 +120,7 @@ fn encrypt_message_on_the_device_matches_the_cpu_word_for_word() {
 fn complex_messages_match_the_cpu_both_ways() {
     let Some(fx) = fixture() else { return };
     let s = &fx.stream;
-    let pk = fx
-        .gpu
-        .upload_public_key(fx.cpu.public_key(), s)
-        .expect("pk");
-    let sk = fx
-        .gpu
-        .upload_secret_key(fx.cpu.secret_key(), s)
-        .expect("sk");
+    let (pk, sk) = fx.device_keys();
     let slots = fx.cpu.num_slots();
     let m: Vec<Complex64> = (0..slots)
         .map(|j| {
@@ -179,10 +183,7 @@ fn complex_messages_match_the_cpu_both_ways() {
 fn encrypt_of_a_host_plaintext_samples_on_the_device_like_the_cpu() {
     let Some(fx) = fixture() else { return };
     let s = &fx.stream;
-    let pk = fx
-        .gpu
-        .upload_public_key(fx.cpu.public_key(), s)
-        .expect("pk");
+    let pk = fx.device_keys().0;
     for level in [0usize, 3, 6] {
         let k = key(40 + level as u8);
         let pt = fx
@@ -206,10 +207,7 @@ fn encrypt_of_a_host_plaintext_samples_on_the_device_like_the_cpu() {
 fn decrypt_message_on_the_device_matches_the_cpu_bit_for_bit() {
     let Some(fx) = fixture() else { return };
     let s = &fx.stream;
-    let sk = fx
-        .gpu
-        .upload_secret_key(fx.cpu.secret_key(), s)
-        .expect("sk");
+    let sk = fx.device_keys().1;
     let ct0 = fx
         .cpu
         .encrypt_message(&message(fx.cpu.num_slots(), 3))
@@ -259,14 +257,7 @@ fn decrypt_message_on_the_device_matches_the_cpu_bit_for_bit() {
 fn device_round_trip_keeps_the_seed_precision_and_keys_differ_per_call() {
     let Some(fx) = fixture() else { return };
     let s = &fx.stream;
-    let pk = fx
-        .gpu
-        .upload_public_key(fx.cpu.public_key(), s)
-        .expect("pk");
-    let sk = fx
-        .gpu
-        .upload_secret_key(fx.cpu.secret_key(), s)
-        .expect("sk");
+    let (pk, sk) = fx.device_keys();
     let m = message(fx.cpu.num_slots(), 9);
     let a = fx.gpu.encrypt_message(&m, &pk, s).expect("encrypt");
     let b = fx.gpu.encrypt_message(&m, &pk, s).expect("encrypt");
@@ -291,14 +282,7 @@ fn device_round_trip_keeps_the_seed_precision_and_keys_differ_per_call() {
 fn device_encrypt_and_decrypt_refuse_bad_input_with_typed_errors() {
     let Some(fx) = fixture() else { return };
     let s = &fx.stream;
-    let pk = fx
-        .gpu
-        .upload_public_key(fx.cpu.public_key(), s)
-        .expect("pk");
-    let sk = fx
-        .gpu
-        .upload_secret_key(fx.cpu.secret_key(), s)
-        .expect("sk");
+    let (pk, sk) = fx.device_keys();
     let long = vec![0.0; fx.cpu.num_slots() + 1];
     assert!(matches!(
         fx.gpu.encrypt_message(&long, &pk, s),

@@ -10,8 +10,7 @@ mod common;
 
 use fhelium_ckks::cuda::{CudaBackendError, CudaEngine, GpuCiphertext, GpuSwitchKey, NttKernels};
 use fhelium_ckks::{
-    Ciphertext, CkksError, CpuEngine, Domain, ModulusBasis, Plaintext, Preset, RelinearizationKey,
-    RotationKey,
+    Ciphertext, CkksError, CpuEngine, Domain, ModulusBasis, Preset, RelinearizationKey, RotationKey,
 };
 
 const SEED: [u8; 32] = [7; 32];
@@ -1205,24 +1204,6 @@ fn streams_beyond_the_barrier_state_limit_run_the_cluster_kernels() {
     drop(streams);
 }
 
-/// `got` (a device plaintext brought back) equals `want` (the CPU engine's) in shape, exact
-/// scale and every word.
-fn assert_same_plaintext(what: &str, got: &Plaintext, want: &Plaintext) {
-    assert_eq!(got.level(), want.level(), "{what}: level");
-    assert_eq!(got.domain(), want.domain(), "{what}: domain");
-    assert_eq!(got.basis(), want.basis(), "{what}: basis");
-    assert_eq!(got.prime_ids(), want.prime_ids(), "{what}: prime ids");
-    assert_eq!(
-        got.scale().to_bits(),
-        want.scale().to_bits(),
-        "{what}: scale"
-    );
-    let (g, c) = (got.words(), want.words());
-    assert_eq!(g.len(), c.len(), "{what}: word count");
-    let bad = (0..g.len()).filter(|&i| g[i] != c[i]).count();
-    assert_eq!(bad, 0, "{what}: {bad} of {} words differ", g.len());
-}
-
 #[test]
 fn hoisted_rotations_and_conjugation_match_cpu_on_every_kernel_path() {
     let Some(fx) = fixture() else { return };
@@ -1425,7 +1406,7 @@ fn plaintext_domain_transitions_match_cpu_in_both_bases() {
                 .plaintext_coefficient_domain_to_ntt_domain(&dc, s)
                 .expect("gpu forward");
             let got = fx.gpu.download_plaintext(&dn, s).expect("down");
-            assert_same_plaintext(
+            common::assert_same_plaintext(
                 &format!("plaintext forward L{level} {basis:?}"),
                 &got,
                 &want,
@@ -1435,7 +1416,7 @@ fn plaintext_domain_transitions_match_cpu_in_both_bases() {
                 .plaintext_ntt_domain_to_coefficient_domain(&dn, s)
                 .expect("gpu inverse");
             let got = fx.gpu.download_plaintext(&back, s).expect("down");
-            assert_same_plaintext(
+            common::assert_same_plaintext(
                 &format!("plaintext round trip L{level} {basis:?}"),
                 &got,
                 &coeff,

@@ -2262,21 +2262,35 @@ impl CudaEngine {
 
     /// `-a`.
     pub fn negate(&self, a: &GpuCiphertext, stream: &Stream) -> Result<GpuCiphertext> {
-        const OP: &str = "negate";
-        self.check_context(OP, a.context)?;
-        let out = self.alloc(OP, a.buf.len(), stream)?;
+        self.unary("negate", K::EwNeg, a, &[], stream)
+    }
+
+    /// An elementwise kernel over every word of `a` into a new value of its shape, taking
+    /// `(a, out, primes, mid.., prime_off)`.
+    fn unary(
+        &self,
+        op: &'static str,
+        kernel: K,
+        a: &GpuCiphertext,
+        mid: &[Arg],
+        stream: &Stream,
+    ) -> Result<GpuCiphertext> {
+        self.check_context(op, a.context)?;
+        let out = self.alloc(op, a.buf.len(), stream)?;
+        let mut args = [Arg::U32(0); 6];
+        let len = 4 + mid.len();
+        args[0] = Arg::U64(a.ptr());
+        args[1] = Arg::U64(dev_ptr(&out));
+        args[2] = Arg::U64(dev_ptr(&self.primes));
+        args[3..3 + mid.len()].copy_from_slice(mid);
+        args[len - 1] = Arg::U32(a.prime_ids[0] as u32);
         self.launch(
-            OP,
-            K::EwNeg,
+            op,
+            kernel,
             Self::ew_grid(a.num_limbs(), a.components),
             EW_THREADS,
             stream,
-            &[
-                Arg::U64(a.ptr()),
-                Arg::U64(dev_ptr(&out)),
-                Arg::U64(dev_ptr(&self.primes)),
-                Arg::U32(a.prime_ids[0] as u32),
-            ],
+            &args[..len],
         )?;
         Ok(self.like(a, out))
     }

@@ -172,24 +172,12 @@ impl CudaEngine {
         k: i64,
         stream: &Stream,
     ) -> Result<GpuCiphertext> {
-        const OP: &str = "multiply_by_integer";
-        self.check_context(OP, ct.context)?;
-        let out = self.alloc(OP, ct.buf.len(), stream)?;
-        self.launch(
-            OP,
+        self.unary(
+            "multiply_by_integer",
             K::EwMulInt,
-            Self::ew_grid(ct.num_limbs(), ct.components),
-            EW_THREADS,
+            ct,
+            &[Arg::U64(k.unsigned_abs()), Arg::U32(u32::from(k < 0))],
             stream,
-            &[
-                Arg::U64(ct.ptr()),
-                Arg::U64(dev_ptr(&out)),
-                Arg::U64(dev_ptr(&self.primes)),
-                Arg::U64(k.unsigned_abs()),
-                Arg::U32(u32::from(k < 0)),
-                Arg::U32(ct.prime_ids[0] as u32),
-            ],
-        )?;
-        Ok(self.like(ct, out))
+        )
     }
 }
