@@ -484,9 +484,10 @@ enum KsAdd {
     NttTimesP { base: u64 },
 }
 
-/// The shared extended digits of a hoisted key switch: `ext` holds the ModUp of `c1`
-/// without σ (`[digit][row][N]`, NTT domain), `g` the switch's Galois element, applied to
-/// them as the NTT-domain slot permutation (`aut_ntt`) in place of its own ModUp.
+/// The shared extended digits of a hoisted key switch (decision 0509): `ext` holds the
+/// ModUp of `c1` without σ (`[digit][row][N]`, NTT domain), `g` the switch's Galois element.
+/// In place of its own ModUp the switch reads them through σ_g inside the inner product
+/// (`ks_inner_gh`), or on the cluster kernels permutes them first (`aut_ntt`).
 #[derive(Clone, Copy)]
 struct Hoisted {
     ext: u64,
