@@ -378,6 +378,25 @@ impl CudaBackend {
         self.out(&self.gpu.rotate_with_key(&c, &k, &self.stream)?)
     }
 
+    fn rotate_many_with_keys(
+        &self,
+        ct: &Ciphertext,
+        keys: &[&RotationKey],
+    ) -> Result<Vec<Ciphertext>, ExampleError> {
+        self.gpu.make_current()?;
+        let c = self.ct(ct)?;
+        let ks = keys
+            .iter()
+            .map(|k| self.key(k))
+            .collect::<Result<Vec<_>, _>>()?;
+        let refs: Vec<&fhelium_ckks::cuda::GpuSwitchKey> = ks.iter().map(|k| &**k).collect();
+        self.gpu
+            .rotate_many_with_keys(&c, &refs, &self.stream)?
+            .iter()
+            .map(|r| self.out(r))
+            .collect()
+    }
+
     fn coefficient_domain_to_ntt_domain(
         &self,
         ct: &Ciphertext,
@@ -501,6 +520,9 @@ forward! {
     fn decrypt_message(&self, ct: &Ciphertext) -> Vec<f64>;
     /// Rotates by the key's step.
     fn rotate_with_key(&self, ct: &Ciphertext, key: &RotationKey) -> Ciphertext;
+    /// Rotates by every key's step with one shared ModUp (hoisted); result `i` equals
+    /// `rotate_with_key(ct, keys[i])` word for word.
+    fn rotate_many_with_keys(&self, ct: &Ciphertext, keys: &[&RotationKey]) -> Vec<Ciphertext>;
     /// Coefficient domain to NTT domain.
     fn coefficient_domain_to_ntt_domain(&self, ct: &Ciphertext) -> Ciphertext;
     /// NTT domain to coefficient domain.
@@ -571,6 +593,50 @@ mod tests {
                 eprintln!("skipped: {reason}");
             }
             Err(e) => panic!("unexpected error {e}"),
+        }
+    }
+
+    /// The CUDA backend's hoisted rotations decrypt to the CPU engine's results bit for bit
+    /// (same seed, same keys, a CPU-made ciphertext as input).
+    #[test]
+    #[cfg(feature = "cuda")]
+    fn cuda_hoisted_rotations_equal_the_cpu_engines() {
+        let required = std::env::var("FHELIUM_REQUIRE_GPU").is_ok_and(|v| v == "1");
+        let gpu = match Engine::open(DeviceChoice::Cuda(0), DEFAULT_PRESET, DEFAULT_SEED) {
+            Ok(s) => s,
+            Err(e) => {
+                assert!(!required, "FHELIUM_REQUIRE_GPU=1 but {e}");
+                eprintln!("skipped: {e}");
+                return;
+            }
+        };
+        let cpu = Engine::open(DeviceChoice::Cpu, DEFAULT_PRESET, DEFAULT_SEED).expect("cpu");
+        let (g, c) = (&gpu.engine, &cpu.engine);
+        let n = c.num_slots();
+        let m: Vec<f64> = (0..n).map(|j| 0.01 * (0.03 * j as f64).sin()).collect();
+        let ct = c.encrypt_message(&m).expect("encrypt");
+        let keys: Vec<RotationKey> = [2, -3, 17]
+            .into_iter()
+            .map(|step| c.create_rotation_key(step, c.secret_key()).expect("key"))
+            .collect();
+        let refs: Vec<&RotationKey> = keys.iter().collect();
+        let want = c.rotate_many_with_keys(&ct, &refs).expect("cpu hoisted");
+        let got = g.rotate_many_with_keys(&ct, &refs).expect("cuda hoisted");
+        assert_eq!(got.len(), 3);
+        for (i, (a, b)) in got.iter().zip(&want).enumerate() {
+            assert_eq!(
+                a.location(),
+                ResidencyLocation::Cuda(0),
+                "result {i} stays on cuda:0"
+            );
+            let (x, y) = (
+                g.decrypt_message(a).expect("decrypt gpu"),
+                c.decrypt_message(b).expect("decrypt cpu"),
+            );
+            assert!(
+                x.iter().zip(&y).all(|(p, q)| p.to_bits() == q.to_bits()),
+                "result {i} differs from the CPU engine's"
+            );
         }
     }
 }

@@ -1,5 +1,6 @@
-//! The CKKS engine alone (no residency): encode, encrypt, rotate, multiply by a plaintext and
-//! by a ciphertext (with relinearization), rescale, decrypt, and the error of each result.
+//! The CKKS engine alone (no residency): encode, encrypt, rotate (one key, then two keys
+//! sharing one ModUp), multiply by a plaintext and by a ciphertext (with relinearization),
+//! rescale, decrypt, and the error of each result.
 //!
 //! `--device cpu` (default) runs the CPU engine.
 
@@ -50,16 +51,27 @@ fn run(cli: &Cli) -> Result<(), ExampleError> {
         }
     };
     let rotated = e.rotate_with_key(&ct_x, &key)?;
+    // Hoisted: two rotations of one ciphertext share the decomposition and ModUp of c1.
+    let (key2, key_m3) = (
+        e.create_rotation_key(2, e.secret_key())?,
+        e.create_rotation_key(-3, e.secret_key())?,
+    );
+    let hoisted = e.rotate_many_with_keys(&ct_x, &[&key2, &key_m3])?;
     let times_pt = finish(&e.multiply_plaintext(&to_ntt(&ct_x)?, &pt_y)?)?;
     let times_ct = finish(&e.relinearize(&e.multiply(&to_ntt(&ct_x)?, &to_ntt(&ct_y)?)?)?)?;
 
-    let roll: Vec<f64> = (0..n).map(|j| x[(j + n - 1) % n]).collect();
+    // The engine's rotation by `step` moves slot j to slot j + step: slot j then holds
+    // x[j - step] (`roll_by(k)` is slot j holding x[j + k]).
+    let roll_by = |k: usize| -> Vec<f64> { (0..n).map(|j| x[(j + k) % n]).collect() };
+    let (roll, roll2, roll_m3) = (roll_by(n - 1), roll_by(n - 2), roll_by(3));
     let prod: Vec<f64> = x.iter().zip(&y).map(|(a, b)| a * b).collect();
     let mut t = Table::new(["operation", "level", "bytes", "max error", "rms error"]);
     let mut worst = 0.0_f64;
     for (name, ct, want) in [
         ("encrypt + decrypt", &ct_x, &x),
         ("rotate by 1", &rotated, &roll),
+        ("rotate by 2 (hoisted)", &hoisted[0], &roll2),
+        ("rotate by -3 (hoisted)", &hoisted[1], &roll_m3),
         ("multiply by plaintext + rescale", &times_pt, &prod),
         ("multiply + relinearize + rescale", &times_ct, &prod),
     ] {
