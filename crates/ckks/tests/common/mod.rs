@@ -2,38 +2,71 @@
 
 #![allow(dead_code)] // each test binary uses its own subset
 
-use fhelium_ckks::{Ciphertext, Plaintext};
+use fhelium_ckks::{Ciphertext, Domain, ModulusBasis, Plaintext};
+
+/// What a value's comparison looks at: its shape, exact scale and words.
+trait Value {
+    fn shape(&self) -> (usize, Domain, ModulusBasis, usize, &[usize]);
+    fn scale_bits(&self) -> u64;
+    fn words(&self) -> &[u64];
+}
+
+impl Value for Ciphertext {
+    fn shape(&self) -> (usize, Domain, ModulusBasis, usize, &[usize]) {
+        (
+            self.level(),
+            self.domain(),
+            self.basis(),
+            self.components(),
+            self.prime_ids(),
+        )
+    }
+    fn scale_bits(&self) -> u64 {
+        self.scale().to_bits()
+    }
+    fn words(&self) -> &[u64] {
+        Ciphertext::words(self)
+    }
+}
+
+impl Value for Plaintext {
+    fn shape(&self) -> (usize, Domain, ModulusBasis, usize, &[usize]) {
+        (
+            self.level(),
+            self.domain(),
+            self.basis(),
+            1,
+            self.prime_ids(),
+        )
+    }
+    fn scale_bits(&self) -> u64 {
+        self.scale().to_bits()
+    }
+    fn words(&self) -> &[u64] {
+        Plaintext::words(self)
+    }
+}
 
 /// Asserts that `got` (a GPU result brought back to the host) equals `want` (the CPU engine's)
-/// in shape, exact scale and every word; names the first differing word.
+/// in shape (level, domain, basis, components, prime ids), exact scale and every word; names
+/// the first differing word.
 pub fn assert_same_words(what: &str, got: &Ciphertext, want: &Ciphertext) {
-    assert_eq!(got.level(), want.level(), "{what}: level");
-    assert_eq!(got.domain(), want.domain(), "{what}: domain");
-    assert_eq!(got.components(), want.components(), "{what}: components");
-    assert_eq!(got.prime_ids(), want.prime_ids(), "{what}: prime ids");
-    assert_eq!(
-        got.scale().to_bits(),
-        want.scale().to_bits(),
-        "{what}: scale"
-    );
-    same_words(what, got.words(), want.words());
+    same_value(what, got, want);
 }
 
-/// [`assert_same_words`] for plaintexts (level, domain, basis, prime ids, exact scale, words).
+/// [`assert_same_words`] for plaintexts.
 pub fn assert_same_plaintext(what: &str, got: &Plaintext, want: &Plaintext) {
-    assert_eq!(got.level(), want.level(), "{what}: level");
-    assert_eq!(got.domain(), want.domain(), "{what}: domain");
-    assert_eq!(got.basis(), want.basis(), "{what}: basis");
-    assert_eq!(got.prime_ids(), want.prime_ids(), "{what}: prime ids");
-    assert_eq!(
-        got.scale().to_bits(),
-        want.scale().to_bits(),
-        "{what}: scale"
-    );
-    same_words(what, got.words(), want.words());
+    same_value(what, got, want);
 }
 
-fn same_words(what: &str, g: &[u64], c: &[u64]) {
+fn same_value(what: &str, got: &impl Value, want: &impl Value) {
+    assert_eq!(
+        got.shape(),
+        want.shape(),
+        "{what}: level, domain, basis, components, prime ids"
+    );
+    assert_eq!(got.scale_bits(), want.scale_bits(), "{what}: scale");
+    let (g, c) = (got.words(), want.words());
     assert_eq!(g.len(), c.len(), "{what}: word count");
     if let Some(i) = (0..g.len()).find(|&i| g[i] != c[i]) {
         let bad = (0..g.len()).filter(|&i| g[i] != c[i]).count();
