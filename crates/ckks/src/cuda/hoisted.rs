@@ -3,11 +3,12 @@
 //!
 //! Several rotations of one ciphertext share the ModUp of `c1`: its digits' balanced lift to
 //! every target row and their forward NTTs (72 limb NTTs at level 0), made once without `σ_g`.
-//! Each key then costs the NTT-domain permutation `σ_g` of those extended digits (`aut_ntt`, a
-//! gather over `digits x rows x N` words), the key inner product with its inverse NTT, and the
-//! ModDown that adds `σ_g(c0)`: the single rotation's chain with its first kernel replaced.
-//! `σ_g` commutes with the balanced lift (q odd), so every result equals
-//! [`CudaEngine::rotate_with_key`]'s (and the CPU engine's) word for word.
+//! Each key then costs the key inner product with its inverse NTT, reading those extended
+//! digits through the NTT-domain permutation `σ_g` (`ks_inner_gh`; on the cluster kernels a
+//! pass of `aut_ntt` permutes them first), and the ModDown that adds `σ_g(c0)`: the single
+//! rotation's chain without its ModUp (decision 0509). `σ_g` commutes with the balanced lift
+//! (q odd), so every result equals [`CudaEngine::rotate_with_key`]'s (and the CPU engine's)
+//! word for word.
 
 use cust::memory::DeviceBuffer;
 use cust::stream::Stream;
