@@ -7,7 +7,8 @@
 //!   verify without nvcc that every committed PTX file matches the sha256 of its source.
 //! - `example [--device D] [--bin B] [--release] [--trace FILE] [--plot FILE.svg] [ARGS...]`:
 //!   build and run the automatic-residency example (or `--bin explicit_residency`, `basic_ckks`).
-//! - `bench [--device D] [ARGS...]`: build and run the per-operation latency benchmark.
+//! - `bench [--device D] [ARGS...]`: build and run the per-operation latency benchmark (on
+//!   `cuda:N` the CUDA engine's, timed with CUDA events: `crates/ckks/tests/gpu_oplat.rs`).
 //! - `gpu-bundle [--out DIR]`: build every test, example and benchmark binary with
 //!   `--features cuda`, and gather them with a `run-all.sh` into one folder to carry to a GPU.
 //! - `ci`: exactly what `.ci/run` does.
@@ -445,8 +446,43 @@ fn example(device: &str, bin: &str, release: bool, args: &[String]) -> Result<()
     run_bin("fhelium-examples", bin, device, release, args)
 }
 
+/// `cpu` / `sim:N`: the examples' `oplat` binary (host wall clock). `cuda:N`: the CUDA
+/// engine's benchmark (`crates/ckks/tests/gpu_oplat.rs`: every public op as one call between
+/// CUDA events, median / p10 / p90 of 200 after 20 warm-ups, 4 ciphertexts x 4 keys, the
+/// FHElium table's op names and ratios, FHElium's same-call figures when
+/// `FHELIUM_PEER_OPLAT` names its table), on device N; no device is an error there.
 fn bench(device: &str, args: &[String]) -> Result<()> {
-    run_bin("fhelium-examples", "oplat", device, true, args)
+    if !is_cuda_device(device) {
+        return run_bin("fhelium-examples", "oplat", device, true, args);
+    }
+    let ordinal = cuda_ordinal(device)?;
+    let mut cmd = cuda_cargo()?;
+    cmd.args([
+        "test",
+        "--release",
+        "--quiet",
+        "-p",
+        "fhelium-ckks",
+        "--features",
+        "cuda",
+        "--test",
+        "gpu_oplat",
+        "--",
+        "--nocapture",
+        "--test-threads=1",
+    ])
+    .args(args)
+    .env("FHELIUM_REQUIRE_GPU", "1")
+    .env("FHELIUM_BENCH_DEVICE", ordinal.to_string());
+    run(&mut cmd)
+}
+
+/// The ordinal N of `cuda:N`.
+fn cuda_ordinal(device: &str) -> Result<u32> {
+    device
+        .strip_prefix("cuda:")
+        .and_then(|n| n.parse().ok())
+        .ok_or_else(|| format!("--device {device}: expected cpu, sim:N or cuda:N"))
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -595,4 +631,21 @@ fn ci() -> Result<()> {
         cmd.env("LD_LIBRARY_PATH", dir.join("lib64"));
     }
     run(cmd.args(["test", "-p", "fhelium-ckks", "--features", "cuda", "--lib"]))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{cuda_ordinal, is_cuda_device};
+
+    #[test]
+    fn bench_devices_parse_or_name_the_bad_one() {
+        assert!(is_cuda_device("cuda:0"));
+        assert!(!is_cuda_device("cpu"));
+        assert_eq!(cuda_ordinal("cuda:0"), Ok(0));
+        assert_eq!(cuda_ordinal("cuda:3"), Ok(3));
+        for bad in ["cuda", "cuda:", "cuda:x", "cuda:-1"] {
+            let e = cuda_ordinal(bad).expect_err(bad);
+            assert!(e.contains(bad), "{e}");
+        }
+    }
 }

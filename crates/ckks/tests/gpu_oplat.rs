@@ -4,9 +4,10 @@
 //! FHElium's method synchronises before each sample), cycling through 4 ciphertexts and 4
 //! keys so an 18 MiB key is not served from the 50 MB L2 every time.
 //!
-//! A test binary so that `cargo xtask gpu-bundle`'s run-all.sh runs it on the GPU machine; it
-//! prints the table (and writes `$OUT/oplat_gpu.txt` when `OUT` is set). Without a device it
-//! skips, unless `FHELIUM_REQUIRE_GPU=1`.
+//! `cargo xtask bench --device cuda:N` runs it on device N (`FHELIUM_BENCH_DEVICE`, default 0,
+//! with `FHELIUM_REQUIRE_GPU=1`). A test binary so that `cargo xtask gpu-bundle`'s run-all.sh
+//! also runs it on the GPU machine; it prints the table (and writes `$OUT/oplat_gpu.txt` when
+//! `OUT` is set). Without a device it skips, unless `FHELIUM_REQUIRE_GPU=1`.
 #![cfg(feature = "cuda")]
 
 use cust::event::{Event, EventFlags};
@@ -151,7 +152,12 @@ fn time_host(stream: &Stream, mut op: impl FnMut(usize)) -> (Stats, Option<Diag>
 fn oplat_table_on_the_gpu() {
     let required = std::env::var("FHELIUM_REQUIRE_GPU").is_ok_and(|v| v == "1");
     let cpu = CpuEngine::with_seed(Preset::Slots8192Scale40Levels7Int64, [3; 32]).expect("cpu");
-    let gpu = match CudaEngine::new(cpu.context(), 0) {
+    // `cargo xtask bench --device cuda:N` names the device.
+    let ordinal: u32 = std::env::var("FHELIUM_BENCH_DEVICE")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(0);
+    let gpu = match CudaEngine::new(cpu.context(), ordinal) {
         Ok(g) => g,
         Err(e) => {
             assert!(!required, "FHELIUM_REQUIRE_GPU=1 but no CUDA engine: {e}");
@@ -443,8 +449,8 @@ fn oplat_table_on_the_gpu() {
     }
 
     let same_call = peer_oplat();
-    let mut table = String::from(
-        "preset=slots8192-scale40-levels7-int64 device=cuda:0 (fhelium-rs CudaEngine, CUDA events, 200 after 20 warm-ups, 4 keys x 4 ciphertexts)\n",
+    let mut table = format!(
+        "preset=slots8192-scale40-levels7-int64 device=cuda:{ordinal} (fhelium-rs CudaEngine, CUDA events, 200 after 20 warm-ups, 4 keys x 4 ciphertexts)\n",
     );
     table.push_str(if same_call.is_empty() {
         "fhelium_us: FHElium's figures in reference/fhelium-h200/oplat.txt\n"
