@@ -12,7 +12,7 @@ mod common;
 use common::assert_same_words;
 
 use fhelium_ckks::cuda::{CudaBackendError, CudaEngine, GpuCiphertext, GpuPublicKey, GpuSecretKey};
-use fhelium_ckks::{Ciphertext, CkksError, CpuEngine, Preset};
+use fhelium_ckks::{Ciphertext, CkksError, CpuEngine, Plaintext, Preset};
 use num_complex::Complex64;
 
 const SEED: [u8; 32] = [21; 32];
@@ -54,16 +54,28 @@ fn key(k: u8) -> [u8; 32] {
 impl Fixture {
     /// The CPU engine's public and secret keys, uploaded on the fixture's stream.
     fn device_keys(&self) -> (GpuPublicKey, GpuSecretKey) {
-        let s = &self.stream;
-        let pk = self
-            .gpu
-            .upload_public_key(self.cpu.public_key(), s)
-            .expect("pk");
-        let sk = self
-            .gpu
-            .upload_secret_key(self.cpu.secret_key(), s)
-            .expect("sk");
-        (pk, sk)
+        common::device_keys(&self.gpu, &self.cpu, &self.stream)
+    }
+
+    /// The CPU engine's encryption of `pt` with sampling key `k`, checked word for word
+    /// against `gpu()` run on a poisoned pool; returns the CPU's ciphertext.
+    fn check_encrypt(
+        &self,
+        what: &str,
+        pt: &Plaintext,
+        k: &[u8; 32],
+        gpu: impl FnOnce() -> Result<GpuCiphertext, CudaBackendError>,
+    ) -> Ciphertext {
+        let want = self
+            .cpu
+            .encrypt_with_sampling_key(pt, k)
+            .expect("cpu encrypt");
+        self.gpu
+            .poison_pool(POISON_WORDS, &self.stream)
+            .expect("poison");
+        let got = gpu().unwrap_or_else(|e| panic!("{what}: {e}"));
+        assert_same_words(what, &self.down(&got), &want);
+        want
     }
 
     fn down(&self, ct: &GpuCiphertext) -> Ciphertext {
@@ -130,16 +142,10 @@ fn complex_messages_match_the_cpu_both_ways() {
         .collect();
     let k = key(77);
     let pt = fx.cpu.encode_complex(&m, 0, None).expect("cpu encode");
-    let want = fx
-        .cpu
-        .encrypt_with_sampling_key(&pt, &k)
-        .expect("cpu encrypt");
-    fx.gpu.poison_pool(POISON_WORDS, s).expect("poison");
-    let got = fx
-        .gpu
-        .encrypt_complex_message_with_sampling_key(&m, &pk, &k, s)
-        .expect("gpu encrypt_complex_message");
-    assert_same_words("encrypt_complex_message", &fx.down(&got), &want);
+    let want = fx.check_encrypt("encrypt_complex_message", &pt, &k, || {
+        fx.gpu
+            .encrypt_complex_message_with_sampling_key(&m, &pk, &k, s)
+    });
     let rescaled = fx.cpu.rescale_to_next_level(&want).expect("rescale");
     for (what, ct) in [("L0", &want), ("L1 rescaled", &rescaled)] {
         let expect = fx.cpu.decrypt_complex_message(ct).expect("cpu decrypt");
@@ -190,16 +196,9 @@ fn encrypt_of_a_host_plaintext_samples_on_the_device_like_the_cpu() {
             .cpu
             .encode(&message(fx.cpu.num_slots(), 7), level, Some(2f64.powi(30)))
             .expect("encode");
-        let want = fx
-            .cpu
-            .encrypt_with_sampling_key(&pt, &k)
-            .expect("cpu encrypt");
-        fx.gpu.poison_pool(POISON_WORDS, s).expect("poison");
-        let got = fx
-            .gpu
-            .encrypt_with_sampling_key(&pt, &pk, &k, s)
-            .expect("gpu encrypt");
-        assert_same_words(&format!("encrypt L{level}"), &fx.down(&got), &want);
+        fx.check_encrypt(&format!("encrypt L{level}"), &pt, &k, || {
+            fx.gpu.encrypt_with_sampling_key(&pt, &pk, &k, s)
+        });
     }
 }
 

@@ -662,14 +662,7 @@ fn decrypt_matches_cpu_words_and_encrypt_with_samples_matches_a_cpu_reference() 
     use fhelium_ckks::kernels::mul_assign_limb;
     let Some(fx) = fixture() else { return };
     let s = &fx.stream;
-    let sk = fx
-        .gpu
-        .upload_secret_key(fx.cpu.secret_key(), s)
-        .expect("sk");
-    let pk = fx
-        .gpu
-        .upload_public_key(fx.cpu.public_key(), s)
-        .expect("pk");
+    let (pk, sk) = common::device_keys(&fx.gpu, &fx.cpu, s);
     for level in [0usize, 3, 6] {
         let ct = fresh(&fx.cpu, 10, level);
         let want = fx.cpu.decrypt(&ct).expect("cpu decrypt");

@@ -2,7 +2,15 @@
 
 #![allow(dead_code)] // each test binary uses its own subset
 
-use fhelium_ckks::{Ciphertext, Domain, ModulusBasis, Plaintext};
+use fhelium_ckks::cuda::{CudaEngine, GpuPublicKey, GpuSecretKey, Stream};
+use fhelium_ckks::{Ciphertext, CpuEngine, Domain, ModulusBasis, Plaintext};
+
+/// `cpu`'s public and secret keys, uploaded to `gpu` on `s`.
+pub fn device_keys(gpu: &CudaEngine, cpu: &CpuEngine, s: &Stream) -> (GpuPublicKey, GpuSecretKey) {
+    let pk = gpu.upload_public_key(cpu.public_key(), s).expect("pk");
+    let sk = gpu.upload_secret_key(cpu.secret_key(), s).expect("sk");
+    (pk, sk)
+}
 
 /// What a value's comparison looks at: its shape, exact scale and words.
 trait Value {
