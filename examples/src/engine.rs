@@ -94,6 +94,10 @@ pub enum Engine {
 pub struct CudaBackend {
     // Field order = drop order: the stream goes before the engine releases its context.
     stream: fhelium_ckks::cuda::Stream,
+    // The relinearization key on the device, made from `cpu`'s secret key and uploaded on
+    // first use (18 MiB of the engine's pool, held until the backend drops; not part of the
+    // residency manager's budget, like the engine's scratch).
+    keys: fhelium_ckks::cuda::GpuKeyCache,
     gpu: fhelium_ckks::cuda::CudaEngine,
     cpu: std::sync::Arc<CpuEngine>,
     memory: Memory,
@@ -267,8 +271,10 @@ pub(crate) fn cuda_engine(
             })?;
     gpu.make_current()?;
     let stream = gpu.stream()?;
+    let keys = gpu.key_cache(std::sync::Arc::clone(cpu))?;
     Ok(Engine::Cuda(Box::new(CudaBackend {
         stream,
+        keys,
         gpu,
         cpu: std::sync::Arc::clone(cpu),
         memory: memory.clone(),
@@ -442,10 +448,7 @@ impl CudaBackend {
     fn relinearize(&self, ct: &Ciphertext) -> Result<Ciphertext, ExampleError> {
         self.gpu.make_current()?;
         let c = self.ct(ct)?;
-        let key = self
-            .gpu
-            .upload_relinearization_key(&*self.cpu.relinearization_key()?, &self.stream)?;
-        self.out(&self.gpu.relinearize_with_key(&c, &key, &self.stream)?)
+        self.out(&self.gpu.relinearize(&c, &self.keys, &self.stream)?)
     }
 
     fn rescale_to_next_level(&self, ct: &Ciphertext) -> Result<Ciphertext, ExampleError> {

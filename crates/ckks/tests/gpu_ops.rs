@@ -8,6 +8,8 @@
 
 mod common;
 
+use std::sync::Arc;
+
 use fhelium_ckks::cuda::{CudaBackendError, CudaEngine, GpuCiphertext, GpuSwitchKey, NttKernels};
 use fhelium_ckks::{
     Ciphertext, CkksError, CpuEngine, Domain, ModulusBasis, Preset, RelinearizationKey, RotationKey,
@@ -1189,6 +1191,23 @@ fn streams_beyond_the_barrier_state_limit_run_the_cluster_kernels() {
         .expect("rotate beyond the limit");
     let got = fx.gpu.download_ciphertext(&r, s).expect("download");
     common::assert_same_words("rotate on a stream beyond the limit", &got, &want_rot);
+    // Hoisted there: the shared ModUp runs on the cluster kernels, the fused inner product
+    // (ks_inner_gh) has no barrier state, so the switch allocates its own digits and
+    // permutes the shared ones into them (aut_ntt + ks_inner_cl).
+    let fused = fx.gpu.hoisted_inner_launches();
+    let r = fx
+        .gpu
+        .rotate_many_with_keys(&d, &[&dkey, &dkey], s)
+        .expect("hoisted beyond the limit");
+    assert_eq!(
+        fx.gpu.hoisted_inner_launches(),
+        fused,
+        "no fused inner product"
+    );
+    for (i, r) in r.iter().enumerate() {
+        let got = fx.gpu.download_ciphertext(r, s).expect("download");
+        common::assert_same_words(&format!("hoisted {i} beyond the limit"), &got, &want_rot);
+    }
     assert_eq!(
         fx.gpu.ntt_kernels(),
         NttKernels::GlobalSync,
@@ -1430,4 +1449,174 @@ fn plaintext_domain_transitions_match_cpu_in_both_bases() {
             ));
         }
     }
+}
+
+#[test]
+fn cached_keys_rotate_by_step_and_relinearize_as_the_cpu_engine() {
+    let Some(fx) = fixture() else { return };
+    let s = &fx.stream;
+    // The cache's source: a CPU engine of the fixture's context and secret key (same seed).
+    let src = Arc::new(
+        CpuEngine::with_seed(Preset::Slots8192Scale40Levels7Int64, SEED).expect("source engine"),
+    );
+    let keys = fx.gpu.key_cache(Arc::clone(&src)).expect("key cache");
+    assert_eq!(keys.location(), fx.gpu.location());
+    assert_eq!((keys.rotation_keys(), keys.nbytes()), (0, 0));
+    let slots = src.num_slots() as i64;
+    for level in [0usize, 4] {
+        let ct = fresh(&src, 21, level);
+        let d = fx.up(&ct);
+        // 1 and slots + 1 share a key; 0 and slots are copies.
+        for step in [1, -3, 0, slots, slots + 1] {
+            let want = src.rotate_by_step(&ct, step).expect("cpu rotate_by_step");
+            fx.check(&format!("rotate_by_step({step}) L{level}"), &want, || {
+                fx.gpu.rotate_by_step(&d, step, &keys, s)
+            });
+        }
+        let steps = [1, 0, -3, slots + 1, 5];
+        let want = src.rotate_many_by_steps(&ct, &steps).expect("cpu hoisted");
+        fx.gpu.poison_pool(4 * 9 * 16384 * 9, s).expect("poison");
+        let got = fx
+            .gpu
+            .rotate_many_by_steps(&d, &steps, &keys, s)
+            .expect("gpu rotate_many_by_steps");
+        assert_eq!(got.len(), steps.len());
+        for ((g, w), step) in got.iter().zip(&want).zip(steps) {
+            let host = fx.gpu.download_ciphertext(g, s).expect("down");
+            common::assert_same_words(&format!("rotate_many_by_steps {step} L{level}"), &host, w);
+        }
+    }
+    // Keys for 1, -3 and 5, each uploaded once (slots + 1 found the key of 1).
+    let one = fx.gpu.cached_rotation_key(&keys, 1, s).expect("key 1");
+    assert_eq!(keys.rotation_keys(), 3);
+    assert_eq!(keys.nbytes(), 3 * one.nbytes());
+    assert!(Arc::ptr_eq(
+        &one,
+        &fx.gpu
+            .cached_rotation_key(&keys, slots + 1, s)
+            .expect("key slots + 1")
+    ));
+    assert_eq!(one.galois_element(), Some(src.galois_element_for_step(1).1));
+
+    // Relinearization with the cached key, the CPU engine's relinearize word for word.
+    assert!(!keys.has_relinearization_key());
+    let a = src
+        .coefficient_domain_to_ntt_domain(&fresh(&src, 4, 2))
+        .expect("ntt");
+    let b = src
+        .coefficient_domain_to_ntt_domain(&fresh(&src, 5, 2))
+        .expect("ntt");
+    let prod = src.multiply(&a, &b).expect("cpu multiply");
+    let want = src.relinearize(&prod).expect("cpu relinearize");
+    let dp = fx.up(&prod);
+    for round in 0..2 {
+        fx.check(&format!("relinearize, round {round}"), &want, || {
+            fx.gpu.relinearize(&dp, &keys, s)
+        });
+    }
+    assert!(keys.has_relinearization_key());
+    let rlk = fx.gpu.cached_relinearization_key(&keys, s).expect("rlk");
+    assert!(Arc::ptr_eq(
+        &rlk,
+        &fx.gpu
+            .cached_relinearization_key(&keys, s)
+            .expect("rlk again")
+    ));
+    assert_eq!(rlk.galois_element(), None);
+    assert_eq!(keys.nbytes(), 4 * one.nbytes());
+    drop((one, rlk));
+
+    // Clearing frees every key; the next use makes and uploads it again, same words.
+    keys.clear(s).expect("clear");
+    assert_eq!(
+        (
+            keys.rotation_keys(),
+            keys.has_relinearization_key(),
+            keys.nbytes()
+        ),
+        (0, false, 0)
+    );
+    let ct = fresh(&src, 22, 0);
+    let want = src.rotate_by_step(&ct, -3).expect("cpu");
+    let d = fx.up(&ct);
+    fx.check("rotate_by_step(-3) after clear", &want, || {
+        fx.gpu.rotate_by_step(&d, -3, &keys, s)
+    });
+    assert_eq!(keys.rotation_keys(), 1);
+}
+
+#[test]
+fn cached_key_errors_are_typed_and_make_no_key() {
+    let Some(fx) = fixture() else { return };
+    let s = &fx.stream;
+    let src = Arc::new(
+        CpuEngine::with_seed(Preset::Slots8192Scale40Levels7Int64, SEED).expect("source engine"),
+    );
+    let keys = fx.gpu.key_cache(Arc::clone(&src)).expect("key cache");
+    let ct = fx.up(&fresh(&src, 3, 0));
+    // A step ≡ 0 has no key.
+    let err = fx
+        .gpu
+        .cached_rotation_key(&keys, src.num_slots() as i64, s)
+        .expect_err("no key for a zero step");
+    assert!(
+        matches!(
+            err,
+            CudaBackendError::Ckks(CkksError::WrongKey {
+                op: "cached_rotation_key",
+                ..
+            })
+        ),
+        "{err}"
+    );
+    // Bad inputs are refused before any key is made.
+    let ntt = fx
+        .gpu
+        .coefficient_domain_to_ntt_domain(&ct, s)
+        .expect("ntt");
+    assert!(matches!(
+        fx.gpu.rotate_by_step(&ntt, 1, &keys, s),
+        Err(CudaBackendError::Ckks(CkksError::DomainMismatch {
+            op: "rotate_by_step",
+            ..
+        }))
+    ));
+    assert!(matches!(
+        fx.gpu.rotate_many_by_steps(&ntt, &[1, 2], &keys, s),
+        Err(CudaBackendError::Ckks(CkksError::DomainMismatch {
+            op: "rotate_many_by_steps",
+            ..
+        }))
+    ));
+    assert!(matches!(
+        fx.gpu.relinearize(&ntt, &keys, s),
+        Err(CudaBackendError::Ckks(CkksError::ComponentMismatch {
+            op: "relinearize",
+            expected: 3,
+            actual: 2
+        }))
+    ));
+    assert_eq!(
+        (keys.rotation_keys(), keys.has_relinearization_key()),
+        (0, false),
+        "no key was made for a refused input"
+    );
+    // A source engine of another context: refused when the cache is made.
+    let other = Arc::new(
+        CpuEngine::with_seed(Preset::Slots8192Scale30Levels9Int64, SEED).expect("other engine"),
+    );
+    let err = fx
+        .gpu
+        .key_cache(Arc::clone(&other))
+        .expect_err("other context");
+    assert!(
+        matches!(
+            err,
+            CudaBackendError::Ckks(CkksError::ContextMismatch {
+                op: "key_cache",
+                ..
+            })
+        ),
+        "{err}"
+    );
 }

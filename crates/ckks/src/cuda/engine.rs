@@ -35,8 +35,13 @@ mod graphs;
 #[path = "hoisted.rs"]
 mod hoisted;
 // Plaintext domain transitions, integer multiples and level drops.
+#[path = "keycache.rs"]
+mod keycache;
+
 #[path = "levels.rs"]
 mod levels;
+
+pub use keycache::GpuKeyCache;
 
 /// PTX of `kernels/ckks.cu`, embedded at build time.
 pub const CKKS_PTX: &str = include_str!("../../../../kernels/ptx/ckks.ptx");
@@ -2588,7 +2593,22 @@ impl CudaEngine {
         let n = KERNEL_N as u64;
         let rows = limbs + 1; // active Q rows + P
         let ext_words = limbs * rows * KERNEL_N;
-        let scratch = self.alloc(op, ext_words + 2 * rows * KERNEL_N, stream)?;
+        let acc_words = 2 * rows * KERNEL_N;
+        let kernels = self.ntt_kernels();
+        let global = kernels == NttKernels::GlobalSync;
+        // A hoisted switch on GlobalSync reads the shared extended digits (`ks_inner_gh`): its
+        // scratch is the accumulators alone, and the ModUp's part is allocated below only if
+        // that launch is refused. Otherwise one buffer holds both: [ext | acc].
+        let lean = hoisted.is_some() && global;
+        let scratch = self.alloc(
+            op,
+            if lean {
+                acc_words
+            } else {
+                ext_words + acc_words
+            },
+            stream,
+        )?;
         let out = self.alloc(op, 2 * limbs * KERNEL_N, stream)?;
         // The launches from here to ModDown (with the caller's pre-step) go out as one chain
         // graph (decision 0508), submitted before any scratch is recycled.
@@ -2596,15 +2616,20 @@ impl CudaEngine {
         if let Some(pre) = pre {
             pre()?;
         }
-        let ext = dev_ptr(&scratch);
-        let acc = ext + (ext_words * 8) as u64;
+        let (mut ext, acc) = if lean {
+            (0, dev_ptr(&scratch))
+        } else {
+            (
+                dev_ptr(&scratch),
+                dev_ptr(&scratch) + (ext_words * 8) as u64,
+            )
+        };
         let (primes, twf, twi) = (
             dev_ptr(&self.primes),
             dev_ptr(&self.twf),
             dev_ptr(&self.twi),
         );
         let key_rows = key.rows as u64;
-        let modup = self.modup_args(src, ext, ginv, prime_off, limbs);
         // Rows ks_inner_gs / ks_inner_cl add times P before the inverse NTT (none for a plain
         // switch).
         let (addn, addn_cs, padd) = match add {
@@ -2613,7 +2638,7 @@ impl CudaEngine {
         };
         // ks_inner_gs / ks_inner_cl take (twi, ks_post) where ks_inner takes (twf, twi), and
         // three more arguments (the added rows) that ks_inner does not take.
-        let inner = |w0: u64, w1: u64| {
+        let inner = |ext: u64, w0: u64, w1: u64| {
             [
                 Arg::U64(ext),
                 Arg::U64(key.buf.ptr()),
@@ -2631,16 +2656,12 @@ impl CudaEngine {
                 Arg::U64(padd),
             ]
         };
-        let kernels = self.ntt_kernels();
-        let inner_args = inner(twi, dev_ptr(&self.ks_post));
-        let global = kernels == NttKernels::GlobalSync;
         // Hoisted on GlobalSync: the inner product reads the shared extended digits through
         // σ_g (`ks_inner_gh`), no ModUp and no permutation pass.
         let fused = match hoisted {
             Some(h) if global => {
                 let mut args = [Arg::U32(h.g); 15];
-                args[..14].copy_from_slice(&inner_args);
-                args[0] = Arg::U64(h.ext);
+                args[..14].copy_from_slice(&inner(h.ext, twi, dev_ptr(&self.ks_post)));
                 let launched = self.launch_gs(op, K::KsInnerGh, (rows as u32, 2), stream, &args)?;
                 if launched {
                     self.hoisted_inner
@@ -2650,6 +2671,16 @@ impl CudaEngine {
             }
             _ => false,
         };
+        // The ModUp's part of a lean scratch, when the fused launch was refused.
+        let ext_buf = if lean && !fused {
+            let b = self.alloc(op, ext_words, stream)?;
+            ext = dev_ptr(&b);
+            Some(b)
+        } else {
+            None
+        };
+        let modup = self.modup_args(src, ext, ginv, prime_off, limbs);
+        let inner_args = inner(ext, twi, dev_ptr(&self.ks_post));
         // ModUp (or, hoisted, σ_g of the shared extended digits), then the inner product:
         // each on its GlobalSync kernel when it runs, else on the cluster kernel; `false` when
         // neither ran (the two-pass kernels below then redo the whole switch from `src`).
@@ -2697,7 +2728,7 @@ impl CudaEngine {
                 (NTT_BLOCKS_PER_LIMB, rows as u32, 1),
                 NTT_THREADS,
                 stream,
-                &inner(twf, twi)[..11],
+                &inner(ext, twf, twi)[..11],
             )?;
             // Inverse column pass of both accumulators (N^-1 and the Montgomery factor).
             let (args, len) = InvNtt {
@@ -2761,7 +2792,7 @@ impl CudaEngine {
         if let Some(rec) = chain {
             self.submit_chain(op, rec, stream)?;
         }
-        if let Some(b) = fallback_rows {
+        for b in [fallback_rows, ext_buf].into_iter().flatten() {
             self.recycle(op, b, stream)?;
         }
         self.recycle(op, scratch, stream)?;
@@ -2906,6 +2937,14 @@ impl CudaEngine {
         Ok(self.like(ct, out))
     }
 
+    /// What relinearization's input must be: a 3-component NTT-domain value of this
+    /// engine's context.
+    fn check_relinearize_input(&self, op: &'static str, ct: &GpuCiphertext) -> Result<()> {
+        self.check_context(op, ct.context)?;
+        Self::need_domain(op, ct.domain, Domain::Ntt)?;
+        Self::need_components(op, ct.components, 3)
+    }
+
     /// Relinearize a 3-component NTT-domain product into a 2-component coefficient-domain
     /// ciphertext (spec 3.15). Four launches: the inverse NTT of d2, then the key switch, whose
     /// inner product takes d0 and d1 in the NTT domain (times P).
@@ -2916,10 +2955,8 @@ impl CudaEngine {
         stream: &Stream,
     ) -> Result<GpuCiphertext> {
         const OP: &str = "relinearize";
-        self.check_context(OP, ct.context)?;
+        self.check_relinearize_input(OP, ct)?;
         self.check_key(OP, key)?;
-        Self::need_domain(OP, ct.domain, Domain::Ntt)?;
-        Self::need_components(OP, ct.components, 3)?;
         if key.galois_element.is_some() {
             return Err(CkksError::WrongKey {
                 op: OP,

@@ -29,21 +29,39 @@ impl CudaEngine {
     ) -> Result<Vec<GpuCiphertext>> {
         const OP: &str = "rotate_many_with_keys";
         self.check_rotation_input(OP, ct)?;
+        let keys: Vec<Option<&GpuSwitchKey>> = keys.iter().copied().map(Some).collect();
+        self.rotate_many(OP, ct, &keys, stream)
+    }
+
+    /// The hoisted rotations of `ct` (checked by the caller) by `keys`, a copy of `ct` where
+    /// a key is `None` (a step ≡ 0). Every key is checked before any work; the shared ModUp
+    /// runs only when some key is there.
+    pub(super) fn rotate_many(
+        &self,
+        op: &'static str,
+        ct: &GpuCiphertext,
+        keys: &[Option<&GpuSwitchKey>],
+        stream: &Stream,
+    ) -> Result<Vec<GpuCiphertext>> {
         let elements = keys
             .iter()
-            .map(|key| self.rotation_element(OP, key))
-            .collect::<Result<Vec<u64>>>()?;
-        if keys.is_empty() {
-            return Ok(Vec::new());
-        }
-        let ext = self.hoisted_modup(OP, ct, stream)?;
+            .map(|key| key.map(|k| self.rotation_element(op, k)).transpose())
+            .collect::<Result<Vec<Option<u64>>>>()?;
+        let ext = if elements.iter().any(Option::is_some) {
+            self.hoisted_modup(op, ct, stream)?
+        } else {
+            None
+        };
         let hoisted = ext.as_ref().map(dev_ptr);
         let mut out = Vec::with_capacity(keys.len());
-        for (key, &g) in keys.iter().zip(&elements) {
-            out.push(self.galois_switch(OP, ct, key, g, hoisted, stream)?);
+        for (key, g) in keys.iter().zip(&elements) {
+            out.push(match (key, g) {
+                (Some(key), Some(g)) => self.galois_switch(op, ct, key, *g, hoisted, stream)?,
+                _ => self.drop_rows(op, ct, 0, stream)?,
+            });
         }
         if let Some(ext) = ext {
-            self.recycle(OP, ext, stream)?;
+            self.recycle(op, ext, stream)?;
         }
         Ok(out)
     }

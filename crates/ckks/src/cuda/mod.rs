@@ -42,8 +42,8 @@ mod engine;
 pub mod tables;
 
 pub use engine::{
-    CudaBackendError, CudaEngine, GpuCiphertext, GpuPlaintext, GpuPublicKey, GpuSecretKey,
-    GpuSwitchKey, GpuView, NttKernels, CKKS_PTX,
+    CudaBackendError, CudaEngine, GpuCiphertext, GpuKeyCache, GpuPlaintext, GpuPublicKey,
+    GpuSecretKey, GpuSwitchKey, GpuView, NttKernels, CKKS_PTX,
 };
 
 /// The CUDA stream type every [`CudaEngine`] operation takes (`cust`'s), re-exported so users
