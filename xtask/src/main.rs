@@ -623,14 +623,23 @@ fn ci() -> Result<()> {
     ]))?;
     ptx_check()?;
     run(cargo().args(["test", "--workspace"]))?;
-    // The CUDA engine's host-side unit tests (launch recording and chains, tables, staging):
-    // they need no device, only `libcuda.so.1` to load, the stub where no driver is installed.
+    // The CUDA engine's host-side unit tests (launch recording and chains, tables, staging),
+    // then the cuda module's examples, which compile and link (`no_run`: they need a device).
+    for target in ["--lib", "--doc"] {
+        run(cuda_test_cargo()?.args(["test", "-p", "fhelium-ckks", "--features", "cuda", target]))?;
+    }
+    Ok(())
+}
+
+/// [`cuda_cargo`] for test binaries that run here: they need no device, only `libcuda.so.1` to
+/// load, the stub where no driver is installed.
+fn cuda_test_cargo() -> Result<Command> {
     let mut cmd = cuda_cargo()?;
     if !system_cuda_present() {
         let dir = std::env::var_os("CUDA_LIBRARY_PATH").map_or_else(cuda_link, |d| Ok(d.into()))?;
         cmd.env("LD_LIBRARY_PATH", dir.join("lib64"));
     }
-    run(cmd.args(["test", "-p", "fhelium-ckks", "--features", "cuda", "--lib"]))
+    Ok(cmd)
 }
 
 #[cfg(test)]

@@ -8,6 +8,31 @@
 //! seed preset) to the device on the caller's stream; later uses find it there. The keys
 //! are therefore the very keys the CPU engine's `rotate_by_step` and `relinearize` use, and
 //! the results equal the CPU engine's word for word (decision 0510).
+//!
+//! ```no_run
+//! use std::sync::Arc;
+//! use fhelium_ckks::cuda::CudaEngine;
+//! use fhelium_ckks::{CpuEngine, Preset};
+//! # fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! let cpu = Arc::new(CpuEngine::with_seed(Preset::Slots8192Scale40Levels7Int64, [1; 32])?);
+//! let gpu = CudaEngine::new(cpu.context(), 0)?;
+//! let s = gpu.stream()?;
+//! let keys = gpu.key_cache(Arc::clone(&cpu))?;
+//! let m: Vec<f64> = (0..cpu.num_slots()).map(|j| j as f64 / 8192.0).collect();
+//! let ct = gpu.upload_ciphertext(&cpu.encrypt_message(&m)?, &s)?;
+//! // First use of step 5: the CPU engine makes the key, the cache uploads it (18 MiB).
+//! let r5 = gpu.rotate_by_step(&ct, 5, &keys, &s)?;
+//! // Hoisted: one shared ModUp; the key of 5 is found on the device, step 0 is a copy.
+//! let rs = gpu.rotate_many_by_steps(&ct, &[5, 0, -1], &keys, &s)?;
+//! assert_eq!(keys.rotation_keys(), 2);
+//! // The same words as the CPU engine's rotate_by_step with the same keys.
+//! let want = cpu.rotate_by_step(&cpu.encrypt_message(&m)?, 5)?;
+//! let got = gpu.download_ciphertext(&r5, &s)?;
+//! assert_eq!(got.level(), want.level());
+//! # let _ = rs;
+//! # Ok(())
+//! # }
+//! ```
 
 use std::collections::HashMap;
 use std::sync::Arc;
