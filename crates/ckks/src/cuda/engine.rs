@@ -34,10 +34,10 @@ mod graphs;
 // Hoisted rotations and conjugation (an `impl CudaEngine` block reaching the key switch).
 #[path = "hoisted.rs"]
 mod hoisted;
-// Plaintext domain transitions, integer multiples and level drops.
+// Keys made on first use from a CPU engine and kept on the device (decision 0510).
 #[path = "keycache.rs"]
 mod keycache;
-
+// Plaintext domain transitions, integer multiples and level drops.
 #[path = "levels.rs"]
 mod levels;
 

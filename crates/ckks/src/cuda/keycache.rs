@@ -111,21 +111,24 @@ impl GpuKeyCache {
     /// Lets go of every key: the device memory of keys no caller still holds goes back in
     /// order on `stream` (work already enqueued that reads them finishes first); a key a
     /// caller still holds (from `CudaEngine::cached_*_key`) is freed when that caller drops
-    /// it. The CPU engine keeps its own host copies. Stops at the first driver error; the keys
-    /// not yet freed then stay in the cache.
+    /// it. The CPU engine keeps its own host copies. The cache is empty afterwards even when a
+    /// free fails; the first driver error is returned.
     pub fn clear(&self, stream: &Stream) -> Result<()> {
-        let mut rot = self.rotation.lock();
-        let elements: Vec<u64> = rot.keys().copied().collect();
-        for g in elements {
-            if let Some(c) = rot.remove(&g) {
-                free_if_last(c.device, stream)?;
+        let rotation: Vec<Arc<GpuSwitchKey>> = self
+            .rotation
+            .lock()
+            .drain()
+            .map(|(_, c)| c.device)
+            .collect();
+        let relinearization = self.relinearization.lock().take().map(|c| c.device);
+        let mut first = Ok(());
+        for key in rotation.into_iter().chain(relinearization) {
+            let freed = free_if_last(key, stream);
+            if first.is_ok() {
+                first = freed;
             }
         }
-        drop(rot);
-        if let Some(c) = self.relinearization.lock().take() {
-            free_if_last(c.device, stream)?;
-        }
-        Ok(())
+        first
     }
 }
 
