@@ -1619,4 +1619,77 @@ fn cached_key_errors_are_typed_and_make_no_key() {
         ),
         "{err}"
     );
+    // A cache of this engine used by an engine of the other context: refused before any work.
+    let gpu2 = CudaEngine::new(other.context(), 0).expect("second engine");
+    let ct2 = gpu2
+        .upload_ciphertext(&other.encrypt_message(&[0.5]).expect("encrypt"), s)
+        .expect("upload");
+    for (what, result) in [
+        (
+            "rotate_by_step",
+            gpu2.rotate_by_step(&ct2, 1, &keys, s).map(drop),
+        ),
+        (
+            "rotate_many_by_steps",
+            gpu2.rotate_many_by_steps(&ct2, &[1], &keys, s).map(drop),
+        ),
+        (
+            "cached_relinearization_key",
+            gpu2.cached_relinearization_key(&keys, s).map(drop),
+        ),
+    ] {
+        let err = result.expect_err(what);
+        assert!(
+            matches!(
+                &err,
+                CudaBackendError::Ckks(CkksError::ContextMismatch { op, expected, actual })
+                    if *op == what && *expected == other.context_id() && *actual == src.context_id()
+            ),
+            "{what}: {err}"
+        );
+    }
+    assert_eq!(
+        (keys.rotation_keys(), keys.has_relinearization_key()),
+        (0, false)
+    );
+}
+
+#[test]
+fn rotations_by_zero_steps_are_copies_without_a_key_switch() {
+    let Some(fx) = fixture() else { return };
+    let s = &fx.stream;
+    let src = Arc::new(
+        CpuEngine::with_seed(Preset::Slots8192Scale40Levels7Int64, SEED).expect("source engine"),
+    );
+    let keys = fx.gpu.key_cache(Arc::clone(&src)).expect("key cache");
+    let ct = fresh(&src, 9, 3);
+    let d = fx.up(&ct);
+    let slots = src.num_slots() as i64;
+    fx.gpu.set_ntt_kernels(NttKernels::GlobalSync);
+    let before = (fx.gpu.chain_launches(), fx.gpu.hoisted_inner_launches());
+    let replays = fx.gpu.graph_replays();
+    let got = fx
+        .gpu
+        .rotate_many_by_steps(&d, &[0, slots, -slots], &keys, s)
+        .expect("zero steps");
+    assert_eq!(
+        (fx.gpu.chain_launches(), fx.gpu.hoisted_inner_launches()),
+        before,
+        "no key switch ran"
+    );
+    // Three copies and nothing else (no shared ModUp).
+    assert_eq!(
+        fx.gpu.graph_replays() - replays,
+        3 * u64::from(fx.gpu.graph_launches())
+    );
+    assert_eq!(keys.rotation_keys(), 0, "no key was made");
+    for (i, g) in got.iter().enumerate() {
+        let host = fx.gpu.download_ciphertext(g, s).expect("down");
+        common::assert_same_words(&format!("zero step {i}"), &host, &ct);
+    }
+    assert!(fx
+        .gpu
+        .rotate_many_by_steps(&d, &[], &keys, s)
+        .expect("no steps")
+        .is_empty());
 }
