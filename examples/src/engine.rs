@@ -354,11 +354,13 @@ impl CudaBackend {
         )
     }
 
-    /// A GPU result as a `cuda:N` value of the memory layer (waits for the engine stream).
-    fn out(&self, r: &fhelium_ckks::cuda::GpuCiphertext) -> Result<Ciphertext, ExampleError> {
+    /// A GPU result as a `cuda:N` value of the memory layer, without a copy (the memory
+    /// layer adopts the result's allocation; waits for the engine stream).
+    fn out(&self, r: fhelium_ckks::cuda::GpuCiphertext) -> Result<Ciphertext, ExampleError> {
         Ok(self
             .gpu
-            .to_resident_ciphertext(r, &self.memory, &self.stream)?)
+            .into_resident_ciphertext(r, &self.memory, &self.stream)
+            .map_err(fhelium_ckks::cuda::CudaBackendError::from)?)
     }
 
     /// A host copy of `ct` for the CPU engine when it lives on a CUDA device.
@@ -381,7 +383,7 @@ impl CudaBackend {
     ) -> Result<Ciphertext, ExampleError> {
         self.gpu.make_current()?;
         let (c, k) = (self.ct(ct)?, self.key(key)?);
-        self.out(&self.gpu.rotate_with_key(&c, &k, &self.stream)?)
+        self.out(self.gpu.rotate_with_key(&c, &k, &self.stream)?)
     }
 
     fn rotate_many_with_keys(
@@ -398,7 +400,7 @@ impl CudaBackend {
         let refs: Vec<&fhelium_ckks::cuda::GpuSwitchKey> = ks.iter().map(|k| &**k).collect();
         self.gpu
             .rotate_many_with_keys(&c, &refs, &self.stream)?
-            .iter()
+            .into_iter()
             .map(|r| self.out(r))
             .collect()
     }
@@ -410,8 +412,7 @@ impl CudaBackend {
         self.gpu.make_current()?;
         let c = self.ct(ct)?;
         self.out(
-            &self
-                .gpu
+            self.gpu
                 .coefficient_domain_to_ntt_domain(&c, &self.stream)?,
         )
     }
@@ -423,8 +424,7 @@ impl CudaBackend {
         self.gpu.make_current()?;
         let c = self.ct(ct)?;
         self.out(
-            &self
-                .gpu
+            self.gpu
                 .ntt_domain_to_coefficient_domain(&c, &self.stream)?,
         )
     }
@@ -436,25 +436,25 @@ impl CudaBackend {
     ) -> Result<Ciphertext, ExampleError> {
         self.gpu.make_current()?;
         let (c, p) = (self.ct(ct)?, self.pt(pt)?);
-        self.out(&self.gpu.multiply_plaintext(&c, &p, &self.stream)?)
+        self.out(self.gpu.multiply_plaintext(&c, &p, &self.stream)?)
     }
 
     fn multiply(&self, a: &Ciphertext, b: &Ciphertext) -> Result<Ciphertext, ExampleError> {
         self.gpu.make_current()?;
         let (x, y) = (self.ct(a)?, self.ct(b)?);
-        self.out(&self.gpu.multiply(&x, &y, &self.stream)?)
+        self.out(self.gpu.multiply(&x, &y, &self.stream)?)
     }
 
     fn relinearize(&self, ct: &Ciphertext) -> Result<Ciphertext, ExampleError> {
         self.gpu.make_current()?;
         let c = self.ct(ct)?;
-        self.out(&self.gpu.relinearize(&c, &self.keys, &self.stream)?)
+        self.out(self.gpu.relinearize(&c, &self.keys, &self.stream)?)
     }
 
     fn rescale_to_next_level(&self, ct: &Ciphertext) -> Result<Ciphertext, ExampleError> {
         self.gpu.make_current()?;
         let c = self.ct(ct)?;
-        self.out(&self.gpu.rescale_to_next_level(&c, &self.stream)?)
+        self.out(self.gpu.rescale_to_next_level(&c, &self.stream)?)
     }
 
     fn decrypt_message(&self, ct: &Ciphertext) -> Result<Vec<f64>, ExampleError> {

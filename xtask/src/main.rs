@@ -624,9 +624,14 @@ fn ci() -> Result<()> {
     ptx_check()?;
     run(cargo().args(["test", "--workspace"]))?;
     // The CUDA engine's host-side unit tests (launch recording and chains, tables, staging),
-    // then the cuda module's examples, which compile and link (`no_run`: they need a device).
-    for target in ["--lib", "--doc"] {
-        run(cuda_test_cargo()?.args(["test", "-p", "fhelium-ckks", "--features", "cuda", target]))?;
+    // its examples, which compile and link (`no_run`: they need a device), and the CUDA memory
+    // layer's unit tests that need no device.
+    for (package, target) in [
+        ("fhelium-ckks", "--lib"),
+        ("fhelium-ckks", "--doc"),
+        ("fhelium-cuda", "--lib"),
+    ] {
+        run(cuda_test_cargo()?.args(["test", "-p", package, "--features", "cuda", target]))?;
     }
     Ok(())
 }

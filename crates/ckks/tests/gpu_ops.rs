@@ -775,6 +775,69 @@ fn results_become_resident_values_on_cuda_and_come_back() {
     assert_eq!(Resident::nbytes(&res), want.nbytes());
     let back = fx.up(&res);
     fx.check("resident cuda:0 value uploaded back", &want, || Ok(back));
+    drop(res);
+
+    // Without a copy: the memory layer adopts the result's allocation.
+    let loc = ResidencyLocation::Cuda(0);
+    let usage = |m: &fhelium_cuda::Memory| {
+        let u = m.usage(&loc).expect("usage");
+        (u.allocated_bytes, u.live_buffers)
+    };
+    let (bytes0, live0) = usage(&mem);
+    let ptr = r.device_ptr();
+    let res = fx
+        .gpu
+        .into_resident_ciphertext(r, &mem, s)
+        .expect("adopted");
+    assert_eq!(usage(&mem), (bytes0 + want.nbytes(), live0 + 1));
+    assert_eq!(res.placement().expect("placement"), loc);
+    let view = fx.gpu.borrow_ciphertext(&res).expect("borrow");
+    assert_eq!(view.device_ptr(), ptr, "the same device words, not a copy");
+    drop(view);
+    let host = fx
+        .gpu
+        .download_ciphertext(&fx.up(&res), s)
+        .expect("download");
+    common::assert_same_words("adopted result", &host, &want);
+    drop(res);
+    assert_eq!(usage(&mem), (bytes0, live0), "freed with the value");
+
+    // Refusals give the result back unchanged and account nothing.
+    let r = fx
+        .gpu
+        .coefficient_domain_to_ntt_domain(&fx.up(&ct), s)
+        .expect("gpu ntt");
+    let host_only = fhelium_cuda::Memory::host_only();
+    let err = fx
+        .gpu
+        .into_resident_ciphertext(r, &host_only, s)
+        .expect_err("no CUDA in that memory layer");
+    assert!(
+        matches!(
+            *err.error,
+            CudaBackendError::Ckks(CkksError::Memory(
+                fhelium_cuda::MemoryError::LocationUnavailable { location, .. }
+            )) if location == loc
+        ),
+        "{err}"
+    );
+    mem.sim_faults(&loc).expect("faults").fail_next_allocs(1);
+    let err = fx
+        .gpu
+        .into_resident_ciphertext(*err.value, &mem, s)
+        .expect_err("injected failure");
+    assert!(
+        matches!(
+            *err.error,
+            CudaBackendError::Ckks(CkksError::Memory(
+                fhelium_cuda::MemoryError::InjectedAllocFailure { .. }
+            ))
+        ),
+        "{err}"
+    );
+    assert_eq!(usage(&mem), (bytes0, live0));
+    let host = fx.gpu.download_ciphertext(&err.value, s).expect("download");
+    common::assert_same_words("result given back", &host, &want);
 }
 
 #[test]

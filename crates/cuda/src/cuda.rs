@@ -759,6 +759,55 @@ fn fnv1a(text: &str) -> u64 {
 }
 
 impl Memory {
+    /// Takes ownership of `words` words of device memory that other code of this process
+    /// allocated on CUDA device `loc` (its primary context), without a copy: the returned
+    /// buffer counts in `loc`'s [`crate::LocationUsage`] from now on and frees the memory with
+    /// `cuMemFree` when dropped (which does not wait for work still using it, as for buffers
+    /// allocated here without a pool stream). This is how another library's device results
+    /// (the CKKS engine's) become values the residency manager can place.
+    ///
+    /// # Safety
+    /// `ptr` must be the start of a live allocation of at least `words * 8` bytes made on
+    /// `loc`'s primary context by `cuMemAlloc`, `cuMemAllocAsync` or
+    /// `cuMemAllocFromPoolAsync`, owned by nobody else from now on (the caller must not free
+    /// it), and every write to it must have completed (e.g. its stream synchronised), since
+    /// other streams may read the buffer at once.
+    ///
+    /// # Errors
+    /// [`MemoryError::LocationUnavailable`] when `loc` is not a CUDA device of this `Memory`,
+    /// [`MemoryError::SizeOverflow`], [`MemoryError::InjectedAllocFailure`]. On error the
+    /// caller still owns `ptr`.
+    pub unsafe fn adopt_device_words(
+        &self,
+        loc: &ResidencyLocation,
+        ptr: u64,
+        words: usize,
+    ) -> Result<Buffer, MemoryError> {
+        const OP: &str = "adopt_device_words";
+        let ResidencyLocation::Cuda(index) = *loc else {
+            return Err(MemoryError::LocationUnavailable {
+                op: OP,
+                location: *loc,
+                reason: "only CUDA device memory can be adopted".to_owned(),
+            });
+        };
+        let state = self.state(OP, loc)?;
+        let dev = Arc::clone(self.cuda_backend(*loc)?.device(index)?);
+        let bytes = crate::memory::words_to_bytes(OP, *loc, words)?;
+        state.debit(bytes)?;
+        let alloc = DeviceAlloc {
+            ptr,
+            dev,
+            free_on: None,
+        };
+        Ok(Buffer::new(
+            *loc,
+            words,
+            Storage::Device(alloc),
+            Arc::clone(state),
+        ))
+    }
+
     /// Loads (JIT-compiles) `ptx` as module `name` on CUDA device `loc`, once: later calls
     /// with the same name and text return the loaded module.
     ///
@@ -1034,5 +1083,40 @@ impl Kernel {
             )
         };
         check("cuLaunchKernel", loc, r)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn adopting_memory_off_a_cuda_device_is_refused_naming_the_location() {
+        let host = Memory::host_only();
+        let sims = Memory::with_sim_devices(1);
+        for (mem, loc) in [
+            (&host, ResidencyLocation::PageableHost),
+            (&host, ResidencyLocation::Cuda(0)),
+            (&sims, ResidencyLocation::Sim(0)),
+        ] {
+            // SAFETY: nothing is adopted: every call is refused before the pointer is used
+            // (the test checks that), so no memory changes owner.
+            let r = unsafe { mem.adopt_device_words(&loc, 0x1000, 8) };
+            let err = r.expect_err("refused");
+            assert!(
+                matches!(
+                    err,
+                    MemoryError::LocationUnavailable { location, .. } if location == loc
+                ),
+                "{loc}: {err}"
+            );
+            assert!(err.to_string().contains(&loc.to_string()), "{err}");
+        }
+        assert_eq!(
+            sims.usage(&ResidencyLocation::Sim(0))
+                .expect("usage")
+                .allocated_bytes,
+            0
+        );
     }
 }

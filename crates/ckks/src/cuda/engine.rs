@@ -102,6 +102,24 @@ pub enum CudaBackendError {
 
 type Result<T> = std::result::Result<T, CudaBackendError>;
 
+/// Why [`CudaEngine::into_resident_ciphertext`] could not hand a result to the memory layer,
+/// with the result given back unchanged (`value`). Converts into its
+/// [`CudaBackendError`] for `?` (dropping the value).
+#[derive(Debug, thiserror::Error)]
+#[error("{error}")]
+pub struct IntoResidentError {
+    /// What went wrong.
+    pub error: Box<CudaBackendError>,
+    /// The device result, still owned by the caller.
+    pub value: Box<GpuCiphertext>,
+}
+
+impl From<IntoResidentError> for CudaBackendError {
+    fn from(e: IntoResidentError) -> Self {
+        *e.error
+    }
+}
+
 fn drv<T>(op: &'static str, r: cust::error::CudaResult<T>) -> Result<T> {
     r.map_err(|source| CudaBackendError::Driver { op, source })
 }
@@ -672,6 +690,14 @@ impl DevWords {
         }
     }
 
+    /// Lets go of the words without freeing them (their new owner frees them).
+    fn forget(self) {
+        match self {
+            Self::Owned(b) | Self::Recycled(b, _) => std::mem::forget(b),
+            Self::Borrowed { .. } => {}
+        }
+    }
+
     /// Copies every word to `host` (synchronous; `host.len() == self.len()`).
     fn copy_to(&self, host: &mut [u64]) -> cust::error::CudaResult<()> {
         match self {
@@ -836,6 +862,13 @@ macro_rules! value_accessors {
             #[must_use]
             pub fn location(&self) -> ResidencyLocation {
                 ResidencyLocation::Cuda(u8::try_from(self.device).unwrap_or(u8::MAX))
+            }
+            /// The device address of the words (`[component][row][N]` u64, canonical
+            /// residues), for interoperation with other CUDA code on the same device; valid
+            /// while the value lives.
+            #[must_use]
+            pub fn device_ptr(&self) -> u64 {
+                self.buf.ptr()
             }
             /// Frees the device memory in stream order (no host synchronisation), after the
             /// work already enqueued on `stream`: the engine keeps the buffer for the next
@@ -1876,6 +1909,79 @@ impl CudaEngine {
             basis: ct.basis,
             components: ct.components,
             prime_ids: ct.prime_ids.clone(),
+        })
+    }
+
+    /// Turns a device result into a CPU-engine [`Ciphertext`] on this engine's `cuda:N`
+    /// *without a copy*: the memory layer `mem` adopts the result's device allocation (from
+    /// now on it counts in `mem`'s usage of `cuda:N`, and the residency manager can place the
+    /// value through `Resident`). Synchronises `stream` once, so the words are complete before
+    /// any other stream reads them. [`CudaEngine::to_resident_ciphertext`] copies instead and
+    /// leaves `ct` to the caller.
+    ///
+    /// # Errors
+    /// An [`IntoResidentError`] that gives `ct` back unchanged: `ct` is another device's
+    /// ([`CudaBackendError::NotOnDevice`]), `mem` has no CUDA backend for this device
+    /// ([`CkksError::Memory`] with `LocationUnavailable`), an injected allocation failure, or
+    /// the stream synchronisation failed.
+    pub fn into_resident_ciphertext(
+        &self,
+        ct: GpuCiphertext,
+        mem: &fhelium_cuda::Memory,
+        stream: &Stream,
+    ) -> std::result::Result<Ciphertext, IntoResidentError> {
+        const OP: &str = "into_resident_ciphertext";
+        let back = |error: CudaBackendError, value: GpuCiphertext| IntoResidentError {
+            error: Box::new(error),
+            value: Box::new(value),
+        };
+        if ct.device != self.device {
+            let error = CudaBackendError::NotOnDevice {
+                op: OP,
+                expected: self.location(),
+                actual: ct.location(),
+            };
+            return Err(back(error, ct));
+        }
+        if let Err(e) = mem.check_available(OP, &self.location()) {
+            return Err(back(CkksError::from(e).into(), ct));
+        }
+        if let Err(e) = drv(OP, stream.synchronize()) {
+            return Err(back(e, ct));
+        }
+        let (ptr, words) = (ct.buf.ptr(), ct.buf.len());
+        // SAFETY: `ct` owns `ptr` (an engine allocation of `words` words on this engine's
+        // device, from the device's pool, in the primary context `mem` uses too): its handle
+        // is forgotten below, without freeing, once `mem` has taken the allocation, so it has
+        // exactly one owner; every kernel writing it was enqueued on `stream`, synchronised
+        // above. A borrowed view never reaches here: `GpuView` hands out references only.
+        let adopted = unsafe { mem.adopt_device_words(&self.location(), ptr, words) };
+        let buf = match adopted {
+            Ok(b) => b,
+            Err(e) => return Err(back(CkksError::from(e).into(), ct)),
+        };
+        let GpuCiphertext {
+            buf: words_handle,
+            device: _,
+            context,
+            level,
+            scale,
+            domain,
+            basis,
+            components,
+            prime_ids,
+        } = ct;
+        words_handle.forget();
+        Ok(Ciphertext {
+            words: Words::from_buffer(buf),
+            context,
+            n: KERNEL_N,
+            level,
+            scale,
+            domain,
+            basis,
+            components,
+            prime_ids,
         })
     }
 
