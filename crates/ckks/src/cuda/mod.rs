@@ -49,3 +49,9 @@ pub use engine::{
 /// The CUDA stream type every [`CudaEngine`] operation takes (`cust`'s), re-exported so users
 /// need no direct `cust` dependency; [`CudaEngine::stream`] makes one.
 pub use cust::stream::Stream;
+
+/// The GPU tutorial (`docs/tutorials/ckks-on-the-gpu.md`), included so that its code is
+/// compiled by the documentation tests.
+#[cfg(doctest)]
+#[doc = include_str!("../../../../docs/tutorials/ckks-on-the-gpu.md")]
+pub struct TutorialCkksOnTheGpu;
