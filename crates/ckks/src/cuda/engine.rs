@@ -900,6 +900,23 @@ impl GpuCiphertext {
     }
 }
 
+impl GpuCiphertext {
+    /// A CPU-engine ciphertext with this value's metadata over `words`.
+    fn with_words(&self, words: Words) -> Ciphertext {
+        Ciphertext {
+            words,
+            context: self.context,
+            n: KERNEL_N,
+            level: self.level,
+            scale: self.scale,
+            domain: self.domain,
+            basis: self.basis,
+            components: self.components,
+            prime_ids: self.prime_ids.clone(),
+        }
+    }
+}
+
 impl GpuPlaintext {
     fn ptr(&self) -> u64 {
         self.buf.ptr()
@@ -1851,17 +1868,7 @@ impl CudaEngine {
         drv(OP, stream.synchronize())?;
         let mut host = vec![0u64; ct.buf.len()];
         drv(OP, ct.buf.copy_to(&mut host[..]))?;
-        Ok(Ciphertext {
-            words: Words::from_vec(host, ResidencyLocation::PageableHost),
-            context: ct.context,
-            n: KERNEL_N,
-            level: ct.level,
-            scale: ct.scale,
-            domain: ct.domain,
-            basis: ct.basis,
-            components: ct.components,
-            prime_ids: ct.prime_ids.clone(),
-        })
+        Ok(ct.with_words(Words::from_vec(host, ResidencyLocation::PageableHost)))
     }
 
     /// A copy of a device ciphertext as a CPU-engine [`Ciphertext`] whose words live in an
@@ -1899,17 +1906,7 @@ impl CudaEngine {
             });
         }
         drv(OP, stream.synchronize())?;
-        Ok(Ciphertext {
-            words: Words::from_buffer(buf),
-            context: ct.context,
-            n: KERNEL_N,
-            level: ct.level,
-            scale: ct.scale,
-            domain: ct.domain,
-            basis: ct.basis,
-            components: ct.components,
-            prime_ids: ct.prime_ids.clone(),
-        })
+        Ok(ct.with_words(Words::from_buffer(buf)))
     }
 
     /// Turns a device result into a CPU-engine [`Ciphertext`] on this engine's `cuda:N`
@@ -1960,29 +1957,9 @@ impl CudaEngine {
             Ok(b) => b,
             Err(e) => return Err(back(CkksError::from(e).into(), ct)),
         };
-        let GpuCiphertext {
-            buf: words_handle,
-            device: _,
-            context,
-            level,
-            scale,
-            domain,
-            basis,
-            components,
-            prime_ids,
-        } = ct;
-        words_handle.forget();
-        Ok(Ciphertext {
-            words: Words::from_buffer(buf),
-            context,
-            n: KERNEL_N,
-            level,
-            scale,
-            domain,
-            basis,
-            components,
-            prime_ids,
-        })
+        let value = ct.with_words(Words::from_buffer(buf));
+        ct.buf.forget();
+        Ok(value)
     }
 
     /// Raw words of a device ciphertext (waits for `stream`).
