@@ -861,7 +861,7 @@ macro_rules! value_accessors {
             /// The device the words are on: `cuda:N` of the engine that made the value.
             #[must_use]
             pub fn location(&self) -> ResidencyLocation {
-                ResidencyLocation::Cuda(u8::try_from(self.device).unwrap_or(u8::MAX))
+                cuda_location(self.device)
             }
             /// The device address of the words (`[component][row][N]` u64, canonical
             /// residues), for interoperation with other CUDA code on the same device; valid
@@ -1013,6 +1013,11 @@ impl std::fmt::Debug for CudaEngine {
             self.moduli.len()
         )
     }
+}
+
+/// The residency location of CUDA device `device` (`cuda:N`).
+fn cuda_location(device: u32) -> ResidencyLocation {
+    ResidencyLocation::Cuda(u8::try_from(device).unwrap_or(u8::MAX))
 }
 
 fn dev_ptr(b: &DeviceBuffer<u64>) -> u64 {
@@ -1752,7 +1757,7 @@ impl CudaEngine {
     /// The device location of this engine (`cuda:N`).
     #[must_use]
     pub fn location(&self) -> ResidencyLocation {
-        ResidencyLocation::Cuda(u8::try_from(self.device).unwrap_or(u8::MAX))
+        cuda_location(self.device)
     }
 
     /// The device pointer of `words` when they live in a memory-layer buffer on this engine's
@@ -1883,7 +1888,7 @@ impl CudaEngine {
         stream: &Stream,
     ) -> Result<Ciphertext> {
         const OP: &str = "to_resident_ciphertext";
-        let loc = ResidencyLocation::Cuda(self.device as u8);
+        let loc = self.location();
         let buf = mem
             .alloc(&loc, ct.buf.len(), None)
             .map_err(CkksError::from)?;

@@ -41,7 +41,9 @@ use cust::stream::Stream;
 use fhelium_residency::ResidencyLocation;
 use parking_lot::Mutex;
 
-use super::{CkksError, CudaBackendError, CudaEngine, GpuCiphertext, GpuSwitchKey, Result};
+use super::{
+    cuda_location, CkksError, CudaBackendError, CudaEngine, GpuCiphertext, GpuSwitchKey, Result,
+};
 use crate::engine::CpuEngine;
 use crate::keys::{RelinearizationKey, RotationKey};
 
@@ -138,10 +140,6 @@ fn free_if_last(key: Arc<GpuSwitchKey>, stream: &Stream) -> Result<()> {
         Ok(k) => k.free_async(stream),
         Err(_) => Ok(()),
     }
-}
-
-fn cuda_location(device: u32) -> ResidencyLocation {
-    ResidencyLocation::Cuda(u8::try_from(device).unwrap_or(u8::MAX))
 }
 
 /// Whether a cache of `cache_context` on `cache_device` serves an engine of `context` on
