@@ -1756,3 +1756,57 @@ fn rotations_by_zero_steps_are_copies_without_a_key_switch() {
         .expect("no steps")
         .is_empty());
 }
+
+/// Dropping a value (instead of `free_async`) waits for the device: `cuMemFree` alone does
+/// not wait for work still using pool memory, and the pool could hand the words to another
+/// stream while that work runs. Long work on a second stream reads `d` and the key; once
+/// either is dropped, every launch before the event has completed.
+#[test]
+fn dropping_values_waits_for_work_on_every_stream() {
+    use cust::event::{Event, EventFlags, EventStatus};
+    let Some(fx) = fixture() else { return };
+    let other = fx.gpu.stream().expect("stream");
+    let (_, dkey) = fx.rotation_key_by_one();
+    for what in ["ciphertext", "rotation key", "public key", "secret key"] {
+        let d = fx.up(&fresh(&fx.cpu, 3, 0));
+        fx.stream.synchronize().expect("sync");
+        // ~200 rotations of ~50 us on the GPU, enqueued in a fraction of that on the host.
+        for _ in 0..200 {
+            fx.gpu
+                .rotate_with_key(&d, &dkey, &other)
+                .expect("rotate")
+                .free_async(&other)
+                .expect("free");
+        }
+        let done = Event::new(EventFlags::DEFAULT).expect("event");
+        done.record(&other).expect("record");
+        assert_eq!(
+            done.query().expect("query"),
+            EventStatus::NotReady,
+            "{what}: the work must still run for the test to mean anything"
+        );
+        match what {
+            "ciphertext" => drop(d),
+            "rotation key" => {
+                let (_, k) = fx.rotation_key_by_one();
+                fx.stream.synchronize().expect("sync");
+                for _ in 0..200 {
+                    fx.gpu
+                        .rotate_with_key(&d, &k, &other)
+                        .expect("rotate")
+                        .free_async(&other)
+                        .expect("free");
+                }
+                done.record(&other).expect("record");
+                drop(k);
+            }
+            "public key" => drop(fx.gpu.upload_public_key(fx.cpu.public_key(), &fx.stream)),
+            _ => drop(fx.gpu.upload_secret_key(fx.cpu.secret_key(), &fx.stream)),
+        }
+        assert_eq!(
+            done.query().expect("query"),
+            EventStatus::Ready,
+            "{what}: the drop waited for the device"
+        );
+    }
+}

@@ -514,7 +514,7 @@ impl CudaEngine {
             stream,
             &[
                 Arg::U64(vhat),
-                Arg::U64(dev_ptr(&pk.buf)),
+                Arg::U64(pk.buf.ptr()),
                 Arg::U64(dev_ptr(&out)),
                 Arg::U64(dev_ptr(&e.primes)),
                 Arg::U32(level as u32),
@@ -608,7 +608,7 @@ impl CudaEngine {
             stream,
             &[
                 Arg::U64(tmp),
-                Arg::U64(dev_ptr(&sk.buf)),
+                Arg::U64(sk.buf.ptr()),
                 Arg::U64(dev_ptr(&e.primes)),
                 Arg::U32(off as u32),
             ],

@@ -628,13 +628,49 @@ impl InvNtt {
 /// engine's device, borrowed for the life of a [`GpuView`] (never freed by the engine).
 #[derive(Debug)]
 enum DevWords {
-    Owned(DeviceBuffer<u64>),
+    Owned(PoolWords),
     /// An engine allocation that goes back to the engine's bins when freed in stream order.
-    Recycled(DeviceBuffer<u64>, Arc<Recycler>),
+    Recycled(PoolWords, Arc<Recycler>),
     Borrowed {
         ptr: u64,
         len: usize,
     },
+}
+
+/// An allocation of the device's stream-ordered pool owned by a value. Freed in stream order
+/// by `free_async`; dropped instead, it first waits for the device (`cuCtxSynchronize`):
+/// `cuMemFree` does not wait for work still reading or writing pool memory, on any stream,
+/// and the pool could hand the words to another stream's allocation while that work runs.
+#[derive(Debug)]
+struct PoolWords(Option<DeviceBuffer<u64>>);
+
+impl PoolWords {
+    fn new(buf: DeviceBuffer<u64>) -> Self {
+        Self(Some(buf))
+    }
+
+    /// The buffer, for a stream-ordered free or a new owner (nothing waits then).
+    fn take(mut self) -> Option<DeviceBuffer<u64>> {
+        self.0.take()
+    }
+
+    fn buf(&self) -> Option<&DeviceBuffer<u64>> {
+        self.0.as_ref()
+    }
+
+    fn ptr(&self) -> u64 {
+        self.0.as_ref().map_or(0, dev_ptr)
+    }
+}
+
+impl Drop for PoolWords {
+    fn drop(&mut self) {
+        if let Some(buf) = self.0.take() {
+            // Errors leave nothing better to do than freeing: the context is gone or broken.
+            let _ = cust::context::CurrentContext::synchronize();
+            drop(buf);
+        }
+    }
 }
 
 /// The engine's recycling bins ([`crate::recycle`]).
@@ -667,14 +703,14 @@ fn recycle_into(
 impl DevWords {
     fn len(&self) -> usize {
         match self {
-            Self::Owned(b) | Self::Recycled(b, _) => b.len(),
+            Self::Owned(w) | Self::Recycled(w, _) => w.buf().map_or(0, |b| b.len()),
             Self::Borrowed { len, .. } => *len,
         }
     }
 
     fn ptr(&self) -> u64 {
         match self {
-            Self::Owned(b) | Self::Recycled(b, _) => b.as_device_ptr().as_raw(),
+            Self::Owned(w) | Self::Recycled(w, _) => w.ptr(),
             Self::Borrowed { ptr, .. } => *ptr,
         }
     }
@@ -684,8 +720,8 @@ impl DevWords {
     /// nothing.
     fn drop_async(self, stream: &Stream) -> cust::error::CudaResult<()> {
         match self {
-            Self::Owned(b) => b.drop_async(stream),
-            Self::Recycled(b, bins) => recycle_into(&bins, b, stream),
+            Self::Owned(w) => w.take().map_or(Ok(()), |b| b.drop_async(stream)),
+            Self::Recycled(w, bins) => w.take().map_or(Ok(()), |b| recycle_into(&bins, b, stream)),
             Self::Borrowed { .. } => Ok(()),
         }
     }
@@ -693,7 +729,7 @@ impl DevWords {
     /// Lets go of the words without freeing them (their new owner frees them).
     fn forget(self) {
         match self {
-            Self::Owned(b) | Self::Recycled(b, _) => std::mem::forget(b),
+            Self::Owned(w) | Self::Recycled(w, _) => std::mem::forget(w.take()),
             Self::Borrowed { .. } => {}
         }
     }
@@ -701,7 +737,7 @@ impl DevWords {
     /// Copies every word to `host` (synchronous; `host.len() == self.len()`).
     fn copy_to(&self, host: &mut [u64]) -> cust::error::CudaResult<()> {
         match self {
-            Self::Owned(b) | Self::Recycled(b, _) => b.copy_to(host),
+            Self::Owned(w) | Self::Recycled(w, _) => w.buf().map_or(Ok(()), |b| b.copy_to(host)),
             Self::Borrowed { ptr, len } => {
                 debug_assert_eq!(host.len(), *len);
                 // SAFETY: `ptr` is a live device allocation of `len` words (kept alive by the
@@ -788,22 +824,27 @@ pub struct GpuSwitchKey {
 /// A device copy of the secret key (every QP row, NTT domain); zeroed when dropped.
 #[derive(Debug)]
 pub struct GpuSecretKey {
-    buf: DeviceBuffer<u64>,
+    buf: PoolWords,
     context: u64,
     key_id: u64,
 }
 
 impl Drop for GpuSecretKey {
     fn drop(&mut self) {
-        // Secret material: overwrite before the memory goes back (errors leave nothing to do).
-        let _ = self.buf.set_zero();
+        // Secret material: once no work reads it any more, overwrite it before the memory
+        // goes back (`PoolWords`' drop then waits for the memset and frees; errors leave
+        // nothing to do).
+        let _ = cust::context::CurrentContext::synchronize();
+        if let Some(b) = self.buf.0.as_mut() {
+            let _ = b.set_zero();
+        }
     }
 }
 
 /// A device copy of the public key (`[2, Q rows, N]`, NTT domain).
 #[derive(Debug)]
 pub struct GpuPublicKey {
-    buf: DeviceBuffer<u64>,
+    buf: PoolWords,
     context: u64,
     key_id: u64,
     rows: usize,
@@ -873,8 +914,9 @@ macro_rules! value_accessors {
             /// Frees the device memory in stream order (no host synchronisation), after the
             /// work already enqueued on `stream`: the engine keeps the buffer for the next
             /// result of the same size on `stream` ([`CudaEngine::set_recycling`]), or gives it
-            /// back to the device's pool. Dropping the value instead frees it at once, which
-            /// synchronises.
+            /// back to the device's pool. Dropping the value instead first waits for all work
+            /// on the device (every stream: any of them may still use the words), then frees
+            /// them.
             pub fn free_async(self, stream: &Stream) -> Result<()> {
                 drv("free_async", self.buf.drop_async(stream))
             }
@@ -939,7 +981,9 @@ impl GpuSwitchKey {
     pub fn key_id(&self) -> u64 {
         self.key_id
     }
-    /// Frees the device memory in stream order.
+    /// Frees the device memory in stream order (no host synchronisation), after the work
+    /// already enqueued on `stream`. Dropping the key instead first waits for all work on the
+    /// device, then frees it.
     pub fn free_async(self, stream: &Stream) -> Result<()> {
         drv("free_async", self.buf.drop_async(stream))
     }
@@ -1577,7 +1621,7 @@ impl CudaEngine {
 
     /// An engine value's words: freed into the engine's bins by `free_async`.
     fn owned(&self, buf: DeviceBuffer<u64>) -> DevWords {
-        DevWords::Recycled(buf, Arc::clone(&self.recycler))
+        DevWords::Recycled(PoolWords::new(buf), Arc::clone(&self.recycler))
     }
 
     /// Whether freed results and scratch are kept for reuse on the same stream (on unless
@@ -1726,7 +1770,7 @@ impl CudaEngine {
             });
         }
         Ok(GpuSwitchKey {
-            buf: DevWords::Owned(self.upload_words(op, &k.words, stream)?),
+            buf: DevWords::Owned(PoolWords::new(self.upload_words(op, &k.words, stream)?)),
             context: k.context,
             key_id: k.key_id,
             digits: k.digits,
@@ -3103,7 +3147,7 @@ impl CudaEngine {
             });
         }
         Ok(GpuSecretKey {
-            buf: self.upload_words(OP, &sk.words, stream)?,
+            buf: PoolWords::new(self.upload_words(OP, &sk.words, stream)?),
             context: sk.context,
             key_id: sk.key_id,
         })
@@ -3121,7 +3165,7 @@ impl CudaEngine {
             });
         }
         Ok(GpuPublicKey {
-            buf: self.upload_words(OP, &pk.words, stream)?,
+            buf: PoolWords::new(self.upload_words(OP, &pk.words, stream)?),
             context: pk.context,
             key_id: pk.key_id,
             rows,
@@ -3229,7 +3273,7 @@ impl CudaEngine {
         )?;
         let out = self.alloc(OP, 2 * limbs * n, stream)?;
         for comp in 0..2u64 {
-            let k = dev_ptr(&pk.buf) + ((comp * pk.rows as u64 + level as u64) * nn * 8);
+            let k = pk.buf.ptr() + ((comp * pk.rows as u64 + level as u64) * nn * 8);
             self.launch(
                 OP,
                 "ew_mul",
@@ -3356,7 +3400,7 @@ impl CudaEngine {
             stream,
             &[
                 Arg::U64(dev_ptr(&tmp)),
-                Arg::U64(dev_ptr(&sk.buf) + row(off)),
+                Arg::U64(sk.buf.ptr() + row(off)),
                 Arg::U64(dev_ptr(&tmp)),
                 Arg::U64(dev_ptr(&self.primes)),
                 Arg::U64(dev_ptr(&self.mont_fix)),
