@@ -1757,56 +1757,101 @@ fn rotations_by_zero_steps_are_copies_without_a_key_switch() {
         .is_empty());
 }
 
+/// Queues ~200 rotations of `d` by `key` on `stream` (~10 ms on the GPU, enqueued in a
+/// fraction of that), results freed in stream order, and returns an event recorded after them;
+/// checks that the work is still running (else the caller's check would mean nothing).
+fn queue_long_work(
+    gpu: &CudaEngine,
+    d: &GpuCiphertext,
+    key: &GpuSwitchKey,
+    stream: &cust::stream::Stream,
+    what: &str,
+) -> cust::event::Event {
+    use cust::event::{Event, EventFlags, EventStatus};
+    for _ in 0..200 {
+        gpu.rotate_with_key(d, key, stream)
+            .expect("rotate")
+            .free_async(stream)
+            .expect("free");
+    }
+    let done = Event::new(EventFlags::DEFAULT).expect("event");
+    done.record(stream).expect("record");
+    assert_eq!(
+        done.query().expect("query"),
+        EventStatus::NotReady,
+        "{what}: the work must still run for the test to mean anything"
+    );
+    done
+}
+
 /// Dropping a value (instead of `free_async`) waits for the device: `cuMemFree` alone does
 /// not wait for work still using pool memory, and the pool could hand the words to another
-/// stream while that work runs. Long work on a second stream reads `d` and the key; once
-/// either is dropped, every launch before the event has completed.
+/// stream while that work runs. The same holds for the buffers `set_recycling(false)` frees
+/// and for an engine's own buffers when it is dropped. Long work runs on a second stream; once
+/// the value is dropped, every launch before the event has completed.
 #[test]
 fn dropping_values_waits_for_work_on_every_stream() {
-    use cust::event::{Event, EventFlags, EventStatus};
+    use cust::event::EventStatus;
     let Some(fx) = fixture() else { return };
     let other = fx.gpu.stream().expect("stream");
     let (_, dkey) = fx.rotation_key_by_one();
-    for what in ["ciphertext", "rotation key", "public key", "secret key"] {
-        let d = fx.up(&fresh(&fx.cpu, 3, 0));
-        fx.stream.synchronize().expect("sync");
-        // ~200 rotations of ~50 us on the GPU, enqueued in a fraction of that on the host.
-        for _ in 0..200 {
-            fx.gpu
-                .rotate_with_key(&d, &dkey, &other)
-                .expect("rotate")
-                .free_async(&other)
-                .expect("free");
-        }
-        let done = Event::new(EventFlags::DEFAULT).expect("event");
-        done.record(&other).expect("record");
-        assert_eq!(
-            done.query().expect("query"),
-            EventStatus::NotReady,
-            "{what}: the work must still run for the test to mean anything"
-        );
-        match what {
-            "ciphertext" => drop(d),
-            "rotation key" => {
-                let (_, k) = fx.rotation_key_by_one();
-                fx.stream.synchronize().expect("sync");
-                for _ in 0..200 {
-                    fx.gpu
-                        .rotate_with_key(&d, &k, &other)
-                        .expect("rotate")
-                        .free_async(&other)
-                        .expect("free");
-                }
-                done.record(&other).expect("record");
-                drop(k);
-            }
-            "public key" => drop(fx.gpu.upload_public_key(fx.cpu.public_key(), &fx.stream)),
-            _ => drop(fx.gpu.upload_secret_key(fx.cpu.secret_key(), &fx.stream)),
-        }
+    let ready = |done: &cust::event::Event, what: &str| {
         assert_eq!(
             done.query().expect("query"),
             EventStatus::Ready,
             "{what}: the drop waited for the device"
         );
+    };
+    let d = fx.up(&fresh(&fx.cpu, 3, 0));
+    fx.stream.synchronize().expect("sync");
+    // The ciphertext the work reads.
+    let done = queue_long_work(&fx.gpu, &d, &dkey, &other, "ciphertext");
+    drop(d);
+    ready(&done, "ciphertext");
+    // The key the work reads.
+    let d = fx.up(&fresh(&fx.cpu, 3, 0));
+    let (_, k) = fx.rotation_key_by_one();
+    fx.stream.synchronize().expect("sync");
+    let done = queue_long_work(&fx.gpu, &d, &k, &other, "rotation key");
+    drop(k);
+    ready(&done, "rotation key");
+    // Keys for encryption and decryption (the secret key is zeroed after the wait).
+    for what in ["public key", "secret key"] {
+        let done = queue_long_work(&fx.gpu, &d, &dkey, &other, what);
+        if what == "public key" {
+            drop(fx.gpu.upload_public_key(fx.cpu.public_key(), &fx.stream));
+        } else {
+            drop(fx.gpu.upload_secret_key(fx.cpu.secret_key(), &fx.stream));
+        }
+        ready(&done, what);
     }
+    // The results the work freed into the recycling bins, freed for good.
+    let done = queue_long_work(&fx.gpu, &d, &dkey, &other, "recycling off");
+    assert!(fx.gpu.recycled_buffers() > 0);
+    fx.gpu.set_recycling(false);
+    ready(&done, "recycling off");
+    assert_eq!(fx.gpu.recycled_buffers(), 0);
+    fx.gpu.set_recycling(true);
+    // A second engine dropped while its own work runs (its bins, scratch and tables).
+    let gpu2 = CudaEngine::new(fx.cpu.context(), 0).expect("second engine");
+    let s2 = gpu2.stream().expect("stream");
+    let d2 = gpu2
+        .upload_ciphertext(&fresh(&fx.cpu, 3, 0), &s2)
+        .expect("upload");
+    let k2 = gpu2
+        .upload_rotation_key(
+            &fx.cpu
+                .create_rotation_key(1, fx.cpu.secret_key())
+                .expect("key"),
+            &s2,
+        )
+        .expect("upload key");
+    s2.synchronize().expect("sync");
+    let done = queue_long_work(&gpu2, &d2, &k2, &s2, "engine");
+    d2.free_async(&s2).expect("free");
+    k2.free_async(&s2).expect("free");
+    // Destroying a stream does not wait for its work; dropping the engine does.
+    drop(s2);
+    drop(gpu2);
+    ready(&done, "engine");
 }

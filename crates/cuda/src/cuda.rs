@@ -336,6 +336,7 @@ impl CudaBackend {
                 ptr: 0,
                 dev: Arc::clone(dev),
                 free_on: None,
+                adopted: false,
             });
         }
         dev.bind("alloc")?;
@@ -368,6 +369,7 @@ impl CudaBackend {
             ptr,
             dev: Arc::clone(dev),
             free_on,
+            adopted: false,
         };
         if sync {
             if let Some(s) = alloc.free_on.as_ref().and_then(Stream::cuda) {
@@ -546,6 +548,9 @@ pub(crate) struct DeviceAlloc {
     dev: Arc<CudaDevice>,
     /// Pool allocations are freed in order on the stream they were allocated on.
     free_on: Option<Stream>,
+    /// Adopted memory (`Memory::adopt_device_words`), possibly from a stream-ordered pool on
+    /// no stream of ours: the device is synchronised before `cuMemFree`, which would not wait.
+    adopted: bool,
 }
 
 impl Drop for DeviceAlloc {
@@ -559,8 +564,13 @@ impl Drop for DeviceAlloc {
             Some(s) => {
                 let _ = unsafe { cu::cuMemFreeAsync(self.ptr, s.raw) };
             }
-            // SAFETY: allocated by cuMemAlloc; freed once.
             None => {
+                if self.adopted {
+                    // SAFETY: the context is current (bound above); no arguments.
+                    let _ = unsafe { cu::cuCtxSynchronize() };
+                }
+                // SAFETY: allocated by cuMemAlloc (which cuMemFree waits for), or adopted and
+                // the device synchronised above; freed once.
                 let _ = unsafe { cu::cuMemFree_v2(self.ptr) };
             }
         }
@@ -761,9 +771,9 @@ fn fnv1a(text: &str) -> u64 {
 impl Memory {
     /// Takes ownership of `words` words of device memory that other code of this process
     /// allocated on CUDA device `loc` (its primary context), without a copy: the returned
-    /// buffer counts in `loc`'s [`crate::LocationUsage`] from now on and frees the memory with
-    /// `cuMemFree` when dropped (which does not wait for work still using it, as for buffers
-    /// allocated here without a pool stream). This is how another library's device results
+    /// buffer counts in `loc`'s [`crate::LocationUsage`] from now on and, when dropped, waits
+    /// for the device and frees the memory with `cuMemFree` (which alone does not wait for
+    /// stream-ordered pool memory). This is how another library's device results
     /// (the CKKS engine's) become values the residency manager can place.
     ///
     /// # Safety
@@ -799,6 +809,7 @@ impl Memory {
             ptr,
             dev,
             free_on: None,
+            adopted: true,
         };
         Ok(Buffer::new(
             *loc,

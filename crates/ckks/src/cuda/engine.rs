@@ -1048,6 +1048,17 @@ pub struct CudaEngine {
     hoisted_inner: std::sync::atomic::AtomicU64,
 }
 
+impl Drop for CudaEngine {
+    fn drop(&mut self) {
+        // The bins' buffers, the barrier state and the tables are freed after this, some from
+        // the stream-ordered pool (which `cuMemFree` does not wait for): let the work that may
+        // still use them finish first. Errors leave nothing better to do.
+        if self.make_current().is_ok() {
+            let _ = cust::context::CurrentContext::synchronize();
+        }
+    }
+}
+
 impl std::fmt::Debug for CudaEngine {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(
@@ -1631,11 +1642,17 @@ impl CudaEngine {
         self.recycler.enabled()
     }
 
-    /// Turns recycling of freed buffers on or off. Off frees the buffers waiting in the bins
-    /// (synchronously: `cuMemFree` waits for the device) and from then on every free goes back
-    /// to the device's pool and every allocation comes from it.
+    /// Turns recycling of freed buffers on or off. Off waits for the device and frees the
+    /// buffers waiting in the bins (`cuMemFree` does not wait for work still using pool memory,
+    /// and work queued before a buffer went into the bins may still run), and from then on
+    /// every free goes back to the device's pool and every allocation comes from it.
     pub fn set_recycling(&self, on: bool) {
-        drop(self.recycler.set_enabled(on));
+        let freed = self.recycler.set_enabled(on);
+        if !freed.is_empty() {
+            // Errors leave nothing better to do than freeing.
+            let _ = cust::context::CurrentContext::synchronize();
+        }
+        drop(freed);
     }
 
     /// Buffers waiting in the engine's recycling bins.
