@@ -1855,3 +1855,94 @@ fn dropping_values_waits_for_work_on_every_stream() {
     drop(gpu2);
     ready(&done, "engine");
 }
+
+/// Successful operations never wait for the device in a drop: every scratch buffer goes back
+/// in stream order and every result becomes a value (no host synchronisation inside an
+/// operation). Each public operation runs once, its results freed with `free_async`; this
+/// thread's count of waiting drops must not move. A dropped value then moves it by one.
+#[test]
+fn successful_operations_never_wait_in_a_drop() {
+    let Some(fx) = fixture() else { return };
+    let s = &fx.stream;
+    let g = &fx.gpu;
+    let src = Arc::new(
+        CpuEngine::with_seed(Preset::Slots8192Scale40Levels7Int64, SEED).expect("source engine"),
+    );
+    let keys = g.key_cache(Arc::clone(&src)).expect("key cache");
+    let (_, dkey) = fx.rotation_key_by_one();
+    let (_, drlk) = fx.relinearization_keys();
+    let (pk, sk) = common::device_keys(g, &fx.cpu, s);
+    let half = fx
+        .cpu
+        .prepare_plaintext_for_multiplication(
+            &fx.cpu
+                .encode(&vec![0.5; fx.cpu.num_slots()], 0, None)
+                .expect("encode"),
+            ModulusBasis::Q,
+        )
+        .expect("prepare");
+    let dhalf = g.upload_plaintext(&half, s).expect("pt up");
+    let d = fx.up(&fresh(&fx.cpu, 5, 0));
+    let ntt = g.coefficient_domain_to_ntt_domain(&d, s).expect("ntt");
+    let prod = g.multiply(&ntt, &ntt, s).expect("multiply");
+    // Keys made and uploaded before counting (uploads drop nothing either).
+    g.cached_rotation_key(&keys, 1, s).expect("key");
+    g.cached_relinearization_key(&keys, s).expect("rlk");
+    s.synchronize().expect("sync");
+    let before = CudaEngine::waited_drops();
+    let free = |r: GpuCiphertext| r.free_async(s).expect("free");
+    let free_all = |rs: Vec<GpuCiphertext>| rs.into_iter().for_each(free);
+    free(g.coefficient_domain_to_ntt_domain(&d, s).expect("ntt"));
+    free(g.ntt_domain_to_coefficient_domain(&ntt, s).expect("intt"));
+    free(g.add(&d, &d, s).expect("add"));
+    free(g.subtract(&d, &d, s).expect("subtract"));
+    free(g.negate(&d, s).expect("negate"));
+    free(g.multiply_by_integer(&d, -3, s).expect("integer"));
+    free(
+        g.multiply_plaintext(&ntt, &dhalf, s)
+            .expect("multiply_plaintext"),
+    );
+    free(g.multiply(&ntt, &ntt, s).expect("multiply"));
+    free(
+        g.relinearize_with_key(&prod, &drlk, s)
+            .expect("relinearize_with_key"),
+    );
+    free(g.relinearize(&prod, &keys, s).expect("relinearize"));
+    free(g.rescale_to_next_level(&d, s).expect("rescale"));
+    free(g.mod_switch_to_next_level(&d, s).expect("mod switch"));
+    free(g.mod_switch_to_level(&d, 3, s).expect("mod switch to 3"));
+    free(g.automorphism(&d, 5, s).expect("automorphism"));
+    free(g.rotate_with_key(&d, &dkey, s).expect("rotate"));
+    free_all(
+        g.rotate_many_with_keys(&d, &[&dkey, &dkey], s)
+            .expect("hoisted"),
+    );
+    free(g.rotate_by_step(&d, 1, &keys, s).expect("rotate_by_step"));
+    free_all(
+        g.rotate_many_by_steps(&d, &[1, 0], &keys, s)
+            .expect("by steps"),
+    );
+    free(
+        g.encrypt_message(&message(&fx.cpu, 1), &pk, s)
+            .expect("encrypt"),
+    );
+    let m = g.decrypt_message(&d, &sk, s).expect("decrypt");
+    assert_eq!(m.len(), fx.cpu.num_slots());
+    free(
+        g.upload_ciphertext(&fresh(&fx.cpu, 6, 2), s)
+            .expect("upload"),
+    );
+    s.synchronize().expect("sync");
+    assert_eq!(
+        CudaEngine::waited_drops(),
+        before,
+        "an operation dropped a buffer instead of freeing it in stream order"
+    );
+    let r = g.negate(&d, s).expect("negate");
+    drop(r);
+    assert_eq!(
+        CudaEngine::waited_drops(),
+        before + 1,
+        "a dropped value waits"
+    );
+}

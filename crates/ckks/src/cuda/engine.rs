@@ -659,13 +659,29 @@ impl PoolWords {
     }
 
     fn ptr(&self) -> u64 {
-        self.0.as_ref().map_or(0, dev_ptr)
+        self.0.as_ref().map_or(0, DevPtr::device_address)
     }
+
+    fn raw_mut(&mut self) -> Option<&mut DeviceBuffer<u64>> {
+        self.0.as_mut()
+    }
+
+    /// Copies every word to `host` (synchronous; `host.len()` words).
+    fn copy_to(&self, host: &mut [u64]) -> cust::error::CudaResult<()> {
+        self.0.as_ref().map_or(Ok(()), |b| b.copy_to(host))
+    }
+}
+
+thread_local! {
+    /// Pool buffers this thread freed by a drop that waited for the device
+    /// ([`CudaEngine::waited_drops`]).
+    static WAITED_DROPS: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
 }
 
 impl Drop for PoolWords {
     fn drop(&mut self) {
         if let Some(buf) = self.0.take() {
+            WAITED_DROPS.with(|n| n.set(n.get() + 1));
             // Errors leave nothing better to do than freeing: the context is gone or broken.
             let _ = cust::context::CurrentContext::synchronize();
             drop(buf);
@@ -737,7 +753,7 @@ impl DevWords {
     /// Copies every word to `host` (synchronous; `host.len() == self.len()`).
     fn copy_to(&self, host: &mut [u64]) -> cust::error::CudaResult<()> {
         match self {
-            Self::Owned(w) | Self::Recycled(w, _) => w.buf().map_or(Ok(()), |b| b.copy_to(host)),
+            Self::Owned(w) | Self::Recycled(w, _) => w.copy_to(host),
             Self::Borrowed { ptr, len } => {
                 debug_assert_eq!(host.len(), *len);
                 // SAFETY: `ptr` is a live device allocation of `len` words (kept alive by the
@@ -1075,8 +1091,25 @@ fn cuda_location(device: u32) -> ResidencyLocation {
     ResidencyLocation::Cuda(u8::try_from(device).unwrap_or(u8::MAX))
 }
 
-fn dev_ptr(b: &DeviceBuffer<u64>) -> u64 {
-    b.as_device_ptr().as_raw()
+/// What has a device address: the engine's tables (`DeviceBuffer`) and pool words.
+trait DevPtr {
+    fn device_address(&self) -> u64;
+}
+
+impl DevPtr for DeviceBuffer<u64> {
+    fn device_address(&self) -> u64 {
+        self.as_device_ptr().as_raw()
+    }
+}
+
+impl DevPtr for PoolWords {
+    fn device_address(&self) -> u64 {
+        self.ptr()
+    }
+}
+
+fn dev_ptr(b: &impl DevPtr) -> u64 {
+    b.device_address()
 }
 
 impl CudaEngine {
@@ -1290,6 +1323,16 @@ impl CudaEngine {
     pub fn hoisted_inner_launches(&self) -> u64 {
         self.hoisted_inner
             .load(std::sync::atomic::Ordering::Relaxed)
+    }
+
+    /// Device buffers the calling thread has freed by a drop that had to wait for the device:
+    /// values dropped instead of freed with `free_async`, and scratch of an operation that
+    /// returned an error after enqueuing work. Operations that succeed never add to it (no
+    /// host synchronisation inside an operation), so a count that grows in a loop points at
+    /// values the loop drops.
+    #[must_use]
+    pub fn waited_drops() -> u64 {
+        WAITED_DROPS.with(std::cell::Cell::get)
     }
 
     /// How many NTT operations on a two-component value ran as one paired-block kernel
@@ -1612,9 +1655,12 @@ impl CudaEngine {
     /// A buffer of `words` words for work on `stream`: one the engine recycled from an earlier
     /// stream-ordered free on the same stream (no driver call), or a new stream-ordered
     /// allocation from the device's pool.
-    fn alloc(&self, op: &'static str, words: usize, stream: &Stream) -> Result<DeviceBuffer<u64>> {
+    ///
+    /// The buffer waits for the device if it is dropped (an error return after some launches
+    /// were enqueued): normal paths hand it on with [`Self::recycle`] or [`Self::owned`].
+    fn alloc(&self, op: &'static str, words: usize, stream: &Stream) -> Result<PoolWords> {
         if let Some(buf) = self.recycler.take(stream_key(stream), words) {
-            return Ok(buf);
+            return Ok(PoolWords::new(buf));
         }
         // SAFETY: the buffer is used only by work enqueued on `stream` after this call (or
         // after the stream is synchronised), and every word is written by a kernel before it
@@ -1622,17 +1668,19 @@ impl CudaEngine {
         drv(op, unsafe {
             DeviceBuffer::uninitialized_async(words, stream)
         })
+        .map(PoolWords::new)
     }
 
     /// Frees a scratch buffer in stream order: into the bins for the next allocation of its
     /// length on `stream`, or back to the pool.
-    fn recycle(&self, op: &'static str, buf: DeviceBuffer<u64>, stream: &Stream) -> Result<()> {
-        drv(op, recycle_into(&self.recycler, buf, stream))
+    fn recycle(&self, op: &'static str, buf: PoolWords, stream: &Stream) -> Result<()> {
+        buf.take()
+            .map_or(Ok(()), |b| drv(op, recycle_into(&self.recycler, b, stream)))
     }
 
     /// An engine value's words: freed into the engine's bins by `free_async`.
-    fn owned(&self, buf: DeviceBuffer<u64>) -> DevWords {
-        DevWords::Recycled(PoolWords::new(buf), Arc::clone(&self.recycler))
+    fn owned(&self, buf: PoolWords) -> DevWords {
+        DevWords::Recycled(buf, Arc::clone(&self.recycler))
     }
 
     /// Whether freed results and scratch are kept for reuse on the same stream (on unless
@@ -1691,12 +1739,7 @@ impl CudaEngine {
     /// A fresh device copy of a value's words: from host memory (pageable or pinned), or
     /// device to device when the words already live in a CUDA buffer of the memory layer
     /// (a value the residency manager placed on `cuda:N`).
-    fn upload_words(
-        &self,
-        op: &'static str,
-        words: &Words,
-        stream: &Stream,
-    ) -> Result<DeviceBuffer<u64>> {
+    fn upload_words(&self, op: &'static str, words: &Words, stream: &Stream) -> Result<PoolWords> {
         let len = words.len();
         let mut buf = self.alloc(op, len, stream)?;
         if let Some(src) = words.buffer().and_then(fhelium_cuda::Buffer::device_ptr) {
@@ -1705,12 +1748,7 @@ impl CudaEngine {
             // of `buf`, and callers keep the source value alive until that work completes
             // (documented on the upload functions).
             let rc = unsafe {
-                cust::sys::cuMemcpyDtoDAsync_v2(
-                    buf.as_device_ptr().as_raw(),
-                    src,
-                    len * 8,
-                    stream.as_inner(),
-                )
+                cust::sys::cuMemcpyDtoDAsync_v2(buf.ptr(), src, len * 8, stream.as_inner())
             };
             if rc != cust::sys::cudaError_enum::CUDA_SUCCESS {
                 return Err(CudaBackendError::Unsupported {
@@ -1724,7 +1762,9 @@ impl CudaEngine {
         // SAFETY: host memory: pageable memory is staged by the driver before the call returns;
         // pinned memory is read in stream order and the caller keeps the value alive until the
         // stream passes the copy; `buf` is fresh and sized to the words.
-        drv(op, unsafe { buf.async_copy_from(words.as_slice(), stream) })?;
+        if let Some(b) = buf.raw_mut() {
+            drv(op, unsafe { b.async_copy_from(words.as_slice(), stream) })?;
+        }
         Ok(buf)
     }
 
@@ -1787,7 +1827,7 @@ impl CudaEngine {
             });
         }
         Ok(GpuSwitchKey {
-            buf: DevWords::Owned(PoolWords::new(self.upload_words(op, &k.words, stream)?)),
+            buf: DevWords::Owned(self.upload_words(op, &k.words, stream)?),
             context: k.context,
             key_id: k.key_id,
             digits: k.digits,
@@ -2056,7 +2096,7 @@ impl CudaEngine {
             // SAFETY: `buf` was freed in stream order on `stream`, so the memset runs after
             // every earlier use of it.
             drv(OP, unsafe { buf.set_8_async(0xFF, stream) })?;
-            self.recycle(OP, buf, stream)?;
+            drv(OP, recycle_into(&self.recycler, buf, stream))?;
         }
         Ok(())
     }
@@ -2128,7 +2168,7 @@ impl CudaEngine {
         }
     }
 
-    fn like(&self, ct: &GpuCiphertext, buf: DeviceBuffer<u64>) -> GpuCiphertext {
+    fn like(&self, ct: &GpuCiphertext, buf: PoolWords) -> GpuCiphertext {
         GpuCiphertext {
             buf: self.owned(buf),
             device: ct.device,
@@ -2738,7 +2778,7 @@ impl CudaEngine {
         pre: Option<&dyn Fn() -> Result<()>>,
         hoisted: Option<Hoisted>,
         stream: &Stream,
-    ) -> Result<DeviceBuffer<u64>> {
+    ) -> Result<PoolWords> {
         let n = KERNEL_N as u64;
         let rows = limbs + 1; // active Q rows + P
         let ext_words = limbs * rows * KERNEL_N;
@@ -3164,7 +3204,7 @@ impl CudaEngine {
             });
         }
         Ok(GpuSecretKey {
-            buf: PoolWords::new(self.upload_words(OP, &sk.words, stream)?),
+            buf: self.upload_words(OP, &sk.words, stream)?,
             context: sk.context,
             key_id: sk.key_id,
         })
@@ -3182,7 +3222,7 @@ impl CudaEngine {
             });
         }
         Ok(GpuPublicKey {
-            buf: PoolWords::new(self.upload_words(OP, &pk.words, stream)?),
+            buf: self.upload_words(OP, &pk.words, stream)?,
             context: pk.context,
             key_id: pk.key_id,
             rows,

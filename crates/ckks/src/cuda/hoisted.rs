@@ -10,10 +10,11 @@
 //! (q odd), so every result equals [`CudaEngine::rotate_with_key`]'s (and the CPU engine's)
 //! word for word.
 
-use cust::memory::DeviceBuffer;
 use cust::stream::Stream;
 
-use super::{dev_ptr, CkksError, CudaEngine, GpuCiphertext, GpuSwitchKey, Result, KERNEL_N};
+use super::{
+    dev_ptr, CkksError, CudaEngine, GpuCiphertext, GpuSwitchKey, PoolWords, Result, KERNEL_N,
+};
 
 impl CudaEngine {
     /// Rotates (or conjugates) `ct` by every key of `keys` with one shared ModUp of `c1`.
@@ -95,7 +96,7 @@ impl CudaEngine {
         op: &'static str,
         ct: &GpuCiphertext,
         stream: &Stream,
-    ) -> Result<Option<DeviceBuffer<u64>>> {
+    ) -> Result<Option<PoolWords>> {
         let limbs = ct.num_limbs();
         let rows = limbs + 1;
         let ext = self.alloc(op, limbs * rows * KERNEL_N, stream)?;
