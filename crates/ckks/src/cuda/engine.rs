@@ -654,8 +654,8 @@ impl PoolWords {
         self.0.take()
     }
 
-    fn buf(&self) -> Option<&DeviceBuffer<u64>> {
-        self.0.as_ref()
+    fn len(&self) -> usize {
+        self.0.as_ref().map_or(0, |b| b.len())
     }
 
     fn ptr(&self) -> u64 {
@@ -719,7 +719,7 @@ fn recycle_into(
 impl DevWords {
     fn len(&self) -> usize {
         match self {
-            Self::Owned(w) | Self::Recycled(w, _) => w.buf().map_or(0, |b| b.len()),
+            Self::Owned(w) | Self::Recycled(w, _) => w.len(),
             Self::Borrowed { len, .. } => *len,
         }
     }

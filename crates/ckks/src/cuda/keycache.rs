@@ -45,15 +45,6 @@ use super::{
     cuda_location, CkksError, CudaBackendError, CudaEngine, GpuCiphertext, GpuSwitchKey, Result,
 };
 use crate::engine::CpuEngine;
-use crate::keys::{RelinearizationKey, RotationKey};
-
-/// A device key and the host key it was copied from (kept alive until the cache lets both
-/// go, so the copy never outlives its source).
-#[derive(Debug)]
-struct Cached<H> {
-    device: Arc<GpuSwitchKey>,
-    _host: Arc<H>,
-}
 
 /// Rotation and relinearization keys of one secret key (a [`CpuEngine`]'s) on one device,
 /// made and uploaded on first use (see the module docs). Made by [`CudaEngine::key_cache`];
@@ -65,8 +56,8 @@ struct Cached<H> {
 pub struct GpuKeyCache {
     source: Arc<CpuEngine>,
     device: u32,
-    rotation: Mutex<HashMap<u64, Cached<RotationKey>>>,
-    relinearization: Mutex<Option<Cached<RelinearizationKey>>>,
+    rotation: Mutex<HashMap<u64, Arc<GpuSwitchKey>>>,
+    relinearization: Mutex<Option<Arc<GpuSwitchKey>>>,
 }
 
 impl GpuKeyCache {
@@ -97,17 +88,12 @@ impl GpuKeyCache {
     /// Device bytes of every key held (18 MiB per key at the seed preset).
     #[must_use]
     pub fn nbytes(&self) -> u64 {
-        let rot: u64 = self
-            .rotation
-            .lock()
-            .values()
-            .map(|c| c.device.nbytes())
-            .sum();
+        let rot: u64 = self.rotation.lock().values().map(|k| k.nbytes()).sum();
         rot + self
             .relinearization
             .lock()
             .as_ref()
-            .map_or(0, |c| c.device.nbytes())
+            .map_or(0, |k| k.nbytes())
     }
 
     /// Lets go of every key: the device memory of keys no caller still holds goes back in
@@ -116,13 +102,9 @@ impl GpuKeyCache {
     /// it. The CPU engine keeps its own host copies. The cache is empty afterwards even when a
     /// free fails; the first driver error is returned.
     pub fn clear(&self, stream: &Stream) -> Result<()> {
-        let rotation: Vec<Arc<GpuSwitchKey>> = self
-            .rotation
-            .lock()
-            .drain()
-            .map(|(_, c)| c.device)
-            .collect();
-        let relinearization = self.relinearization.lock().take().map(|c| c.device);
+        let rotation: Vec<Arc<GpuSwitchKey>> =
+            self.rotation.lock().drain().map(|(_, k)| k).collect();
+        let relinearization = self.relinearization.lock().take();
         let mut first = Ok(());
         for key in rotation.into_iter().chain(relinearization) {
             let freed = free_if_last(key, stream);
@@ -226,17 +208,13 @@ impl CudaEngine {
         }
         let mut map = keys.rotation.lock();
         if let Some(c) = map.get(&g) {
-            return Ok(Arc::clone(&c.device));
+            return Ok(Arc::clone(c));
         }
+        // The source engine keeps its key (for its lifetime, which the cache's `Arc`
+        // outlasts), so the copy never outlives what it reads.
         let host = keys.source.rotation_key(canonical)?;
         let device = Arc::new(self.upload_ksk(op, &host.ksk, Some(g), stream)?);
-        map.insert(
-            g,
-            Cached {
-                device: Arc::clone(&device),
-                _host: host,
-            },
-        );
+        map.insert(g, Arc::clone(&device));
         Ok(device)
     }
 
@@ -260,14 +238,11 @@ impl CudaEngine {
     ) -> Result<Arc<GpuSwitchKey>> {
         let mut slot = keys.relinearization.lock();
         if let Some(c) = slot.as_ref() {
-            return Ok(Arc::clone(&c.device));
+            return Ok(Arc::clone(c));
         }
         let host = keys.source.relinearization_key()?;
         let device = Arc::new(self.upload_ksk(op, &host.ksk, None, stream)?);
-        *slot = Some(Cached {
-            device: Arc::clone(&device),
-            _host: host,
-        });
+        *slot = Some(Arc::clone(&device));
         Ok(device)
     }
 
@@ -289,7 +264,8 @@ impl CudaEngine {
             return self.drop_rows(OP, ct, 0, stream);
         }
         let key = self.cached_rotation(OP, keys, step, stream)?;
-        self.rotate_with_key(ct, &key, stream)
+        let g = self.rotation_element(OP, &key)?;
+        self.galois_switch(OP, ct, &key, g, None, stream)
     }
 
     /// Rotations of `ct` by every step of `steps` with the cached keys of `keys`, hoisted as
