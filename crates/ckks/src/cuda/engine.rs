@@ -2038,15 +2038,16 @@ impl CudaEngine {
             error: Box::new(error),
             value: Box::new(value),
         };
+        let loc = self.location();
         if ct.device != self.device {
             let error = CudaBackendError::NotOnDevice {
                 op: OP,
-                expected: self.location(),
+                expected: loc,
                 actual: ct.location(),
             };
             return Err(back(error, ct));
         }
-        if let Err(e) = mem.check_available(OP, &self.location()) {
+        if let Err(e) = mem.check_available(OP, &loc) {
             return Err(back(CkksError::from(e).into(), ct));
         }
         if let Err(e) = drv(OP, stream.synchronize()) {
@@ -2058,7 +2059,7 @@ impl CudaEngine {
         // is forgotten below, without freeing, once `mem` has taken the allocation, so it has
         // exactly one owner; every kernel writing it was enqueued on `stream`, synchronised
         // above. A borrowed view never reaches here: `GpuView` hands out references only.
-        let adopted = unsafe { mem.adopt_device_words(&self.location(), ptr, words) };
+        let adopted = unsafe { mem.adopt_device_words(&loc, ptr, words) };
         let buf = match adopted {
             Ok(b) => b,
             Err(e) => return Err(back(CkksError::from(e).into(), ct)),
