@@ -464,6 +464,13 @@ impl CpuEngine {
     }
 
     /// A rotation key for `step` slots (`roll(m, step)`), for the given secret key.
+    #[tracing::instrument(
+        name = "ckks.create_rotation_key",
+        level = "debug",
+        skip_all,
+        fields(location = "host", step = step),
+        err(level = "debug")
+    )]
     pub fn create_rotation_key(&self, step: i64, sk: &SecretKey) -> Result<RotationKey, CkksError> {
         const OP: &str = "create_rotation_key";
         self.check_secret(OP, sk)?;
@@ -484,6 +491,13 @@ impl CpuEngine {
     }
 
     /// The conjugation key (g = 2N − 1).
+    #[tracing::instrument(
+        name = "ckks.create_conjugation_key",
+        level = "debug",
+        skip_all,
+        fields(location = "host"),
+        err(level = "debug")
+    )]
     pub fn create_conjugation_key(&self, sk: &SecretKey) -> Result<RotationKey, CkksError> {
         self.check_secret("create_conjugation_key", sk)?;
         let g = 2 * self.n_() as u64 - 1;
@@ -497,6 +511,13 @@ impl CpuEngine {
     }
 
     /// A relinearization key (`s²` → `s`).
+    #[tracing::instrument(
+        name = "ckks.create_relinearization_key",
+        level = "debug",
+        skip_all,
+        fields(location = "host"),
+        err(level = "debug")
+    )]
     pub fn create_relinearization_key(
         &self,
         sk: &SecretKey,
@@ -540,6 +561,13 @@ impl CpuEngine {
 
     /// Encodes real slots (zero-padded to N/2) at `level` and `scale` (default `2^scale_bits`)
     /// into integer coefficients.
+    #[tracing::instrument(
+        name = "ckks.encode",
+        level = "debug",
+        skip_all,
+        fields(location = "host", level = level, slots = message.len()),
+        err(level = "debug")
+    )]
     pub fn encode(
         &self,
         message: &[f64],
@@ -551,6 +579,13 @@ impl CpuEngine {
     }
 
     /// Encodes complex slots.
+    #[tracing::instrument(
+        name = "ckks.encode_complex",
+        level = "debug",
+        skip_all,
+        fields(location = "host", level = level, slots = message.len()),
+        err(level = "debug")
+    )]
     pub fn encode_complex(
         &self,
         message: &[Complex64],
@@ -578,6 +613,13 @@ impl CpuEngine {
     }
 
     /// Decodes integer or approximate coefficients to N/2 complex slots.
+    #[tracing::instrument(
+        name = "ckks.decode",
+        level = "debug",
+        skip_all,
+        fields(location = "host", level = pt.level(), bytes = pt.nbytes()),
+        err(level = "debug")
+    )]
     pub fn decode(&self, pt: &Plaintext) -> Result<Vec<Complex64>, CkksError> {
         self.check_pt("decode", pt)?;
         let coeffs: Vec<f64> = match pt.representation {
@@ -605,6 +647,13 @@ impl CpuEngine {
     }
 
     /// Decodes to the real parts of the slots.
+    #[tracing::instrument(
+        name = "ckks.decode_real",
+        level = "debug",
+        skip_all,
+        fields(location = "host", level = pt.level(), bytes = pt.nbytes()),
+        err(level = "debug")
+    )]
     pub fn decode_real(&self, pt: &Plaintext) -> Result<Vec<f64>, CkksError> {
         Ok(self.decode(pt)?.into_iter().map(|z| z.re).collect())
     }
@@ -635,6 +684,13 @@ impl CpuEngine {
 
     /// Reduces integer coefficients to RNS rows of `basis` and moves them to the NTT domain:
     /// the operand of [`CpuEngine::multiply_plaintext`] (`[8 − ℓ, N]` for basis Q).
+    #[tracing::instrument(
+        name = "ckks.prepare_plaintext_for_multiplication",
+        level = "debug",
+        skip_all,
+        fields(location = "host", level = pt.level(), bytes = pt.nbytes(), basis = ?basis),
+        err(level = "debug")
+    )]
     pub fn prepare_plaintext_for_multiplication(
         &self,
         pt: &Plaintext,
@@ -658,6 +714,13 @@ impl CpuEngine {
 
     /// Reduces integer coefficients to RNS rows of `basis` in the coefficient domain: the
     /// operand of [`CpuEngine::add_plaintext`].
+    #[tracing::instrument(
+        name = "ckks.prepare_plaintext_for_addition",
+        level = "debug",
+        skip_all,
+        fields(location = "host", level = pt.level(), bytes = pt.nbytes(), basis = ?basis),
+        err(level = "debug")
+    )]
     pub fn prepare_plaintext_for_addition(
         &self,
         pt: &Plaintext,
@@ -684,6 +747,13 @@ impl CpuEngine {
     ///
     /// Each call draws one 32-byte sampling key from the engine's ChaCha20 stream and samples
     /// `v`, `e0`, `e1` from it ([`CpuEngine::encrypt_with_sampling_key`], decision 0520).
+    #[tracing::instrument(
+        name = "ckks.encrypt",
+        level = "debug",
+        skip_all,
+        fields(location = "host", level = pt.level(), bytes = pt.nbytes()),
+        err(level = "debug")
+    )]
     pub fn encrypt(&self, pt: &Plaintext) -> Result<Ciphertext, CkksError> {
         self.check_pt("encrypt", pt)?;
         let key = self.rng.lock().encryption_key();
@@ -694,6 +764,13 @@ impl CpuEngine {
     /// `e1` comes from word `k` of ChaCha20 streams 0, 1, 2 under `key`
     /// ([`crate::sampling::EncryptionSamples::from_key`]). The CUDA engine's
     /// `encrypt_with_sampling_key` gives the same words.
+    #[tracing::instrument(
+        name = "ckks.encrypt_with_sampling_key",
+        level = "debug",
+        skip_all,
+        fields(location = "host", level = pt.level(), bytes = pt.nbytes()),
+        err(level = "debug")
+    )]
     pub fn encrypt_with_sampling_key(
         &self,
         pt: &Plaintext,
@@ -749,17 +826,38 @@ impl CpuEngine {
     }
 
     /// Encodes real slots at level 0 and the default scale, then encrypts.
+    #[tracing::instrument(
+        name = "ckks.encrypt_message",
+        level = "debug",
+        skip_all,
+        fields(location = "host", slots = message.len()),
+        err(level = "debug")
+    )]
     pub fn encrypt_message(&self, message: &[f64]) -> Result<Ciphertext, CkksError> {
         self.encrypt(&self.encode(message, 0, None)?)
     }
 
     /// Encodes complex slots at level 0 and the default scale, then encrypts.
+    #[tracing::instrument(
+        name = "ckks.encrypt_complex_message",
+        level = "debug",
+        skip_all,
+        fields(location = "host", slots = message.len()),
+        err(level = "debug")
+    )]
     pub fn encrypt_complex_message(&self, message: &[Complex64]) -> Result<Ciphertext, CkksError> {
         self.encrypt(&self.encode_complex(message, 0, None)?)
     }
 
     /// Decrypts to approximate real coefficients (spec §3.5): the phase `Σ c_i·s^i` on the two
     /// trailing Q rows only, reconstructed centred from those two residues.
+    #[tracing::instrument(
+        name = "ckks.decrypt",
+        level = "debug",
+        skip_all,
+        fields(location = "host", level = ct.level(), bytes = ct.nbytes()),
+        err(level = "debug")
+    )]
     pub fn decrypt(&self, ct: &Ciphertext) -> Result<Plaintext, CkksError> {
         const OP: &str = "decrypt";
         self.check_ct(OP, ct)?;
@@ -832,11 +930,25 @@ impl CpuEngine {
     }
 
     /// Decrypts and decodes to the real parts of the N/2 slots.
+    #[tracing::instrument(
+        name = "ckks.decrypt_message",
+        level = "debug",
+        skip_all,
+        fields(location = "host", level = ct.level(), bytes = ct.nbytes()),
+        err(level = "debug")
+    )]
     pub fn decrypt_message(&self, ct: &Ciphertext) -> Result<Vec<f64>, CkksError> {
         self.decode_real(&self.decrypt(ct)?)
     }
 
     /// Decrypts and decodes to N/2 complex slots.
+    #[tracing::instrument(
+        name = "ckks.decrypt_complex_message",
+        level = "debug",
+        skip_all,
+        fields(location = "host", level = ct.level(), bytes = ct.nbytes()),
+        err(level = "debug")
+    )]
     pub fn decrypt_complex_message(&self, ct: &Ciphertext) -> Result<Vec<Complex64>, CkksError> {
         self.decode(&self.decrypt(ct)?)
     }
@@ -844,6 +956,13 @@ impl CpuEngine {
     // ----------------------------------------------------------------- domains
 
     /// Forward NTT of every row of every component (coefficient → NTT).
+    #[tracing::instrument(
+        name = "ckks.coefficient_domain_to_ntt_domain",
+        level = "debug",
+        skip_all,
+        fields(location = "host", level = ct.level(), bytes = ct.nbytes()),
+        err(level = "debug")
+    )]
     pub fn coefficient_domain_to_ntt_domain(
         &self,
         ct: &Ciphertext,
@@ -857,6 +976,13 @@ impl CpuEngine {
     }
 
     /// Inverse NTT of every row of every component (NTT → coefficient).
+    #[tracing::instrument(
+        name = "ckks.ntt_domain_to_coefficient_domain",
+        level = "debug",
+        skip_all,
+        fields(location = "host", level = ct.level(), bytes = ct.nbytes()),
+        err(level = "debug")
+    )]
     pub fn ntt_domain_to_coefficient_domain(
         &self,
         ct: &Ciphertext,
@@ -952,6 +1078,13 @@ impl CpuEngine {
     }
 
     /// `a + b`: identical level, basis, domain, components and bit-equal scale.
+    #[tracing::instrument(
+        name = "ckks.add",
+        level = "debug",
+        skip_all,
+        fields(location = "host", level = a.level(), bytes = a.nbytes()),
+        err(level = "debug")
+    )]
     pub fn add(&self, a: &Ciphertext, b: &Ciphertext) -> Result<Ciphertext, CkksError> {
         self.check_same_state("add", a, b)?;
         Self::check_same_scale("add", a.scale, b.scale)?;
@@ -959,6 +1092,13 @@ impl CpuEngine {
     }
 
     /// `a − b`: identical level, basis, domain, components and bit-equal scale.
+    #[tracing::instrument(
+        name = "ckks.subtract",
+        level = "debug",
+        skip_all,
+        fields(location = "host", level = a.level(), bytes = a.nbytes()),
+        err(level = "debug")
+    )]
     pub fn subtract(&self, a: &Ciphertext, b: &Ciphertext) -> Result<Ciphertext, CkksError> {
         self.check_same_state("subtract", a, b)?;
         Self::check_same_scale("subtract", a.scale, b.scale)?;
@@ -966,6 +1106,13 @@ impl CpuEngine {
     }
 
     /// `−a`.
+    #[tracing::instrument(
+        name = "ckks.negate",
+        level = "debug",
+        skip_all,
+        fields(location = "host", level = a.level(), bytes = a.nbytes()),
+        err(level = "debug")
+    )]
     pub fn negate(&self, a: &Ciphertext) -> Result<Ciphertext, CkksError> {
         self.check_ct("negate", a)?;
         let mut buf = Words::alloc_copy(&self.memory, a.location(), a.words.as_slice())?;
@@ -1001,6 +1148,13 @@ impl CpuEngine {
 
     /// `ct + pt` on component 0; `pt` is an RNS plaintext in the ciphertext's domain, level and
     /// basis with a bit-equal scale (coefficient domain: [`CpuEngine::prepare_plaintext_for_addition`]).
+    #[tracing::instrument(
+        name = "ckks.add_plaintext",
+        level = "debug",
+        skip_all,
+        fields(location = "host", level = ct.level(), bytes = ct.nbytes()),
+        err(level = "debug")
+    )]
     pub fn add_plaintext(&self, ct: &Ciphertext, pt: &Plaintext) -> Result<Ciphertext, CkksError> {
         const OP: &str = "add_plaintext";
         self.check_rns_operand(OP, ct, pt, ct.domain)?;
@@ -1022,6 +1176,13 @@ impl CpuEngine {
     }
 
     /// `ct ⊙ pt` per row in the NTT domain; scale `Δ_ct·Δ_pt`.
+    #[tracing::instrument(
+        name = "ckks.multiply_plaintext",
+        level = "debug",
+        skip_all,
+        fields(location = "host", level = ct.level(), bytes = ct.nbytes()),
+        err(level = "debug")
+    )]
     pub fn multiply_plaintext(
         &self,
         ct: &Ciphertext,
@@ -1046,6 +1207,13 @@ impl CpuEngine {
 
     /// Tensor product of two 2-component NTT-domain ciphertexts: `(a0b0, a0b1 + a1b0, a1b1)`,
     /// scale `Δ_a·Δ_b`.
+    #[tracing::instrument(
+        name = "ckks.multiply",
+        level = "debug",
+        skip_all,
+        fields(location = "host", level = a.level(), bytes = a.nbytes()),
+        err(level = "debug")
+    )]
     pub fn multiply(&self, a: &Ciphertext, b: &Ciphertext) -> Result<Ciphertext, CkksError> {
         const OP: &str = "multiply";
         self.check_same_state(OP, a, b)?;
@@ -1114,6 +1282,13 @@ impl CpuEngine {
 
     /// Rotation with an explicit key: slot j of the result holds slot `j − step` of the input
     /// (`roll(m, step)`). Input: 2 components, coefficient domain, basis Q.
+    #[tracing::instrument(
+        name = "ckks.rotate_with_key",
+        level = "debug",
+        skip_all,
+        fields(location = "host", level = ct.level(), bytes = ct.nbytes(), step = ?key.step),
+        err(level = "debug")
+    )]
     pub fn rotate_with_key(
         &self,
         ct: &Ciphertext,
@@ -1127,6 +1302,13 @@ impl CpuEngine {
 
     /// Rotation by `step` with the engine's cached key (created on first use); step ≡ 0 returns
     /// a copy.
+    #[tracing::instrument(
+        name = "ckks.rotate_by_step",
+        level = "debug",
+        skip_all,
+        fields(location = "host", level = ct.level(), bytes = ct.nbytes(), step = step),
+        err(level = "debug")
+    )]
     pub fn rotate_by_step(&self, ct: &Ciphertext, step: i64) -> Result<Ciphertext, CkksError> {
         const OP: &str = "rotate_by_step";
         self.check_keyswitch_input(OP, ct, 2, Domain::Coefficient)?;
@@ -1138,6 +1320,13 @@ impl CpuEngine {
     }
 
     /// Complex conjugation of every slot with a conjugation key.
+    #[tracing::instrument(
+        name = "ckks.conjugate",
+        level = "debug",
+        skip_all,
+        fields(location = "host", level = ct.level(), bytes = ct.nbytes()),
+        err(level = "debug")
+    )]
     pub fn conjugate(&self, ct: &Ciphertext, key: &RotationKey) -> Result<Ciphertext, CkksError> {
         const OP: &str = "conjugate";
         self.check_keyswitch_input(OP, ct, 2, Domain::Coefficient)?;
@@ -1153,6 +1342,13 @@ impl CpuEngine {
 
     /// Relinearizes a 3-component NTT-domain product with the engine's key (created on first
     /// use). Output: 2 components, coefficient domain.
+    #[tracing::instrument(
+        name = "ckks.relinearize",
+        level = "debug",
+        skip_all,
+        fields(location = "host", level = ct.level(), bytes = ct.nbytes()),
+        err(level = "debug")
+    )]
     pub fn relinearize(&self, ct: &Ciphertext) -> Result<Ciphertext, CkksError> {
         self.check_keyswitch_input("relinearize", ct, 3, Domain::Ntt)?;
         let key = self.relinearization_key()?;
@@ -1160,6 +1356,13 @@ impl CpuEngine {
     }
 
     /// Relinearizes with an explicit key (spec §3.15).
+    #[tracing::instrument(
+        name = "ckks.relinearize_with_key",
+        level = "debug",
+        skip_all,
+        fields(location = "host", level = ct.level(), bytes = ct.nbytes()),
+        err(level = "debug")
+    )]
     pub fn relinearize_with_key(
         &self,
         ct: &Ciphertext,
@@ -1203,6 +1406,13 @@ impl CpuEngine {
 
     /// Divides by the leading prime with nearest rounding and drops it (spec §3.12). Input:
     /// coefficient domain, level below the last; scale becomes `Δ / q_drop`.
+    #[tracing::instrument(
+        name = "ckks.rescale_to_next_level",
+        level = "debug",
+        skip_all,
+        fields(location = "host", level = ct.level(), bytes = ct.nbytes()),
+        err(level = "debug")
+    )]
     pub fn rescale_to_next_level(&self, ct: &Ciphertext) -> Result<Ciphertext, CkksError> {
         const OP: &str = "rescale_to_next_level";
         self.check_ct(OP, ct)?;
@@ -1238,6 +1448,13 @@ impl CpuEngine {
     }
 
     /// Drops the leading row without dividing (scale unchanged).
+    #[tracing::instrument(
+        name = "ckks.mod_switch_to_next_level",
+        level = "debug",
+        skip_all,
+        fields(location = "host", level = ct.level(), bytes = ct.nbytes()),
+        err(level = "debug")
+    )]
     pub fn mod_switch_to_next_level(&self, ct: &Ciphertext) -> Result<Ciphertext, CkksError> {
         const OP: &str = "mod_switch_to_next_level";
         self.check_ct(OP, ct)?;
@@ -1252,6 +1469,13 @@ impl CpuEngine {
     }
 
     /// Drops leading rows down to `level` (≥ the current level, ≤ the last public level).
+    #[tracing::instrument(
+        name = "ckks.mod_switch_to_level",
+        level = "debug",
+        skip_all,
+        fields(location = "host", level = ct.level(), bytes = ct.nbytes(), to_level = level),
+        err(level = "debug")
+    )]
     pub fn mod_switch_to_level(
         &self,
         ct: &Ciphertext,
@@ -1287,6 +1511,13 @@ impl CpuEngine {
 
     /// Multiplies every coefficient by an integer constant (no scale change); a helper for
     /// tests and simple programs.
+    #[tracing::instrument(
+        name = "ckks.multiply_by_integer",
+        level = "debug",
+        skip_all,
+        fields(location = "host", level = ct.level(), bytes = ct.nbytes(), k = k),
+        err(level = "debug")
+    )]
     pub fn multiply_by_integer(&self, ct: &Ciphertext, k: i64) -> Result<Ciphertext, CkksError> {
         self.check_ct("multiply_by_integer", ct)?;
         let mut buf = Words::alloc_copy(&self.memory, ct.location(), ct.words.as_slice())?;

@@ -6,6 +6,7 @@
 //! unless `FHELIUM_REQUIRE_GPU=1` (set by the GPU bundle's run-all.sh) makes that a failure.
 #![cfg(feature = "cuda")]
 
+mod capture;
 mod common;
 
 use std::sync::Arc;
@@ -1945,4 +1946,97 @@ fn successful_operations_never_wait_in_a_drop() {
         before + 1,
         "a dropped value waits"
     );
+}
+
+#[test]
+fn operations_and_their_kernel_launches_are_spanned() {
+    let Some(fx) = fixture() else { return };
+    let NttAndRotation {
+        d, dkey, want_ntt, ..
+    } = fx.ntt_and_rotation_case(11, 2);
+    let loc = fx.gpu.location().to_string();
+    let replays = fx.gpu.graph_replays();
+    let cap = capture::Capture::default();
+    let (ntt, rotated, err) = cap.during(|| {
+        let ntt = fx
+            .gpu
+            .coefficient_domain_to_ntt_domain(&d, &fx.stream)
+            .expect("ntt");
+        let rotated = fx
+            .gpu
+            .rotate_with_key(&d, &dkey, &fx.stream)
+            .expect("rotate");
+        let err = fx
+            .gpu
+            .coefficient_domain_to_ntt_domain(&ntt, &fx.stream)
+            .expect_err("an NTT-domain input");
+        (ntt, rotated, err)
+    });
+    let replayed = fx.gpu.graph_replays() - replays;
+    let host = fx
+        .gpu
+        .download_ciphertext(&ntt, &fx.stream)
+        .expect("download");
+    common::assert_same_words("traced ntt", &host, &want_ntt);
+
+    // The operations: where, which stream, the input's level and bytes; two NTT calls.
+    let ops = cap.named("ckks.coefficient_domain_to_ntt_domain");
+    assert_eq!(ops.len(), 2, "{:?}", cap.spans());
+    for op in &ops {
+        assert_eq!(op.field("location"), loc);
+        assert_eq!(op.field("level"), "2");
+        assert!(op.field("stream").starts_with("0x"), "{op:?}");
+    }
+    assert_eq!(ops[0].field("bytes"), d.nbytes().to_string());
+    assert_eq!(ops[1].field("bytes"), ntt.nbytes().to_string());
+    let rot = cap.one("ckks.rotate_with_key");
+    assert_eq!(rot.field("galois"), format!("{:?}", dkey.galois_element()));
+    assert_eq!(rot.field("bytes"), d.nbytes().to_string());
+    assert_eq!(rotated.level(), 2);
+
+    // Every kernel launch of the forward NTT is a child span naming the kernel and its path.
+    let kernels = cap.named("ckks.kernel");
+    let ntt_kernels: Vec<_> = kernels
+        .iter()
+        .filter(|k| k.parent.as_deref() == Some("ckks.coefficient_domain_to_ntt_domain"))
+        .collect();
+    assert!(!ntt_kernels.is_empty(), "{:?}", cap.spans());
+    for k in &ntt_kernels {
+        assert_eq!(k.field("op"), "coefficient_domain_to_ntt_domain");
+        assert!(k.field("kernel").starts_with("ntt_fwd"), "{k:?}");
+        assert!(k.field("grid").starts_with('('), "{k:?}");
+    }
+    for k in &kernels {
+        assert!(["graph", "direct"].contains(&k.field("via")), "{k:?}");
+    }
+    // The rotation's launches: one chain span listing its kernels, or kernel spans.
+    let in_rot: Vec<_> = cap
+        .spans()
+        .into_iter()
+        .filter(|s| s.parent.as_deref() == Some("ckks.rotate_with_key"))
+        .collect();
+    assert!(!in_rot.is_empty(), "{:?}", cap.spans());
+    for s in &in_rot {
+        match s.name.as_str() {
+            "ckks.chain" => assert!(s.field("kernels").contains(" -> "), "{s:?}"),
+            "ckks.kernel" => assert_eq!(s.field("op"), "rotate_with_key"),
+            other => panic!("unexpected span {other} in the rotation"),
+        }
+    }
+    // A span per graph replay: the spans' "via = graph" count is the engine's own.
+    let via_graph = kernels.iter().filter(|k| k.field("via") == "graph").count() as u64;
+    assert_eq!(via_graph, replayed);
+
+    // The refusal is an event inside the second NTT span, with no launch under it.
+    let events = cap.events();
+    assert_eq!(events.len(), 1, "{events:?}");
+    assert_eq!(
+        events[0].span.as_deref(),
+        Some("ckks.coefficient_domain_to_ntt_domain")
+    );
+    assert_eq!(events[0].fields["error"], err.to_string());
+    assert!(matches!(
+        err,
+        CudaBackendError::Ckks(CkksError::DomainMismatch { .. })
+    ));
 }

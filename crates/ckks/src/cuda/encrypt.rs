@@ -272,6 +272,13 @@ impl CudaEngine {
     /// default scale with an explicit sampling key: encode and sampling on the device, same
     /// words as the CPU engine's `encrypt_with_sampling_key(&encode(message, 0, None), key)`.
     /// No host synchronisation (the message is staged through pinned memory).
+    #[tracing::instrument(
+        name = "ckks.encrypt_message_with_sampling_key",
+        level = "debug",
+        skip_all,
+        fields(location = %self.location(), slots = message.len(), stream = ?stream.as_inner()),
+        err(level = "debug")
+    )]
     pub fn encrypt_message_with_sampling_key(
         &self,
         message: &[f64],
@@ -316,6 +323,13 @@ impl CudaEngine {
     /// encode takes real slots), the coefficients up through pinned staging, sampling and the
     /// rest on the device; the same words as the CPU engine's
     /// `encrypt_with_sampling_key(&encode_complex(message, 0, None), key)`.
+    #[tracing::instrument(
+        name = "ckks.encrypt_complex_message_with_sampling_key",
+        level = "debug",
+        skip_all,
+        fields(location = %self.location(), slots = message.len(), stream = ?stream.as_inner()),
+        err(level = "debug")
+    )]
     pub fn encrypt_complex_message_with_sampling_key(
         &self,
         message: &[Complex64],
@@ -332,6 +346,13 @@ impl CudaEngine {
 
     /// [`CudaEngine::encrypt_complex_message_with_sampling_key`] with one sampling key from
     /// the engine's ChaCha20 stream.
+    #[tracing::instrument(
+        name = "ckks.encrypt_complex_message",
+        level = "debug",
+        skip_all,
+        fields(location = %self.location(), slots = message.len(), stream = ?stream.as_inner()),
+        err(level = "debug")
+    )]
     pub fn encrypt_complex_message(
         &self,
         message: &[Complex64],
@@ -345,6 +366,18 @@ impl CudaEngine {
     /// Decrypts ([`CudaEngine::decrypt`]: the phase on the device, the centred reconstruction
     /// on the host) and decodes to N/2 complex slots with the CPU `Encoder`: bit for bit the
     /// CPU engine's `decrypt_complex_message`. Waits for `stream`.
+    #[tracing::instrument(
+        name = "ckks.decrypt_complex_message",
+        level = "debug",
+        skip_all,
+        fields(
+            location = %self.location(),
+            level = ct.level(),
+            bytes = ct.nbytes(),
+            stream = ?stream.as_inner(),
+        ),
+        err(level = "debug")
+    )]
     pub fn decrypt_complex_message(
         &self,
         ct: &GpuCiphertext,
@@ -364,6 +397,18 @@ impl CudaEngine {
     /// Public-key encryption of an integer-coefficient plaintext (host) at its level with an
     /// explicit sampling key: `p` goes up through pinned staging, `v`, `e0`, `e1` are sampled
     /// on the device (the CPU engine's `encrypt_with_sampling_key` words).
+    #[tracing::instrument(
+        name = "ckks.encrypt_with_sampling_key",
+        level = "debug",
+        skip_all,
+        fields(
+            location = %self.location(),
+            level = pt.level(),
+            bytes = pt.nbytes(),
+            stream = ?stream.as_inner(),
+        ),
+        err(level = "debug")
+    )]
     pub fn encrypt_with_sampling_key(
         &self,
         pt: &Plaintext,
@@ -564,6 +609,18 @@ impl CudaEngine {
     /// Decrypts a 2-component coefficient-domain ciphertext and decodes the real parts of the
     /// N/2 slots on the device; one download of N/2 f64 (waits for `stream`). Bit for bit the
     /// CPU engine's `decrypt_message`.
+    #[tracing::instrument(
+        name = "ckks.decrypt_message_on_device",
+        level = "debug",
+        skip_all,
+        fields(
+            location = %self.location(),
+            level = ct.level(),
+            bytes = ct.nbytes(),
+            stream = ?stream.as_inner(),
+        ),
+        err(level = "debug")
+    )]
     pub fn decrypt_message_on_device(
         &self,
         ct: &GpuCiphertext,

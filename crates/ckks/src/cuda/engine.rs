@@ -346,6 +346,21 @@ enum Arg {
     U32(u32),
 }
 
+/// The kernel names of a recorded chain, `a -> b -> c` (a field of the `ckks.chain` span).
+struct ChainNames<'a>(&'a [graphs::Node]);
+
+impl std::fmt::Display for ChainNames<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        for (i, n) in self.0.iter().enumerate() {
+            if i > 0 {
+                f.write_str(" -> ")?;
+            }
+            f.write_str(n.name)?;
+        }
+        Ok(())
+    }
+}
+
 /// Launches `kernel` (named `name` in errors) on `stream` with `args` marshalled into a stack
 /// array, through its launch graph when `graphs` takes it: the one launch call site of the
 /// CUDA engine (both modules).
@@ -422,6 +437,17 @@ fn launch_now(
 ) -> Result<()> {
     let args = &n.args[..n.len];
     let (kernel, grid, block, cooperative) = (Kernel(n.func), n.grid, n.block, n.cooperative);
+    let span = tracing::trace_span!(
+        "ckks.kernel",
+        op,
+        kernel = n.name,
+        grid = ?grid,
+        block,
+        cooperative,
+        stream = ?stream.as_inner(),
+        via = tracing::field::Empty,
+    )
+    .entered();
     let mut ptrs = arg_ptrs(args);
     let rc = if let Some(rc) = graphs.launch(
         kernel.0,
@@ -432,8 +458,10 @@ fn launch_now(
         args,
         cooperative,
     ) {
+        span.record("via", "graph");
         rc
     } else {
+        span.record("via", "direct");
         launch_direct(kernel, grid, block, stream, &mut ptrs, cooperative)
     };
     if rc == cust::sys::cudaError_enum::CUDA_SUCCESS {
@@ -1611,6 +1639,13 @@ impl CudaEngine {
         stream: &Stream,
     ) -> Result<()> {
         let nodes = rec.finish();
+        let _span = tracing::trace_span!(
+            "ckks.chain",
+            op,
+            kernels = %ChainNames(&nodes),
+            stream = ?stream.as_inner(),
+        )
+        .entered();
         let mut ptrs = [[std::ptr::null_mut::<c_void>(); MAX_ARGS]; graphs::MAX_CHAIN];
         for (p, n) in ptrs.iter_mut().zip(&nodes) {
             *p = arg_ptrs(&n.args[..n.len]);
@@ -1770,6 +1805,18 @@ impl CudaEngine {
 
     /// Copies a ciphertext (any host location, or a CUDA buffer of the memory layer) into the
     /// engine's pool. Keep `ct` alive until `stream` has passed the copy.
+    #[tracing::instrument(
+        name = "ckks.upload_ciphertext",
+        level = "debug",
+        skip_all,
+        fields(
+            location = %self.location(),
+            level = ct.level(),
+            bytes = ct.nbytes(),
+            stream = ?stream.as_inner(),
+        ),
+        err(level = "debug")
+    )]
     pub fn upload_ciphertext(&self, ct: &Ciphertext, stream: &Stream) -> Result<GpuCiphertext> {
         const OP: &str = "upload_ciphertext";
         self.check_context(OP, ct.context)?;
@@ -1788,6 +1835,18 @@ impl CudaEngine {
     }
 
     /// Copies an RNS plaintext to the device.
+    #[tracing::instrument(
+        name = "ckks.upload_plaintext",
+        level = "debug",
+        skip_all,
+        fields(
+            location = %self.location(),
+            level = pt.level(),
+            bytes = pt.nbytes(),
+            stream = ?stream.as_inner(),
+        ),
+        err(level = "debug")
+    )]
     pub fn upload_plaintext(&self, pt: &Plaintext, stream: &Stream) -> Result<GpuPlaintext> {
         const OP: &str = "upload_plaintext";
         self.check_context(OP, pt.context)?;
@@ -1837,6 +1896,13 @@ impl CudaEngine {
     }
 
     /// Copies a rotation key (18 MiB at the seed preset) to the device.
+    #[tracing::instrument(
+        name = "ckks.upload_rotation_key",
+        level = "debug",
+        skip_all,
+        fields(location = %self.location(), bytes = key.nbytes(), stream = ?stream.as_inner()),
+        err(level = "debug")
+    )]
     pub fn upload_rotation_key(&self, key: &RotationKey, stream: &Stream) -> Result<GpuSwitchKey> {
         self.upload_ksk(
             "upload_rotation_key",
@@ -1847,6 +1913,13 @@ impl CudaEngine {
     }
 
     /// Copies a relinearization key to the device.
+    #[tracing::instrument(
+        name = "ckks.upload_relinearization_key",
+        level = "debug",
+        skip_all,
+        fields(location = %self.location(), bytes = key.nbytes(), stream = ?stream.as_inner()),
+        err(level = "debug")
+    )]
     pub fn upload_relinearization_key(
         &self,
         key: &RelinearizationKey,
@@ -1969,6 +2042,18 @@ impl CudaEngine {
     }
 
     /// Copies a device ciphertext back to pageable host memory (waits for `stream`).
+    #[tracing::instrument(
+        name = "ckks.download_ciphertext",
+        level = "debug",
+        skip_all,
+        fields(
+            location = %self.location(),
+            level = ct.level(),
+            bytes = ct.nbytes(),
+            stream = ?stream.as_inner(),
+        ),
+        err(level = "debug")
+    )]
     pub fn download_ciphertext(&self, ct: &GpuCiphertext, stream: &Stream) -> Result<Ciphertext> {
         const OP: &str = "download_ciphertext";
         drv(OP, stream.synchronize())?;
@@ -1982,6 +2067,18 @@ impl CudaEngine {
     /// and accounting apply): the value type the residency manager places and moves through
     /// `Resident`. [`CudaEngine::upload_ciphertext`] takes it back without a host round trip.
     /// Synchronises `stream` once (the copy must be complete before the buffer is handed out).
+    #[tracing::instrument(
+        name = "ckks.to_resident_ciphertext",
+        level = "debug",
+        skip_all,
+        fields(
+            location = %self.location(),
+            level = ct.level(),
+            bytes = ct.nbytes(),
+            stream = ?stream.as_inner(),
+        ),
+        err(level = "debug")
+    )]
     pub fn to_resident_ciphertext(
         &self,
         ct: &GpuCiphertext,
@@ -2070,6 +2167,18 @@ impl CudaEngine {
     }
 
     /// Raw words of a device ciphertext (waits for `stream`).
+    #[tracing::instrument(
+        name = "ckks.download_words",
+        level = "debug",
+        skip_all,
+        fields(
+            location = %self.location(),
+            level = ct.level(),
+            bytes = ct.nbytes(),
+            stream = ?stream.as_inner(),
+        ),
+        err(level = "debug")
+    )]
     pub fn download_words(&self, ct: &GpuCiphertext, stream: &Stream) -> Result<Vec<u64>> {
         Ok(self
             .download_ciphertext(ct, stream)?
@@ -2336,6 +2445,18 @@ impl CudaEngine {
 
     /// Coefficient domain -> NTT domain (all components and limbs; one launch, two on the
     /// two-pass kernels).
+    #[tracing::instrument(
+        name = "ckks.coefficient_domain_to_ntt_domain",
+        level = "debug",
+        skip_all,
+        fields(
+            location = %self.location(),
+            level = ct.level(),
+            bytes = ct.nbytes(),
+            stream = ?stream.as_inner(),
+        ),
+        err(level = "debug")
+    )]
     pub fn coefficient_domain_to_ntt_domain(
         &self,
         ct: &GpuCiphertext,
@@ -2377,6 +2498,18 @@ impl CudaEngine {
     }
 
     /// NTT domain -> coefficient domain (one launch, two on the two-pass kernels).
+    #[tracing::instrument(
+        name = "ckks.ntt_domain_to_coefficient_domain",
+        level = "debug",
+        skip_all,
+        fields(
+            location = %self.location(),
+            level = ct.level(),
+            bytes = ct.nbytes(),
+            stream = ?stream.as_inner(),
+        ),
+        err(level = "debug")
+    )]
     pub fn ntt_domain_to_coefficient_domain(
         &self,
         ct: &GpuCiphertext,
@@ -2437,6 +2570,18 @@ impl CudaEngine {
     }
 
     /// `a + b` (same level, domain, components and bit-equal scale).
+    #[tracing::instrument(
+        name = "ckks.add",
+        level = "debug",
+        skip_all,
+        fields(
+            location = %self.location(),
+            level = a.level(),
+            bytes = a.nbytes(),
+            stream = ?stream.as_inner(),
+        ),
+        err(level = "debug")
+    )]
     pub fn add(
         &self,
         a: &GpuCiphertext,
@@ -2447,6 +2592,18 @@ impl CudaEngine {
     }
 
     /// `a - b`.
+    #[tracing::instrument(
+        name = "ckks.subtract",
+        level = "debug",
+        skip_all,
+        fields(
+            location = %self.location(),
+            level = a.level(),
+            bytes = a.nbytes(),
+            stream = ?stream.as_inner(),
+        ),
+        err(level = "debug")
+    )]
     pub fn subtract(
         &self,
         a: &GpuCiphertext,
@@ -2457,6 +2614,18 @@ impl CudaEngine {
     }
 
     /// `-a`.
+    #[tracing::instrument(
+        name = "ckks.negate",
+        level = "debug",
+        skip_all,
+        fields(
+            location = %self.location(),
+            level = a.level(),
+            bytes = a.nbytes(),
+            stream = ?stream.as_inner(),
+        ),
+        err(level = "debug")
+    )]
     pub fn negate(&self, a: &GpuCiphertext, stream: &Stream) -> Result<GpuCiphertext> {
         self.unary("negate", K::EwNeg, a, &[], stream)
     }
@@ -2493,6 +2662,18 @@ impl CudaEngine {
 
     /// `ct + pt` on component 0 (an RNS plaintext in the ciphertext's domain, level and basis,
     /// with a bit-equal scale); the other components are copied.
+    #[tracing::instrument(
+        name = "ckks.add_plaintext",
+        level = "debug",
+        skip_all,
+        fields(
+            location = %self.location(),
+            level = ct.level(),
+            bytes = ct.nbytes(),
+            stream = ?stream.as_inner(),
+        ),
+        err(level = "debug")
+    )]
     pub fn add_plaintext(
         &self,
         ct: &GpuCiphertext,
@@ -2570,6 +2751,18 @@ impl CudaEngine {
     }
 
     /// `ct ⊙ pt` in the NTT domain (each component times the plaintext); scale multiplies.
+    #[tracing::instrument(
+        name = "ckks.multiply_plaintext",
+        level = "debug",
+        skip_all,
+        fields(
+            location = %self.location(),
+            level = ct.level(),
+            bytes = ct.nbytes(),
+            stream = ?stream.as_inner(),
+        ),
+        err(level = "debug")
+    )]
     pub fn multiply_plaintext(
         &self,
         ct: &GpuCiphertext,
@@ -2621,6 +2814,18 @@ impl CudaEngine {
     }
 
     /// Tensor product of two 2-component NTT-domain ciphertexts: 3 components.
+    #[tracing::instrument(
+        name = "ckks.multiply",
+        level = "debug",
+        skip_all,
+        fields(
+            location = %self.location(),
+            level = a.level(),
+            bytes = a.nbytes(),
+            stream = ?stream.as_inner(),
+        ),
+        err(level = "debug")
+    )]
     pub fn multiply(
         &self,
         a: &GpuCiphertext,
@@ -2670,6 +2875,18 @@ impl CudaEngine {
     }
 
     /// Rescale by the leading prime with nearest rounding (coefficient domain, spec 3.12).
+    #[tracing::instrument(
+        name = "ckks.rescale_to_next_level",
+        level = "debug",
+        skip_all,
+        fields(
+            location = %self.location(),
+            level = ct.level(),
+            bytes = ct.nbytes(),
+            stream = ?stream.as_inner(),
+        ),
+        err(level = "debug")
+    )]
     pub fn rescale_to_next_level(
         &self,
         ct: &GpuCiphertext,
@@ -2707,6 +2924,18 @@ impl CudaEngine {
     }
 
     /// Drop the leading prime without dividing (scale unchanged).
+    #[tracing::instrument(
+        name = "ckks.mod_switch_to_next_level",
+        level = "debug",
+        skip_all,
+        fields(
+            location = %self.location(),
+            level = ct.level(),
+            bytes = ct.nbytes(),
+            stream = ?stream.as_inner(),
+        ),
+        err(level = "debug")
+    )]
     pub fn mod_switch_to_next_level(
         &self,
         ct: &GpuCiphertext,
@@ -2718,6 +2947,19 @@ impl CudaEngine {
     }
 
     /// The coefficient-domain automorphism `σ_g` of every component (no key switch).
+    #[tracing::instrument(
+        name = "ckks.automorphism",
+        level = "debug",
+        skip_all,
+        fields(
+            location = %self.location(),
+            level = ct.level(),
+            bytes = ct.nbytes(),
+            galois_element = galois_element,
+            stream = ?stream.as_inner(),
+        ),
+        err(level = "debug")
+    )]
     pub fn automorphism(
         &self,
         ct: &GpuCiphertext,
@@ -3053,6 +3295,19 @@ impl CudaEngine {
 
     /// Rotation `σ_g` + hybrid key switch with a rotation key (coefficient-domain,
     /// 2-component, basis Q input; spec 3.9). Three launches (the key switch's).
+    #[tracing::instrument(
+        name = "ckks.rotate_with_key",
+        level = "debug",
+        skip_all,
+        fields(
+            location = %self.location(),
+            level = ct.level(),
+            bytes = ct.nbytes(),
+            galois = ?key.galois_element(),
+            stream = ?stream.as_inner(),
+        ),
+        err(level = "debug")
+    )]
     pub fn rotate_with_key(
         &self,
         ct: &GpuCiphertext,
@@ -3138,6 +3393,18 @@ impl CudaEngine {
     /// Relinearize a 3-component NTT-domain product into a 2-component coefficient-domain
     /// ciphertext (spec 3.15). Four launches: the inverse NTT of d2, then the key switch, whose
     /// inner product takes d0 and d1 in the NTT domain (times P).
+    #[tracing::instrument(
+        name = "ckks.relinearize_with_key",
+        level = "debug",
+        skip_all,
+        fields(
+            location = %self.location(),
+            level = ct.level(),
+            bytes = ct.nbytes(),
+            stream = ?stream.as_inner(),
+        ),
+        err(level = "debug")
+    )]
     pub fn relinearize_with_key(
         &self,
         ct: &GpuCiphertext,
@@ -3233,6 +3500,18 @@ impl CudaEngine {
     /// Public-key encryption of an integer-coefficient plaintext (host) at its level with
     /// explicit samples: `c0 = INTT(v̂ ⊙ k0) + e0 + p`, `c1 = INTT(v̂ ⊙ k1) + e1` (spec 3.4,
     /// ternary `v` as in the CPU engine). Seven launches after one upload of `v, e0, e1, p`.
+    #[tracing::instrument(
+        name = "ckks.encrypt_with_samples",
+        level = "debug",
+        skip_all,
+        fields(
+            location = %self.location(),
+            level = pt.level(),
+            bytes = pt.nbytes(),
+            stream = ?stream.as_inner(),
+        ),
+        err(level = "debug")
+    )]
     pub fn encrypt_with_samples(
         &self,
         pt: &Plaintext,
@@ -3395,6 +3674,18 @@ impl CudaEngine {
     /// Public-key encryption: one 32-byte sampling key from the engine's ChaCha20 stream per
     /// call, `v`, `e0`, `e1` sampled on the device from it (decision 0520; see
     /// [`CudaEngine::encrypt_with_sampling_key`]).
+    #[tracing::instrument(
+        name = "ckks.encrypt",
+        level = "debug",
+        skip_all,
+        fields(
+            location = %self.location(),
+            level = pt.level(),
+            bytes = pt.nbytes(),
+            stream = ?stream.as_inner(),
+        ),
+        err(level = "debug")
+    )]
     pub fn encrypt(
         &self,
         pt: &Plaintext,
@@ -3408,6 +3699,13 @@ impl CudaEngine {
     /// Encodes real slots (level 0, default scale) and encrypts, all on the device: one
     /// sampling key from the engine's ChaCha20 stream per call (see
     /// [`CudaEngine::encrypt_message_with_sampling_key`]).
+    #[tracing::instrument(
+        name = "ckks.encrypt_message",
+        level = "debug",
+        skip_all,
+        fields(location = %self.location(), slots = message.len(), stream = ?stream.as_inner()),
+        err(level = "debug")
+    )]
     pub fn encrypt_message(
         &self,
         message: &[f64],
@@ -3422,6 +3720,18 @@ impl CudaEngine {
     /// `c0 + INTT(NTT(c1) ⊙ s)` on the two trailing Q rows only, on the device (5 launches),
     /// then the two rows come back and are reconstructed centred on the host, exactly as the
     /// CPU engine does. Returns approximate coefficients (waits for `stream`).
+    #[tracing::instrument(
+        name = "ckks.decrypt",
+        level = "debug",
+        skip_all,
+        fields(
+            location = %self.location(),
+            level = ct.level(),
+            bytes = ct.nbytes(),
+            stream = ?stream.as_inner(),
+        ),
+        err(level = "debug")
+    )]
     pub fn decrypt(
         &self,
         ct: &GpuCiphertext,
@@ -3530,6 +3840,18 @@ impl CudaEngine {
 
     /// Decrypts and decodes the real parts of the N/2 slots on the device; one download of
     /// N/2 f64 (see [`CudaEngine::decrypt_message_on_device`]).
+    #[tracing::instrument(
+        name = "ckks.decrypt_message",
+        level = "debug",
+        skip_all,
+        fields(
+            location = %self.location(),
+            level = ct.level(),
+            bytes = ct.nbytes(),
+            stream = ?stream.as_inner(),
+        ),
+        err(level = "debug")
+    )]
     pub fn decrypt_message(
         &self,
         ct: &GpuCiphertext,

@@ -22,6 +22,19 @@ impl CudaEngine {
     /// coefficient domain, basis Q; every key is checked before any work is enqueued (a bad
     /// key is a typed error and nothing runs). No keys: no results, no work. When the engine
     /// cannot run its one-launch ModUp (two-pass kernels), each key runs a whole rotation.
+    #[tracing::instrument(
+        name = "ckks.rotate_many_with_keys",
+        level = "debug",
+        skip_all,
+        fields(
+            location = %self.location(),
+            level = ct.level(),
+            bytes = ct.nbytes(),
+            keys = keys.len(),
+            stream = ?stream.as_inner(),
+        ),
+        err(level = "debug")
+    )]
     pub fn rotate_many_with_keys(
         &self,
         ct: &GpuCiphertext,
@@ -69,6 +82,18 @@ impl CudaEngine {
 
     /// Complex conjugation of every slot with a conjugation key (Galois element 2N - 1);
     /// a rotation key is [`CkksError::WrongKey`]. As [`CudaEngine::rotate_with_key`] otherwise.
+    #[tracing::instrument(
+        name = "ckks.conjugate",
+        level = "debug",
+        skip_all,
+        fields(
+            location = %self.location(),
+            level = ct.level(),
+            bytes = ct.nbytes(),
+            stream = ?stream.as_inner(),
+        ),
+        err(level = "debug")
+    )]
     pub fn conjugate(
         &self,
         ct: &GpuCiphertext,

@@ -180,6 +180,13 @@ impl CudaEngine {
     /// device on `stream` on first use (the cache's lock is held meanwhile, so each key is
     /// made and uploaded once). Steps are taken modulo the slot count; a step ≡ 0 has no key
     /// ([`CkksError::WrongKey`]).
+    #[tracing::instrument(
+        name = "ckks.cached_rotation_key",
+        level = "debug",
+        skip_all,
+        fields(location = %self.location(), step = step, stream = ?stream.as_inner()),
+        err(level = "debug")
+    )]
     pub fn cached_rotation_key(
         &self,
         keys: &GpuKeyCache,
@@ -220,6 +227,13 @@ impl CudaEngine {
 
     /// The relinearization key from `keys`: made by the CPU engine and copied to the device
     /// on `stream` on first use.
+    #[tracing::instrument(
+        name = "ckks.cached_relinearization_key",
+        level = "debug",
+        skip_all,
+        fields(location = %self.location(), stream = ?stream.as_inner()),
+        err(level = "debug")
+    )]
     pub fn cached_relinearization_key(
         &self,
         keys: &GpuKeyCache,
@@ -250,6 +264,19 @@ impl CudaEngine {
     /// the CPU engine's [`rotate_by_step`](CpuEngine::rotate_by_step): a step ≡ 0 (modulo the
     /// slot count) gives a copy. Equal to the CPU engine's result word for word when `keys`'
     /// source is that engine. The input is checked before any key is made.
+    #[tracing::instrument(
+        name = "ckks.rotate_by_step",
+        level = "debug",
+        skip_all,
+        fields(
+            location = %self.location(),
+            level = ct.level(),
+            bytes = ct.nbytes(),
+            step = step,
+            stream = ?stream.as_inner(),
+        ),
+        err(level = "debug")
+    )]
     pub fn rotate_by_step(
         &self,
         ct: &GpuCiphertext,
@@ -273,6 +300,19 @@ impl CudaEngine {
     /// copy. Result `i` equals `rotate_by_step(ct, steps[i])` (and the CPU engine's
     /// [`rotate_many_by_steps`](CpuEngine::rotate_many_by_steps)) word for word. Every key
     /// is made and uploaded before any rotation is enqueued.
+    #[tracing::instrument(
+        name = "ckks.rotate_many_by_steps",
+        level = "debug",
+        skip_all,
+        fields(
+            location = %self.location(),
+            level = ct.level(),
+            bytes = ct.nbytes(),
+            steps = ?steps,
+            stream = ?stream.as_inner(),
+        ),
+        err(level = "debug")
+    )]
     pub fn rotate_many_by_steps(
         &self,
         ct: &GpuCiphertext,
@@ -300,6 +340,18 @@ impl CudaEngine {
     /// Relinearization of a 3-component NTT-domain product with the cached relinearization
     /// key of `keys` (made and uploaded on first use), as the CPU engine's
     /// [`relinearize`](CpuEngine::relinearize). The input is checked before the key is made.
+    #[tracing::instrument(
+        name = "ckks.relinearize",
+        level = "debug",
+        skip_all,
+        fields(
+            location = %self.location(),
+            level = ct.level(),
+            bytes = ct.nbytes(),
+            stream = ?stream.as_inner(),
+        ),
+        err(level = "debug")
+    )]
     pub fn relinearize(
         &self,
         ct: &GpuCiphertext,

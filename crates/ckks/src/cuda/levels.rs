@@ -23,6 +23,18 @@ impl CudaEngine {
     /// Forward NTT of every row of a device plaintext (coefficient → NTT); level, scale,
     /// basis and rows are kept, as the CPU engine's
     /// [`plaintext_coefficient_domain_to_ntt_domain`](crate::CpuEngine::plaintext_coefficient_domain_to_ntt_domain).
+    #[tracing::instrument(
+        name = "ckks.plaintext_coefficient_domain_to_ntt_domain",
+        level = "debug",
+        skip_all,
+        fields(
+            location = %self.location(),
+            level = pt.level(),
+            bytes = pt.nbytes(),
+            stream = ?stream.as_inner(),
+        ),
+        err(level = "debug")
+    )]
     pub fn plaintext_coefficient_domain_to_ntt_domain(
         &self,
         pt: &GpuPlaintext,
@@ -38,6 +50,18 @@ impl CudaEngine {
     }
 
     /// Inverse NTT of every row of a device plaintext (NTT → coefficient).
+    #[tracing::instrument(
+        name = "ckks.plaintext_ntt_domain_to_coefficient_domain",
+        level = "debug",
+        skip_all,
+        fields(
+            location = %self.location(),
+            level = pt.level(),
+            bytes = pt.nbytes(),
+            stream = ?stream.as_inner(),
+        ),
+        err(level = "debug")
+    )]
     pub fn plaintext_ntt_domain_to_coefficient_domain(
         &self,
         pt: &GpuPlaintext,
@@ -94,6 +118,18 @@ impl CudaEngine {
 
     /// A host copy of a device plaintext (an RNS [`Plaintext`] in pageable memory);
     /// synchronises `stream`.
+    #[tracing::instrument(
+        name = "ckks.download_plaintext",
+        level = "debug",
+        skip_all,
+        fields(
+            location = %self.location(),
+            level = pt.level(),
+            bytes = pt.nbytes(),
+            stream = ?stream.as_inner(),
+        ),
+        err(level = "debug")
+    )]
     pub fn download_plaintext(&self, pt: &GpuPlaintext, stream: &Stream) -> Result<Plaintext> {
         const OP: &str = "download_plaintext";
         drv(OP, stream.synchronize())?;
@@ -115,6 +151,19 @@ impl CudaEngine {
     /// Drops leading rows down to `level` (at least the current level, at most the last
     /// public level; the current level gives a copy), in one launch; as the CPU engine's
     /// [`mod_switch_to_level`](crate::CpuEngine::mod_switch_to_level). Any domain.
+    #[tracing::instrument(
+        name = "ckks.mod_switch_to_level",
+        level = "debug",
+        skip_all,
+        fields(
+            location = %self.location(),
+            level = ct.level(),
+            bytes = ct.nbytes(),
+            to_level = level,
+            stream = ?stream.as_inner(),
+        ),
+        err(level = "debug")
+    )]
     pub fn mod_switch_to_level(
         &self,
         ct: &GpuCiphertext,
@@ -166,6 +215,19 @@ impl CudaEngine {
 
     /// Multiplies every coefficient by the integer `k` (no scale change; any domain), as
     /// the CPU engine's [`multiply_by_integer`](crate::CpuEngine::multiply_by_integer).
+    #[tracing::instrument(
+        name = "ckks.multiply_by_integer",
+        level = "debug",
+        skip_all,
+        fields(
+            location = %self.location(),
+            level = ct.level(),
+            bytes = ct.nbytes(),
+            k = k,
+            stream = ?stream.as_inner(),
+        ),
+        err(level = "debug")
+    )]
     pub fn multiply_by_integer(
         &self,
         ct: &GpuCiphertext,

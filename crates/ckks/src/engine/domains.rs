@@ -12,6 +12,13 @@ impl CpuEngine {
     /// Forward NTT of every row of an RNS plaintext (coefficient → NTT). Level, scale, basis
     /// and rows are kept; `prepare_plaintext_for_addition` followed by this gives the words of
     /// `prepare_plaintext_for_multiplication`.
+    #[tracing::instrument(
+        name = "ckks.plaintext_coefficient_domain_to_ntt_domain",
+        level = "debug",
+        skip_all,
+        fields(location = "host", level = pt.level(), bytes = pt.nbytes()),
+        err(level = "debug")
+    )]
     pub fn plaintext_coefficient_domain_to_ntt_domain(
         &self,
         pt: &Plaintext,
@@ -25,6 +32,13 @@ impl CpuEngine {
     }
 
     /// Inverse NTT of every row of an RNS plaintext (NTT → coefficient).
+    #[tracing::instrument(
+        name = "ckks.plaintext_ntt_domain_to_coefficient_domain",
+        level = "debug",
+        skip_all,
+        fields(location = "host", level = pt.level(), bytes = pt.nbytes()),
+        err(level = "debug")
+    )]
     pub fn plaintext_ntt_domain_to_coefficient_domain(
         &self,
         pt: &Plaintext,

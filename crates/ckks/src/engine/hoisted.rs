@@ -11,6 +11,13 @@ impl CpuEngine {
     /// Rotates (or conjugates) `ct` by every key of `keys` with one shared ModUp + NTT of `c1`.
     /// Result `i` equals `rotate_with_key(ct, keys[i])` (or `conjugate`) word for word.
     /// Input: 2 components, coefficient domain, basis Q; every key is checked before any work.
+    #[tracing::instrument(
+        name = "ckks.rotate_many_with_keys",
+        level = "debug",
+        skip_all,
+        fields(location = "host", level = ct.level(), bytes = ct.nbytes(), keys = keys.len()),
+        err(level = "debug")
+    )]
     pub fn rotate_many_with_keys(
         &self,
         ct: &Ciphertext,
@@ -28,6 +35,13 @@ impl CpuEngine {
     /// Rotates `ct` by every step of `steps` with the engine's cached keys (created on first
     /// use), hoisted as [`CpuEngine::rotate_many_with_keys`]; a step ≡ 0 gives a copy. Result
     /// `i` equals `rotate_by_step(ct, steps[i])` word for word.
+    #[tracing::instrument(
+        name = "ckks.rotate_many_by_steps",
+        level = "debug",
+        skip_all,
+        fields(location = "host", level = ct.level(), bytes = ct.nbytes(), steps = ?steps),
+        err(level = "debug")
+    )]
     pub fn rotate_many_by_steps(
         &self,
         ct: &Ciphertext,
