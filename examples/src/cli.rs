@@ -58,13 +58,17 @@ impl ExampleArgs {
         } else {
             Timeline::disabled()
         };
-        let subscriber = tracing_subscriber::registry().with(
-            timeline
-                .layer()
-                .with_filter(tracing_subscriber::filter::LevelFilter::TRACE),
-        );
-        let out = {
+        // The subscriber only while recording: otherwise every span (one per kernel launch
+        // on the CUDA engine) would still be made and dropped.
+        let out = if timeline.is_enabled() {
+            let subscriber = tracing_subscriber::registry().with(
+                timeline
+                    .layer()
+                    .with_filter(tracing_subscriber::filter::LevelFilter::TRACE),
+            );
             let _guard = tracing::subscriber::set_default(subscriber);
+            flow(&options, &timeline)?
+        } else {
             flow(&options, &timeline)?
         };
         let title = format!(
