@@ -80,6 +80,18 @@ fn operations_are_spanned_with_location_level_bytes_and_parameters() {
         Some("ckks.decrypt_message")
     );
 
+    // Spans carry shapes and parameters only, never message values or key material.
+    for s in cap.spans() {
+        for f in s.fields.keys() {
+            assert!(
+                ["location", "level", "bytes", "slots", "step", "basis", "keys", "k", "to_level"]
+                    .contains(&f.as_str()),
+                "span {} records field {f}",
+                s.name
+            );
+        }
+    }
+
     // Successful operations record no event.
     assert!(cap.events().is_empty(), "{:?}", cap.events());
 }
