@@ -283,12 +283,14 @@ __device__ __forceinline__ void col_stages(C64* s, const C64* __restrict__ roots
 
 // Encode, row pass (blocks 0 .. N / 1024 - 1), fused with the sampler (blocks fft_blocks ..,
 // SAMPLER_PER_BLOCK active threads each, 3 * N / 8 / SAMPLER_PER_BLOCK blocks).
-// The row pass scatters the real message (len <= N/2 slots, zero-padded) to the Hermitian
-// vector v[(e_s - 1) / 2] = m_s, v[(2N - e_s - 1) / 2] = conj(m_s) = (m_s, -0.0), reads it in
-// bit-reversed order and runs the first seven stages; the result goes to fft (N points).
+// The row pass scatters the message (len <= N/2 slots, zero-padded) to the Hermitian vector
+// v[(e_s - 1) / 2] = m_s, v[(2N - e_s - 1) / 2] = conj(m_s), reads it in bit-reversed order
+// and runs the first seven stages; the result goes to fft (N points). cplx = 0: msg holds
+// len real slots, m_s = (msg[s], 0.0) and conj(m_s) = (msg[s], -0.0); cplx = 1: msg holds len
+// (re, im) pairs, conj(m_s) = (re, -im) (the CPU encoder's num-complex values either way).
 // Grid: (fft_blocks + sampler blocks), E_THREADS threads.
 extern "C" __global__ void __launch_bounds__(E_THREADS)
-enc_rows_sample(const double* __restrict__ msg, u32 len, const u32* __restrict__ slot_of,
+enc_rows_sample(const double* __restrict__ msg, u32 len, u32 cplx, const u32* __restrict__ slot_of,
                 const C64* __restrict__ roots, C64* __restrict__ fft, u32 fft_blocks,
                 u64 k0, u64 k1, u64 k2, u64 k3, const u64* __restrict__ cdt,
                 const EncPrime* __restrict__ primes, u32 prime_off, u32 limbs,
@@ -310,8 +312,9 @@ enc_rows_sample(const double* __restrict__ msg, u32 len, const u32* __restrict__
         v.re = 0.0;
         v.im = 0.0;
         if (sl < len) {
-            v.re = msg[sl];
-            v.im = (t & CONJ_BIT) ? -0.0 : 0.0;
+            const double im = cplx ? msg[2 * sl + 1] : 0.0;
+            v.re = cplx ? msg[2 * sl] : msg[sl];
+            v.im = (t & CONJ_BIT) ? -im : im;
         }
         s[idx] = v;
     }
@@ -446,10 +449,12 @@ dec_rows(const u64* __restrict__ tmp, const u64* __restrict__ c0,
 }
 
 // Decode, column pass: last seven stages of the inverse FFT, then slot s = slot_of[j]
-// (non-conjugate points only) gets Re(b_j) / scale. Grid: (128 / 8), E_THREADS threads.
+// (non-conjugate points only) gets b_j / scale: cplx = 0: out[s] = Re(b_j) / scale (N/2
+// words); cplx = 1: out[2s], out[2s + 1] = Re(b_j) / scale, Im(b_j) / scale (N words).
+// Grid: (128 / 8), E_THREADS threads.
 extern "C" __global__ void __launch_bounds__(E_THREADS)
 dec_cols(const C64* __restrict__ fft, const C64* __restrict__ roots,
-         const u32* __restrict__ slot_of, double scale, double* __restrict__ out) {
+         const u32* __restrict__ slot_of, double scale, double* __restrict__ out, u32 cplx) {
     __shared__ C64 s[E_TILE_WORDS];
     const u32 c0 = blockIdx.x * E_TILE;
     for (u32 idx = threadIdx.x; idx < E_TILE_WORDS; idx += E_THREADS) {
@@ -460,6 +465,12 @@ dec_cols(const C64* __restrict__ fft, const C64* __restrict__ roots,
     for (u32 idx = threadIdx.x; idx < E_TILE_WORDS; idx += E_THREADS) {
         const u32 a = idx / E_TILE, c = idx % E_TILE;
         const u32 t = slot_of[a * E_SUB + c0 + c];
-        if (!(t & CONJ_BIT)) out[t] = __ddiv_rn(s[idx].re, scale);
+        if (t & CONJ_BIT) continue;
+        if (cplx) {
+            out[2 * t] = __ddiv_rn(s[idx].re, scale);
+            out[2 * t + 1] = __ddiv_rn(s[idx].im, scale);
+        } else {
+            out[t] = __ddiv_rn(s[idx].re, scale);
+        }
     }
 }

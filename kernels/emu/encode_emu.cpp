@@ -4,15 +4,17 @@
 //   * chacha20_block against the RFC 8439 section 2.3.2 test vector,
 //   * the sampler (v, e0, e1) word for word against the CPU engine's
 //     EncryptionSamples::from_key (rand_chacha) from a vectors file,
-//   * encode (enc_rows_sample + enc_cols) and decode (dec_rows + dec_cols, with the centred
-//     reconstruction of the decryption phase) bit for bit against the CPU engine's Encoder,
+//   * encode (enc_rows_sample + enc_cols) of real and complex messages and decode (dec_rows +
+//     dec_cols, with the centred reconstruction of the decryption phase) to real and complex
+//     slots, bit for bit against the CPU engine's Encoder,
 //   * the centred 128-bit reconstruction and its rounding to f64 against __int128 arithmetic,
 //   * the modular kernels (enc_mul_pk, enc_add_err, dec_mul_s) against __int128 arithmetic.
-// The vectors file comes from the CPU engine:
+// The vectors file comes from the CPU engine: the test
+// crates/ckks/tests/kernel_emulator.rs (`encode_vectors`) writes it, builds this file with
+// -ffp-contract=off (no FMA contraction, decision 0521) and runs it (CI does too). By hand:
 //
-//   FHELIUM_EMU_VECTORS=/tmp/encode_vectors.bin cargo test -p fhelium-ckks --test emu_vectors -- --ignored
 //   g++ -std=c++20 -O2 -ffp-contract=off -pthread kernels/emu/encode_emu.cpp -o /tmp/encode_emu
-//   /tmp/encode_emu /tmp/encode_vectors.bin
+//   /tmp/encode_emu FILE   (FILE: the test's target/tmp/encode_vectors.bin)
 #include <barrier>
 #include <cmath>
 #include <cstdint>
@@ -330,7 +332,7 @@ int main(int argc, char** argv) {
         std::vector<u64> vrows((size_t)limbs * N, ~0ull);
         std::vector<i64> err((size_t)3 * N, 0x5a5a5a5a);
         launch({3 * N / 8 / SAMPLER_PER_BLOCK, 1, 1}, E_THREADS, [&] {
-            enc_rows_sample(nullptr, 0, slot_of.data(), roots.data(), nullptr, 0, key[0], key[1],
+            enc_rows_sample(nullptr, 0, 0, slot_of.data(), roots.data(), nullptr, 0, key[0], key[1],
                             key[2], key[3], cdt.data(), primes.data(), off, limbs, vrows.data(),
                             err.data());
         });
@@ -348,9 +350,11 @@ int main(int argc, char** argv) {
         check(err[2 * (size_t)N] == 0x5a5a5a5a, "sampler leaves p's words alone");
     }
     // encode: fused row pass + sampler, then the column pass
-    for (int round = 0; round < 2; round++) {
+    const u64 rounds = rd.u();
+    for (u64 round = 0; round < rounds; round++) {
         u64 len = rd.u();
-        std::vector<double> msg(len);
+        const u32 cplx = (u32)rd.u();
+        std::vector<double> msg(cplx ? 2 * len : len);
         for (auto& m : msg) m = rd.f();
         double scale = rd.f();
         std::vector<i64> want_p(N);
@@ -361,7 +365,7 @@ int main(int argc, char** argv) {
         std::vector<C64> fft(N, C64{NAN, NAN});
         const u32 fft_blocks = N / E_TILE_WORDS;
         launch({fft_blocks + 3 * N / 8 / SAMPLER_PER_BLOCK, 1, 1}, E_THREADS, [&] {
-            enc_rows_sample(msg.data(), (u32)len, slot_of.data(), roots.data(), fft.data(),
+            enc_rows_sample(msg.data(), (u32)len, cplx, slot_of.data(), roots.data(), fft.data(),
                             fft_blocks, key[0], key[1], key[2], key[3], cdt.data(), primes.data(),
                             off, limbs, vrows.data(), err.data());
         });
@@ -381,8 +385,8 @@ int main(int argc, char** argv) {
         bool ok_e = true;
         for (u32 k = 0; k < N; k++) ok_e &= err[k] == want_s[N + k];
         char m[96];
-        std::snprintf(m, sizeof m, "encode of %llu slots == CPU Encoder::encode (bit-exact)",
-                      (unsigned long long)len);
+        std::snprintf(m, sizeof m, "encode of %llu %s slots == CPU Encoder::encode (bit-exact)",
+                      (unsigned long long)len, cplx ? "complex" : "real");
         check(ok, m);
         check(ok_e, "  ... and the fused sampler blocks still match");
     }
@@ -391,8 +395,9 @@ int main(int argc, char** argv) {
         std::vector<double> coeffs(N);
         for (auto& c : coeffs) c = rd.f();
         double dscale = rd.f();
-        std::vector<double> want(S);
-        for (auto& w : want) w = rd.f();
+        std::vector<double> want_c(2 * (size_t)S), want(S);  // (re, im) pairs; re parts
+        for (auto& w : want_c) w = rd.f();
+        for (u32 s = 0; s < S; s++) want[s] = want_c[2 * (size_t)s];
         const EncPrime pa = primes[2], pb = primes[3];
         u64 ainv = 0;
         {
@@ -424,22 +429,28 @@ int main(int argc, char** argv) {
         }
         check(integral, "decode vectors are integer-valued (a decryption phase)");
         std::vector<C64> fft(N, C64{NAN, NAN});
-        std::vector<double> out(S, NAN);
         launch({N / E_TILE_WORDS, 1, 1}, E_THREADS, [&] {
             dec_rows(tmp.data(), c0.data(), primes.data(), 2, ainv, ainv_wp, (u64)(d >> 64), (u64)d,
                      (u64)(h >> 64), (u64)h, twist.data(), roots.data(), fft.data());
         });
-        launch({E_SUB / E_TILE, 1, 1}, E_THREADS, [&] {
-            dec_cols(fft.data(), roots.data(), slot_of.data(), dscale, out.data());
-        });
-        bool ok = std::memcmp(out.data(), want.data(), S * 8) == 0;
-        if (!ok)
-            for (u32 s = 0; s < S; s++)
-                if (std::memcmp(&out[s], &want[s], 8) != 0) {
-                    std::printf("  first mismatch at slot %u: got %.17g want %.17g\n", s, out[s], want[s]);
-                    break;
-                }
-        check(ok, "decode (phase -> centred -> FFT -> slots) == CPU Encoder::decode (bit-exact)");
+        // The column pass twice over the same row pass: real slots, then (re, im) pairs
+        // (poisoned first, so an unwritten word fails).
+        for (u32 cplx = 0; cplx < 2; cplx++) {
+            const std::vector<double>& w = cplx ? want_c : want;
+            std::vector<double> out(w.size(), NAN);
+            launch({E_SUB / E_TILE, 1, 1}, E_THREADS, [&] {
+                dec_cols(fft.data(), roots.data(), slot_of.data(), dscale, out.data(), cplx);
+            });
+            bool ok = std::memcmp(out.data(), w.data(), w.size() * 8) == 0;
+            if (!ok)
+                for (size_t i = 0; i < w.size(); i++)
+                    if (std::memcmp(&out[i], &w[i], 8) != 0) {
+                        std::printf("  first mismatch at word %zu: got %.17g want %.17g\n", i, out[i], w[i]);
+                        break;
+                    }
+            check(ok, cplx ? "decode to complex slots == CPU Encoder::decode (bit-exact)"
+                           : "decode (phase -> centred -> FFT -> slots) == CPU Encoder::decode (bit-exact)");
+        }
     }
     std::printf(g_fail ? "FAILED (%d)\n" : "all passed\n", g_fail);
     return g_fail ? 1 : 0;

@@ -140,6 +140,33 @@ fn complex_messages_match_the_cpu_both_ways() {
             Complex64::new(0.3 * (0.011 * t).sin(), -0.2 * (0.017 * t + 1.0).cos())
         })
         .collect();
+    // Encoded on the device (full, short, empty; graphs on and off), and one whose bound
+    // sends the encoding to the host (|re| + |im| summed over the slots is too large for the
+    // device's no-overflow guarantee, yet every coefficient fits).
+    let big = vec![Complex64::new(3.0e6, -2.0e6); slots];
+    let cases: Vec<(&str, &[Complex64])> = vec![
+        ("full", &m),
+        ("77 slots", &m[..77]),
+        ("empty", &[]),
+        ("host-encode fallback", &big),
+    ];
+    for graphs in [true, false] {
+        fx.gpu.set_graph_launches(graphs);
+        for (i, (what, msg)) in cases.iter().enumerate() {
+            let k = key(90 + i as u8);
+            let pt = fx.cpu.encode_complex(msg, 0, None).expect("cpu encode");
+            fx.check_encrypt(
+                &format!("encrypt_complex_message ({what}, graphs {graphs})"),
+                &pt,
+                &k,
+                || {
+                    fx.gpu
+                        .encrypt_complex_message_with_sampling_key(msg, &pk, &k, s)
+                },
+            );
+        }
+    }
+    fx.gpu.set_graph_launches(true);
     let k = key(77);
     let pt = fx.cpu.encode_complex(&m, 0, None).expect("cpu encode");
     let want = fx.check_encrypt("encrypt_complex_message", &pt, &k, || {
@@ -182,6 +209,25 @@ fn complex_messages_match_the_cpu_both_ways() {
     assert!(matches!(
         fx.gpu.encrypt_complex_message(&long, &pk, s),
         Err(CudaBackendError::Ckks(CkksError::MessageTooLong { .. }))
+    ));
+    // A NaN imaginary part or a coefficient beyond int64: the CPU engine's error.
+    for bad in [
+        vec![Complex64::new(0.5, f64::NAN); 4],
+        vec![Complex64::new(0.0, 1e300); 4],
+    ] {
+        assert!(matches!(
+            fx.gpu.encrypt_complex_message(&bad, &pk, s),
+            Err(CudaBackendError::Ckks(
+                CkksError::CoefficientOutOfRange { .. }
+            ))
+        ));
+    }
+    // Decoding takes a 2-component coefficient-domain ciphertext, as for real slots.
+    let ntt = fx.cpu.coefficient_domain_to_ntt_domain(&want).expect("ntt");
+    let dev = fx.gpu.upload_ciphertext(&ntt, s).expect("upload");
+    assert!(matches!(
+        fx.gpu.decrypt_complex_message(&dev, &sk, s),
+        Err(CudaBackendError::Ckks(CkksError::DomainMismatch { .. }))
     ));
 }
 

@@ -10,6 +10,8 @@
 //!   centred reconstruction fused into the first half of the decoding FFT, the second half
 //!   with the slot gather and `/ scale`, and one download of the N/2 real slots through a
 //!   pinned staging slot.
+//! * `encrypt_complex_message` / `decrypt_complex_message`: the same kernels with complex
+//!   slots, staged and downloaded as (re, im) pairs.
 //!
 //! Every word equals the CPU engine's: the sampler is the CPU's
 //! [`EncryptionSamples::from_key`](crate::sampling::EncryptionSamples::from_key) and the FFT
@@ -201,11 +203,63 @@ impl EncodeState {
     }
 }
 
+/// The slots of a message to encode: real, or complex.
+#[derive(Clone, Copy)]
+enum Slots<'a> {
+    Real(&'a [f64]),
+    Complex(&'a [Complex64]),
+}
+
+impl Slots<'_> {
+    fn len(self) -> usize {
+        match self {
+            Self::Real(m) => m.len(),
+            Self::Complex(m) => m.len(),
+        }
+    }
+
+    /// A bound on Σ|m_s| (Σ|re| + |im| for complex slots); NaN or infinity propagate.
+    fn abs_sum(self) -> f64 {
+        match self {
+            Self::Real(m) => abs_sum(m),
+            Self::Complex(m) => m.iter().map(|z| z.re.abs() + z.im.abs()).sum(),
+        }
+    }
+
+    /// The slots as the CPU encoder takes them.
+    fn to_complex(self) -> Vec<Complex64> {
+        match self {
+            Self::Real(m) => m.iter().map(|&x| Complex64::new(x, 0.0)).collect(),
+            Self::Complex(m) => m.to_vec(),
+        }
+    }
+
+    /// Writes the slots' f64 bit patterns to `h` (real slots, or (re, im) pairs): the
+    /// words written.
+    fn stage(self, h: &mut [u64]) -> usize {
+        match self {
+            Self::Real(m) => {
+                for (o, x) in h.iter_mut().zip(m) {
+                    *o = x.to_bits();
+                }
+                m.len()
+            }
+            Self::Complex(m) => {
+                for (o, z) in h.chunks_exact_mut(2).zip(m) {
+                    o[0] = z.re.to_bits();
+                    o[1] = z.im.to_bits();
+                }
+                2 * m.len()
+            }
+        }
+    }
+}
+
 /// Where the plaintext of a device encryption comes from.
 #[derive(Clone, Copy)]
 enum Source<'a> {
-    /// Real slots, encoded on the device at the default scale.
-    Message(&'a [f64]),
+    /// Slots, encoded on the device at the default scale.
+    Message(Slots<'a>),
     /// Integer coefficients (as int64 words) encoded on the host.
     Coefficients(&'a [u64]),
 }
@@ -286,7 +340,20 @@ impl CudaEngine {
         key: &[u8; 32],
         stream: &Stream,
     ) -> Result<GpuCiphertext> {
-        const OP: &str = "encrypt_message";
+        self.encrypt_slots("encrypt_message", Slots::Real(message), pk, key, stream)
+    }
+
+    /// Encryption of `message` at level 0 and the default scale with `key`: encoded on the
+    /// device when a bound shows every coefficient fits, else by the CPU encoder on the host
+    /// (which reports `CoefficientOutOfRange` exactly as the CPU engine does).
+    fn encrypt_slots(
+        &self,
+        op: &'static str,
+        message: Slots<'_>,
+        pk: &GpuPublicKey,
+        key: &[u8; 32],
+        stream: &Stream,
+    ) -> Result<GpuCiphertext> {
         let slots = KERNEL_N / 2;
         if message.len() > slots {
             return Err(CkksError::MessageTooLong {
@@ -299,14 +366,13 @@ impl CudaEngine {
         // |a_k · Δ| <= (2/N)·Σ|m_s|·Δ: below 2^62 every rounded coefficient fits int64 with
         // room for the FFT's rounding; otherwise (or for NaN / infinities) encode on the host,
         // which reports CoefficientOutOfRange exactly as the CPU engine does.
-        let bound = abs_sum(message) * 2.0 / KERNEL_N as f64 * scale;
+        let bound = message.abs_sum() * 2.0 / KERNEL_N as f64 * scale;
         let fits = bound < 4.611_686_018_427_388e18; // 2^62 (false for NaN)
         if !fits {
-            let m: Vec<Complex64> = message.iter().map(|&x| Complex64::new(x, 0.0)).collect();
-            let coeffs = self.encoder.encode(&m, scale)?;
+            let coeffs = self.encoder.encode(&message.to_complex(), scale)?;
             let words: Vec<u64> = coeffs.into_iter().map(|c| c as u64).collect();
             return self.encrypt_on_device(
-                OP,
+                op,
                 0,
                 scale,
                 pk,
@@ -315,13 +381,13 @@ impl CudaEngine {
                 stream,
             );
         }
-        self.encrypt_on_device(OP, 0, scale, pk, key, Source::Message(message), stream)
+        self.encrypt_on_device(op, 0, scale, pk, key, Source::Message(message), stream)
     }
 
     /// Public-key encryption of complex slots (at most N/2, zero-padded) at level 0 and the
-    /// default scale with an explicit sampling key: the CPU `Encoder` on the host (the device
-    /// encode takes real slots), the coefficients up through pinned staging, sampling and the
-    /// rest on the device; the same words as the CPU engine's
+    /// default scale with an explicit sampling key: as
+    /// [`encrypt_message_with_sampling_key`](Self::encrypt_message_with_sampling_key), the
+    /// slots staged as (re, im) pairs; the same words as the CPU engine's
     /// `encrypt_with_sampling_key(&encode_complex(message, 0, None), key)`.
     #[tracing::instrument(
         name = "ckks.encrypt_complex_message_with_sampling_key",
@@ -337,11 +403,13 @@ impl CudaEngine {
         key: &[u8; 32],
         stream: &Stream,
     ) -> Result<GpuCiphertext> {
-        const OP: &str = "encrypt_complex_message";
-        let scale = self.default_scale;
-        let coeffs = self.encoder.encode(message, scale)?;
-        let words: Vec<u64> = coeffs.into_iter().map(|c| c as u64).collect();
-        self.encrypt_on_device(OP, 0, scale, pk, key, Source::Coefficients(&words), stream)
+        self.encrypt_slots(
+            "encrypt_complex_message",
+            Slots::Complex(message),
+            pk,
+            key,
+            stream,
+        )
     }
 
     /// [`CudaEngine::encrypt_complex_message_with_sampling_key`] with one sampling key from
@@ -363,9 +431,9 @@ impl CudaEngine {
         self.encrypt_complex_message_with_sampling_key(message, pk, &key, stream)
     }
 
-    /// Decrypts ([`CudaEngine::decrypt`]: the phase on the device, the centred reconstruction
-    /// on the host) and decodes to N/2 complex slots with the CPU `Encoder`: bit for bit the
-    /// CPU engine's `decrypt_complex_message`. Waits for `stream`.
+    /// Decrypts a 2-component coefficient-domain ciphertext and decodes its N/2 complex slots
+    /// on the device, as [`CudaEngine::decrypt_message`] does the real parts; one download of
+    /// N f64 (waits for `stream`). Bit for bit the CPU engine's `decrypt_complex_message`.
     #[tracing::instrument(
         name = "ckks.decrypt_complex_message",
         level = "debug",
@@ -384,14 +452,11 @@ impl CudaEngine {
         sk: &GpuSecretKey,
         stream: &Stream,
     ) -> Result<Vec<Complex64>> {
-        let pt = self.decrypt(ct, sk, stream)?;
-        let coeffs: Vec<f64> = pt
-            .words
-            .as_slice()
-            .iter()
-            .map(|&w| f64::from_bits(w))
-            .collect();
-        Ok(self.encoder.decode(&coeffs, pt.scale))
+        let words = self.decrypt_and_decode("decrypt_complex_message", ct, sk, true, stream)?;
+        Ok(words
+            .chunks_exact(2)
+            .map(|z| Complex64::new(z[0], z[1]))
+            .collect())
     }
 
     /// Public-key encryption of an integer-coefficient plaintext (host) at its level with an
@@ -473,8 +538,9 @@ impl CudaEngine {
         }
         let n = KERNEL_N;
         let limbs = self.nq - level;
-        // scratch: v rows | v̂ rows | e0 e1 p | FFT (N complex) | message (N/2)
-        let scratch = self.alloc(op, 2 * limbs * n + 3 * n + 2 * n + n / 2, stream)?;
+        // scratch: v rows | v̂ rows | e0 e1 p | FFT (N complex) | message (N/2 slots: N words
+        // as (re, im) pairs)
+        let scratch = self.alloc(op, 2 * limbs * n + 3 * n + 2 * n + n, stream)?;
         let base = dev_ptr(&scratch);
         let at = |words: usize| base + (words * 8) as u64;
         let (vrows, vhat) = (at(0), at(limbs * n));
@@ -482,22 +548,18 @@ impl CudaEngine {
         let p = at(2 * limbs * n + 2 * n);
         let fft = at(2 * limbs * n + 3 * n);
         let msg = at(2 * limbs * n + 5 * n);
-        let (len, fft_blocks) = match source {
+        let (len, cplx, fft_blocks) = match source {
             Source::Message(m) => {
-                self.stage_up(op, msg, stream, |h| {
-                    for (o, x) in h.iter_mut().zip(m) {
-                        *o = x.to_bits();
-                    }
-                    m.len()
-                })?;
-                (m.len() as u32, FFT_BLOCKS)
+                self.stage_up(op, msg, stream, |h| m.stage(h))?;
+                let cplx = u32::from(matches!(m, Slots::Complex(_)));
+                (m.len() as u32, cplx, FFT_BLOCKS)
             }
             Source::Coefficients(w) => {
                 self.stage_up(op, p, stream, |h| {
                     h[..w.len()].copy_from_slice(w);
                     w.len()
                 })?;
-                (0, 0)
+                (0, 0, 0)
             }
         };
         let k: Vec<u64> = key
@@ -516,6 +578,7 @@ impl CudaEngine {
             &[
                 Arg::U64(msg),
                 Arg::U32(len),
+                Arg::U32(cplx),
                 Arg::U64(dev_ptr32(&e.slot_of)),
                 Arg::U64(dev_ptr_f(&e.roots)),
                 Arg::U64(fft),
@@ -627,17 +690,29 @@ impl CudaEngine {
         sk: &GpuSecretKey,
         stream: &Stream,
     ) -> Result<Vec<f64>> {
-        const OP: &str = "decrypt_message";
-        self.check_context(OP, ct.context)?;
-        self.check_context(OP, sk.context)?;
-        Self::need_domain(OP, ct.domain, Domain::Coefficient)?;
-        Self::need_components(OP, ct.components, 2)?;
+        self.decrypt_and_decode("decrypt_message", ct, sk, false, stream)
+    }
+
+    /// Decrypts and decodes on the device: the N/2 slots' real parts (`complex` false) or
+    /// their (re, im) pairs (N words), downloaded once (waits for `stream`).
+    fn decrypt_and_decode(
+        &self,
+        op: &'static str,
+        ct: &GpuCiphertext,
+        sk: &GpuSecretKey,
+        complex: bool,
+        stream: &Stream,
+    ) -> Result<Vec<f64>> {
+        self.check_context(op, ct.context)?;
+        self.check_context(op, sk.context)?;
+        Self::need_domain(op, ct.domain, Domain::Coefficient)?;
+        Self::need_components(op, ct.components, 2)?;
         let nq = self.nq;
         let limbs = ct.num_limbs();
         let first = ct.prime_ids[0];
         if ct.basis != ModulusBasis::Q || first + limbs != nq || limbs < 2 {
             return Err(CkksError::BasisMismatch {
-                op: OP,
+                op,
                 expected: ModulusBasis::Q,
                 actual: ct.basis,
             }
@@ -648,17 +723,19 @@ impl CudaEngine {
         let row = |r: usize| (r * n * 8) as u64;
         let c0 = ct.ptr() + row(limbs - 2);
         let c1 = ct.ptr() + row(2 * limbs - 2);
-        // scratch: phase rows (2N) | FFT (N complex) | slots (N/2)
-        let scratch = self.alloc(OP, 2 * n + 2 * n + n / 2, stream)?;
+        // Words out: the slots' real parts, or their (re, im) pairs.
+        let words = if complex { n } else { n / 2 };
+        // scratch: phase rows (2N) | FFT (N complex) | slots
+        let scratch = self.alloc(op, 2 * n + 2 * n + words, stream)?;
         let tmp = dev_ptr(&scratch);
         let fft = tmp + row(2);
         let out = tmp + row(4);
         let e = &self.enc;
         // The five launches before the download go out as one chain graph (decision 0508).
         let chain = self.start_chain();
-        self.ntt_forward_raw(OP, c1, tmp, off, 2, 1, stream)?;
+        self.ntt_forward_raw(op, c1, tmp, off, 2, 1, stream)?;
         self.launch_enc(
-            OP,
+            op,
             EncK::MulS,
             ((n as u32) / EW, 2, 1),
             EW,
@@ -670,10 +747,10 @@ impl CudaEngine {
                 Arg::U32(off as u32),
             ],
         )?;
-        self.ntt_inverse_raw(OP, tmp, tmp, dev_ptr(&self.n_inv), off, 2, 1, stream)?;
+        self.ntt_inverse_raw(op, tmp, tmp, dev_ptr(&self.n_inv), off, 2, 1, stream)?;
         let r = e.recon;
         self.launch_enc(
-            OP,
+            op,
             EncK::DecRows,
             (FFT_BLOCKS, 1, 1),
             E_THREADS,
@@ -695,7 +772,7 @@ impl CudaEngine {
             ],
         )?;
         self.launch_enc(
-            OP,
+            op,
             EncK::DecCols,
             (FFT_BLOCKS, 1, 1),
             E_THREADS,
@@ -706,33 +783,33 @@ impl CudaEngine {
                 Arg::U64(dev_ptr32(&e.slot_of)),
                 Arg::U64(ct.scale.to_bits()),
                 Arg::U64(out),
+                Arg::U32(u32::from(complex)),
             ],
         )?;
         if let Some(rec) = chain {
-            self.submit_chain(OP, rec, stream)?;
+            self.submit_chain(op, rec, stream)?;
         }
-        let slots = n / 2;
-        let mut slot = e.slot(OP)?;
-        // SAFETY: `out` holds `slots` f64 written by dec_cols on `stream`; the destination is
-        // the slot's page-locked buffer of N >= slots words, held locked until the stream has
+        let mut slot = e.slot(op)?;
+        // SAFETY: `out` holds `words` f64 written by dec_cols on `stream`; the destination is
+        // the slot's page-locked buffer of N >= words words, held locked until the stream has
         // been synchronised below.
         let rc = unsafe {
             cust::sys::cuMemcpyDtoHAsync_v2(
                 slot.host.as_mut_ptr().cast(),
                 out,
-                slots * 8,
+                words * 8,
                 stream.as_inner(),
             )
         };
         if rc != cust::sys::cudaError_enum::CUDA_SUCCESS {
             return Err(CudaBackendError::Unsupported {
-                op: OP,
+                op,
                 reason: format!("device-to-host copy failed: {rc:?}"),
             });
         }
-        self.recycle(OP, scratch, stream)?;
-        drv(OP, stream.synchronize())?;
-        Ok(slot.host.as_slice()[..slots]
+        self.recycle(op, scratch, stream)?;
+        drv(op, stream.synchronize())?;
+        Ok(slot.host.as_slice()[..words]
             .iter()
             .map(|&w| f64::from_bits(w))
             .collect())
@@ -764,6 +841,31 @@ fn dev_ptr_f(b: &DeviceBuffer<f64>) -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn complex_slots_stage_as_pairs_and_bound_by_both_parts() {
+        let m = [Complex64::new(1.5, -2.0), Complex64::new(-0.25, 0.0)];
+        let slots = Slots::Complex(&m);
+        assert_eq!(slots.len(), 2);
+        assert_eq!(slots.abs_sum(), 3.75);
+        assert!(Slots::Complex(&[Complex64::new(0.0, f64::NAN)])
+            .abs_sum()
+            .is_nan());
+        let mut h = [u64::MAX; 6];
+        assert_eq!(slots.stage(&mut h), 4);
+        let want = [1.5f64, -2.0, -0.25, 0.0].map(f64::to_bits);
+        assert_eq!(h[..4], want);
+        assert_eq!(h[4..], [u64::MAX; 2], "nothing past the pairs");
+        assert_eq!(slots.to_complex(), m.to_vec());
+        let r = [0.5, -1.0];
+        let mut h = [u64::MAX; 3];
+        assert_eq!(Slots::Real(&r).stage(&mut h), 2);
+        assert_eq!(h, [0.5f64.to_bits(), (-1.0f64).to_bits(), u64::MAX]);
+        assert_eq!(
+            Slots::Real(&r).to_complex(),
+            vec![Complex64::new(0.5, 0.0), Complex64::new(-1.0, 0.0)]
+        );
+    }
 
     #[test]
     fn abs_sum_bounds_and_propagates_nan() {
