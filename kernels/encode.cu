@@ -372,6 +372,15 @@ extern "C" __global__ void enc_add_err(u64* __restrict__ out, const i64* __restr
     out[e] = x;
 }
 
+// rows[y][k] = p[k] lifted modulo primes[prime_off + y] (signed int64 to canonical): the RNS
+// rows of an encoded plaintext (the CPU engine's rns_from_integer). Grid: (N / 256, rows, 1).
+extern "C" __global__ void enc_lift(const i64* __restrict__ p, u64* __restrict__ rows,
+                                    const EncPrime* __restrict__ primes, u32 prime_off) {
+    const u32 k = blockIdx.x * blockDim.x + threadIdx.x;
+    const u32 y = blockIdx.y;
+    rows[(u64)y * E_N + k] = e_lift(p[k], primes[prime_off + y]);
+}
+
 // ------------------------------------------------------------------------------------------
 // Decryption.
 

@@ -8,7 +8,8 @@
 //     dec_cols, with the centred reconstruction of the decryption phase) to real and complex
 //     slots, bit for bit against the CPU engine's Encoder,
 //   * the centred 128-bit reconstruction and its rounding to f64 against __int128 arithmetic,
-//   * the modular kernels (enc_mul_pk, enc_add_err, dec_mul_s) against __int128 arithmetic.
+//   * the modular kernels (enc_mul_pk, enc_add_err, enc_lift, dec_mul_s) against __int128
+//     arithmetic.
 // The vectors file comes from the CPU engine: the test
 // crates/ckks/tests/kernel_emulator.rs (`encode_vectors`) writes it, builds this file with
 // -ffp-contract=off (no FMA contraction, decision 0521) and runs it (CI does too). By hand:
@@ -249,6 +250,25 @@ int main(int argc, char** argv) {
                     ok &= out[((size_t)c * L + l) * N + k] == (u64)v;
                 }
         check(ok, "enc_add_err = c + lift(e_c) (+ lift(p) on c0)");
+        {  // enc_lift: the RNS rows of p, extremes included
+            std::vector<i64> pc(err.begin() + 2 * (ptrdiff_t)N, err.end());
+            pc[3] = INT64_MIN;
+            pc[5] = INT64_MAX;
+            pc[7] = -1;
+            std::vector<u64> rows((size_t)L * N, ~0ull);
+            launch_ew({N / EW_THREADS, L, 1}, EW_THREADS, [&] {
+                enc_lift(pc.data(), rows.data(), primes.data(), off);
+            });
+            ok = true;
+            for (u32 l = 0; l < L; l++)
+                for (u32 k = 0; k < N; k++) {
+                    __int128 q = primes[off + l].q;
+                    __int128 v = (__int128)pc[k] % q;
+                    if (v < 0) v += q;
+                    ok &= rows[(size_t)l * N + k] == (u64)v;
+                }
+            check(ok, "enc_lift = p mod q per row (3 limbs, offset 1, int64 extremes)");
+        }
         std::vector<u64> tmp((size_t)2 * N), sk((size_t)4 * N);
         for (u32 r = 0; r < 4; r++)
             for (u32 k = 0; k < N; k++) sk[(size_t)r * N + k] = rng() % primes[r].q;

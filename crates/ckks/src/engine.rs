@@ -47,7 +47,7 @@ pub struct CpuEngine {
     scratch: keyswitch::Scratch,
 }
 
-fn valid_scale(op: &'static str, scale: f64) -> Result<f64, CkksError> {
+pub(crate) fn valid_scale(op: &'static str, scale: f64) -> Result<f64, CkksError> {
     if scale.is_finite() && scale.is_normal() && scale > 0.0 {
         Ok(scale)
     } else {

@@ -1,18 +1,21 @@
 //! Device encode / sampling / decode (kernels/encode.cu) against the CPU engine, word for
 //! word: GPU `encrypt_message_with_sampling_key` and `encrypt_with_sampling_key` vs the CPU's
 //! `encrypt_with_sampling_key` (ciphertext words), GPU `decrypt_message` vs the CPU's
-//! `decrypt_message` (f64 bit patterns of every slot), the device pool poisoned first so an
-//! unwritten word cannot match by luck.
+//! `decrypt_message` (f64 bit patterns of every slot), GPU `encode_for_multiplication` /
+//! `encode_for_addition` vs the CPU's prepared plaintexts, the device pool poisoned first so
+//! an unwritten word cannot match by luck.
 //!
 //! Built only with feature `cuda`. Without a CUDA device each test prints why and passes,
 //! unless `FHELIUM_REQUIRE_GPU=1` makes that a failure.
 #![cfg(feature = "cuda")]
 
 mod common;
-use common::assert_same_words;
+use common::{assert_same_plaintext, assert_same_words};
 
-use fhelium_ckks::cuda::{CudaBackendError, CudaEngine, GpuCiphertext, GpuPublicKey, GpuSecretKey};
-use fhelium_ckks::{Ciphertext, CkksError, CpuEngine, Plaintext, Preset};
+use fhelium_ckks::cuda::{
+    CudaBackendError, CudaEngine, GpuCiphertext, GpuPublicKey, GpuSecretKey, SlotValues,
+};
+use fhelium_ckks::{Ciphertext, CkksError, CpuEngine, ModulusBasis, Plaintext, Preset};
 use num_complex::Complex64;
 
 const SEED: [u8; 32] = [21; 32];
@@ -367,4 +370,138 @@ fn device_encrypt_and_decrypt_refuse_bad_input_with_typed_errors() {
         fx.gpu.decrypt_message(&dev, &sk, s),
         Err(CudaBackendError::Ckks(CkksError::DomainMismatch { .. }))
     ));
+}
+
+#[test]
+fn plaintexts_encoded_on_the_device_equal_the_cpu_prepared_ones() {
+    let Some(fx) = fixture() else { return };
+    let s = &fx.stream;
+    let slots = fx.cpu.num_slots();
+    let real = message(slots, 5);
+    let short = message(77, 6);
+    let complex: Vec<Complex64> = (0..slots)
+        .map(|j| {
+            Complex64::new(
+                0.2 * (0.01 * j as f64).cos(),
+                -0.3 * (0.02 * j as f64).sin(),
+            )
+        })
+        .collect();
+    // Constant slots whose bound sends the encoding to the host although every coefficient
+    // fits (as in the encrypt tests).
+    let big = vec![5.0e6; slots];
+    let messages: Vec<(&str, SlotValues<'_>)> = vec![
+        ("real", (&real).into()),
+        ("77 real slots", short.as_slice().into()),
+        ("complex", (&complex).into()),
+        ("empty", SlotValues::Real(&[])),
+        ("host-encode fallback", (&big).into()),
+    ];
+    for (what, m) in &messages {
+        let cplx: Vec<Complex64> = match m {
+            SlotValues::Real(r) => r.iter().map(|&x| Complex64::new(x, 0.0)).collect(),
+            SlotValues::Complex(c) => c.to_vec(),
+        };
+        for (level, scale) in [(0, None), (3, Some(2f64.powi(30))), (6, None)] {
+            let pt = fx
+                .cpu
+                .encode_complex(&cplx, level, scale)
+                .expect("cpu encode");
+            for basis in [ModulusBasis::Q, ModulusBasis::QP] {
+                let case = format!("{what} L{level} {basis}");
+                for mult in [true, false] {
+                    let want = if mult {
+                        fx.cpu.prepare_plaintext_for_multiplication(&pt, basis)
+                    } else {
+                        fx.cpu.prepare_plaintext_for_addition(&pt, basis)
+                    }
+                    .expect("cpu prepare");
+                    fx.gpu.poison_pool(POISON_WORDS, s).expect("poison");
+                    let got = if mult {
+                        fx.gpu.encode_for_multiplication(*m, level, scale, basis, s)
+                    } else {
+                        fx.gpu.encode_for_addition(*m, level, scale, basis, s)
+                    }
+                    .unwrap_or_else(|e| panic!("{case}: {e}"));
+                    let host = fx.gpu.download_plaintext(&got, s).expect("download");
+                    assert_same_plaintext(&format!("{case} (multiplication {mult})"), &host, &want);
+                }
+            }
+        }
+    }
+    // In use: multiply_plaintext and add_plaintext with them equal the CPU engine's.
+    let ct = fx.cpu.encrypt_message(&message(slots, 8)).expect("encrypt");
+    let ntt = fx.cpu.coefficient_domain_to_ntt_domain(&ct).expect("ntt");
+    let mul = fx
+        .gpu
+        .encode_for_multiplication(&real, 0, None, ModulusBasis::Q, s)
+        .expect("encode");
+    let add = fx
+        .gpu
+        .encode_for_addition(&complex, 0, None, ModulusBasis::Q, s)
+        .expect("encode");
+    let pt_mul = fx
+        .cpu
+        .prepare_plaintext_for_multiplication(
+            &fx.cpu.encode(&real, 0, None).expect("e"),
+            ModulusBasis::Q,
+        )
+        .expect("prepare");
+    let pt_add = fx
+        .cpu
+        .prepare_plaintext_for_addition(
+            &fx.cpu.encode_complex(&complex, 0, None).expect("e"),
+            ModulusBasis::Q,
+        )
+        .expect("prepare");
+    let dn = fx.gpu.upload_ciphertext(&ntt, s).expect("upload");
+    let dc = fx.gpu.upload_ciphertext(&ct, s).expect("upload");
+    assert_same_words(
+        "multiply_plaintext with a device-encoded plaintext",
+        &fx.down(&fx.gpu.multiply_plaintext(&dn, &mul, s).expect("mul")),
+        &fx.cpu.multiply_plaintext(&ntt, &pt_mul).expect("cpu mul"),
+    );
+    assert_same_words(
+        "add_plaintext with a device-encoded plaintext",
+        &fx.down(&fx.gpu.add_plaintext(&dc, &add, s).expect("add")),
+        &fx.cpu.add_plaintext(&ct, &pt_add).expect("cpu add"),
+    );
+}
+
+#[test]
+fn device_encoding_refuses_what_the_cpu_engine_refuses() {
+    let Some(fx) = fixture() else { return };
+    let s = &fx.stream;
+    let q = ModulusBasis::Q;
+    let max = fx.cpu.max_level();
+    let cases: Vec<(&str, Vec<f64>, usize, Option<f64>)> = vec![
+        ("level past the last", vec![1.0], max + 1, None),
+        ("NaN scale", vec![1.0], 0, Some(f64::NAN)),
+        ("negative scale", vec![1.0], 0, Some(-1.0)),
+        ("too many slots", vec![0.0; fx.cpu.num_slots() + 1], 0, None),
+        ("NaN slot", vec![f64::NAN; 3], 0, None),
+        ("coefficient beyond int64", vec![1e300; 3], 0, None),
+    ];
+    for (what, m, level, scale) in &cases {
+        let want = fx
+            .cpu
+            .encode(m, *level, *scale)
+            .and_then(|pt| fx.cpu.prepare_plaintext_for_multiplication(&pt, q))
+            .expect_err(what);
+        for mult in [true, false] {
+            let got = if mult {
+                fx.gpu.encode_for_multiplication(m, *level, *scale, q, s)
+            } else {
+                fx.gpu.encode_for_addition(m, *level, *scale, q, s)
+            };
+            match got {
+                Err(CudaBackendError::Ckks(e)) => assert_eq!(
+                    std::mem::discriminant(&e),
+                    std::mem::discriminant(&want),
+                    "{what}: {e} vs the CPU's {want}"
+                ),
+                other => panic!("{what}: expected the CPU's {want}, got {other:?}"),
+            }
+        }
+    }
 }

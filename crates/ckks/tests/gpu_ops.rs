@@ -16,6 +16,8 @@ use fhelium_ckks::{
     Ciphertext, CkksError, CpuEngine, Domain, ModulusBasis, Preset, RelinearizationKey, RotationKey,
 };
 
+use num_complex::Complex64;
+
 const SEED: [u8; 32] = [7; 32];
 
 // Field order = drop order: the stream goes before the engine releases the context.
@@ -1929,6 +1931,23 @@ fn successful_operations_never_wait_in_a_drop() {
     );
     let m = g.decrypt_message(&d, &sk, s).expect("decrypt");
     assert_eq!(m.len(), fx.cpu.num_slots());
+    let z: Vec<Complex64> = m.iter().map(|&x| Complex64::new(x, -x)).collect();
+    free(
+        g.encrypt_complex_message(&z, &pk, s)
+            .expect("encrypt complex"),
+    );
+    let back = g
+        .decrypt_complex_message(&d, &sk, s)
+        .expect("decrypt complex");
+    assert_eq!(back.len(), fx.cpu.num_slots());
+    for mult in [true, false] {
+        let pt = if mult {
+            g.encode_for_multiplication(&m, 2, None, ModulusBasis::QP, s)
+        } else {
+            g.encode_for_addition(&z, 1, None, ModulusBasis::Q, s)
+        };
+        pt.expect("encode").free_async(s).expect("free");
+    }
     free(
         g.upload_ciphertext(&fresh(&fx.cpu, 6, 2), s)
             .expect("upload"),

@@ -225,6 +225,7 @@ fn encode_and_sampler_kernels_match_the_cpu_engine_in_the_host_emulator() {
     for check in [
         "chacha20_block",
         "sampler v (lifted, 2 limbs) == CPU EncryptionSamples::from_key v",
+        "enc_lift = p mod q per row",
         "encode of 8192 real slots == CPU Encoder::encode (bit-exact)",
         "encode of 100 real slots == CPU Encoder::encode (bit-exact)",
         "encode of 8192 complex slots == CPU Encoder::encode (bit-exact)",

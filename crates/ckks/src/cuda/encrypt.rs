@@ -27,20 +27,21 @@ use num_complex::Complex64;
 use parking_lot::Mutex;
 
 use super::{
-    dev_ptr, drv, launch_raw, Arg, CudaBackendError, CudaEngine, GpuCiphertext, GpuPublicKey,
-    GpuSecretKey, Kernel, Result, KERNEL_N,
+    dev_ptr, drv, launch_raw, Arg, CudaBackendError, CudaEngine, GpuCiphertext, GpuPlaintext,
+    GpuPublicKey, GpuSecretKey, Kernel, Result, KERNEL_N,
 };
 use crate::arith::Modulus;
 use crate::context::Context;
+use crate::engine::valid_scale;
 use crate::error::CkksError;
 use crate::sampling::cdt_table;
-use crate::values::{Domain, ModulusBasis, Plaintext, PlaintextRepresentation};
+use crate::values::{prime_ids, Domain, ModulusBasis, Plaintext, PlaintextRepresentation};
 
 /// PTX of `kernels/encode.cu`, embedded at build time.
 const ENCODE_PTX: &str = include_str!("../../../../kernels/ptx/encode.ptx");
 
 /// The kernels of `kernels/encode.cu`, in the order of [`EncK`].
-const ENC_KERNELS: [&str; 7] = [
+const ENC_KERNELS: [&str; 8] = [
     "enc_rows_sample",
     "enc_cols",
     "enc_mul_pk",
@@ -48,6 +49,7 @@ const ENC_KERNELS: [&str; 7] = [
     "dec_mul_s",
     "dec_rows",
     "dec_cols",
+    "enc_lift",
 ];
 
 /// A kernel of [`ENC_KERNELS`] by position.
@@ -60,6 +62,7 @@ enum EncK {
     MulS,
     DecRows,
     DecCols,
+    Lift,
 }
 
 /// Threads per block of the FFT and sampler kernels (`E_THREADS`).
@@ -203,14 +206,43 @@ impl EncodeState {
     }
 }
 
-/// The slots of a message to encode: real, or complex.
-#[derive(Clone, Copy)]
-enum Slots<'a> {
+/// The slots of a message for [`CudaEngine::encode_for_multiplication`] and
+/// [`CudaEngine::encode_for_addition`]: real values (imaginary parts zero), or complex ones; at
+/// most N/2, zero-padded. `&[f64]`, `&Vec<f64>`, `&[Complex64]` and `&Vec<Complex64>` convert
+/// into it.
+#[derive(Clone, Copy, Debug)]
+pub enum SlotValues<'a> {
+    /// Real slots.
     Real(&'a [f64]),
+    /// Complex slots.
     Complex(&'a [Complex64]),
 }
 
-impl Slots<'_> {
+impl<'a> From<&'a [f64]> for SlotValues<'a> {
+    fn from(m: &'a [f64]) -> Self {
+        Self::Real(m)
+    }
+}
+
+impl<'a> From<&'a Vec<f64>> for SlotValues<'a> {
+    fn from(m: &'a Vec<f64>) -> Self {
+        Self::Real(m)
+    }
+}
+
+impl<'a> From<&'a [Complex64]> for SlotValues<'a> {
+    fn from(m: &'a [Complex64]) -> Self {
+        Self::Complex(m)
+    }
+}
+
+impl<'a> From<&'a Vec<Complex64>> for SlotValues<'a> {
+    fn from(m: &'a Vec<Complex64>) -> Self {
+        Self::Complex(m)
+    }
+}
+
+impl SlotValues<'_> {
     fn len(self) -> usize {
         match self {
             Self::Real(m) => m.len(),
@@ -258,8 +290,8 @@ impl Slots<'_> {
 /// Where the plaintext of a device encryption comes from.
 #[derive(Clone, Copy)]
 enum Source<'a> {
-    /// Slots, encoded on the device at the default scale.
-    Message(Slots<'a>),
+    /// Slot values, encoded on the device at the default scale.
+    Message(SlotValues<'a>),
     /// Integer coefficients (as int64 words) encoded on the host.
     Coefficients(&'a [u64]),
 }
@@ -340,7 +372,13 @@ impl CudaEngine {
         key: &[u8; 32],
         stream: &Stream,
     ) -> Result<GpuCiphertext> {
-        self.encrypt_slots("encrypt_message", Slots::Real(message), pk, key, stream)
+        self.encrypt_slots(
+            "encrypt_message",
+            SlotValues::Real(message),
+            pk,
+            key,
+            stream,
+        )
     }
 
     /// Encryption of `message` at level 0 and the default scale with `key`: encoded on the
@@ -349,7 +387,7 @@ impl CudaEngine {
     fn encrypt_slots(
         &self,
         op: &'static str,
-        message: Slots<'_>,
+        message: SlotValues<'_>,
         pk: &GpuPublicKey,
         key: &[u8; 32],
         stream: &Stream,
@@ -405,7 +443,7 @@ impl CudaEngine {
     ) -> Result<GpuCiphertext> {
         self.encrypt_slots(
             "encrypt_complex_message",
-            Slots::Complex(message),
+            SlotValues::Complex(message),
             pk,
             key,
             stream,
@@ -509,6 +547,197 @@ impl CudaEngine {
         )
     }
 
+    /// Encodes `message` at `level` and `scale` (default: the engine's) into the operand of
+    /// [`multiply_plaintext`](Self::multiply_plaintext): RNS rows of `basis`, NTT domain, on
+    /// the device. The same words as the CPU engine's
+    /// `prepare_plaintext_for_multiplication(&encode_complex(message, level, scale), basis)`,
+    /// and its errors (`InvalidLevel`, `InvalidScale`, `MessageTooLong`,
+    /// `CoefficientOutOfRange`). The slots go up through a pinned staging slot; no host
+    /// synchronisation. A message whose bound (2/N)·Σ|m_s|·scale reaches 2^62 is encoded by
+    /// the CPU encoder on the host instead (decision 0521).
+    #[tracing::instrument(
+        name = "ckks.encode_for_multiplication",
+        level = "debug",
+        skip_all,
+        fields(location = %self.location(), level = level, basis = ?basis, stream = ?stream.as_inner()),
+        err(level = "debug")
+    )]
+    pub fn encode_for_multiplication<'a>(
+        &self,
+        message: impl Into<SlotValues<'a>>,
+        level: usize,
+        scale: Option<f64>,
+        basis: ModulusBasis,
+        stream: &Stream,
+    ) -> Result<GpuPlaintext> {
+        let op = "encode_for_multiplication";
+        self.encode_rns(op, message.into(), level, scale, basis, true, stream)
+    }
+
+    /// [`encode_for_multiplication`](Self::encode_for_multiplication) without the NTT: the
+    /// operand of [`add_plaintext`](Self::add_plaintext) (RNS rows of `basis`, coefficient
+    /// domain), the CPU engine's
+    /// `prepare_plaintext_for_addition(&encode_complex(message, level, scale), basis)`.
+    #[tracing::instrument(
+        name = "ckks.encode_for_addition",
+        level = "debug",
+        skip_all,
+        fields(location = %self.location(), level = level, basis = ?basis, stream = ?stream.as_inner()),
+        err(level = "debug")
+    )]
+    pub fn encode_for_addition<'a>(
+        &self,
+        message: impl Into<SlotValues<'a>>,
+        level: usize,
+        scale: Option<f64>,
+        basis: ModulusBasis,
+        stream: &Stream,
+    ) -> Result<GpuPlaintext> {
+        let op = "encode_for_addition";
+        self.encode_rns(op, message.into(), level, scale, basis, false, stream)
+    }
+
+    /// Encode (device FFT, or the host encoder past the bound), lift to the RNS rows of
+    /// `basis` at `level` (`enc_lift`) and, when `ntt`, the forward NTT: three or four
+    /// launches as one chain graph.
+    #[allow(clippy::too_many_arguments)]
+    fn encode_rns(
+        &self,
+        op: &'static str,
+        message: SlotValues<'_>,
+        level: usize,
+        scale: Option<f64>,
+        basis: ModulusBasis,
+        ntt: bool,
+        stream: &Stream,
+    ) -> Result<GpuPlaintext> {
+        if level > self.max_level {
+            return Err(CkksError::InvalidLevel {
+                op,
+                level,
+                current: level,
+                max_level: self.max_level,
+            }
+            .into());
+        }
+        let scale = valid_scale(op, scale.unwrap_or(self.default_scale))?;
+        let n = KERNEL_N;
+        if message.len() > n / 2 {
+            return Err(CkksError::MessageTooLong {
+                len: message.len(),
+                slots: n / 2,
+            }
+            .into());
+        }
+        let ids = prime_ids(level, basis, self.nq, self.moduli.len() - self.nq);
+        let rows = ids.len();
+        // Below 2^62 every rounded coefficient fits int64 (see encrypt_slots).
+        let fits = message.abs_sum() * 2.0 / n as f64 * scale < 4.611_686_018_427_388e18;
+        let host_words = if fits {
+            None
+        } else {
+            let coeffs = self.encoder.encode(&message.to_complex(), scale)?;
+            Some(coeffs.into_iter().map(|c| c as u64).collect::<Vec<u64>>())
+        };
+        // scratch: FFT (N complex) | message (N words) | p (N) | the lifted rows before the
+        // NTT (rows x N, when `ntt`)
+        let lifted_words = if ntt { rows * n } else { 0 };
+        let scratch = self.alloc(op, 2 * n + n + n + lifted_words, stream)?;
+        let base = dev_ptr(&scratch);
+        let at = |words: usize| base + (words * 8) as u64;
+        let (fft, msg, p, lifted) = (at(0), at(2 * n), at(3 * n), at(4 * n));
+        let out = self.alloc(op, rows * n, stream)?;
+        match &host_words {
+            None => self.stage_up(op, msg, stream, |h| message.stage(h))?,
+            Some(w) => self.stage_up(op, p, stream, |h| {
+                h[..w.len()].copy_from_slice(w);
+                w.len()
+            })?,
+        }
+        let e = &self.enc;
+        let chain = self.start_chain();
+        if host_words.is_none() {
+            // The row pass alone: no sampler blocks, so their arguments are never read.
+            let cplx = u32::from(matches!(message, SlotValues::Complex(_)));
+            self.launch_enc(
+                op,
+                EncK::RowsSample,
+                (FFT_BLOCKS, 1, 1),
+                E_THREADS,
+                stream,
+                &[
+                    Arg::U64(msg),
+                    Arg::U32(message.len() as u32),
+                    Arg::U32(cplx),
+                    Arg::U64(dev_ptr32(&e.slot_of)),
+                    Arg::U64(dev_ptr_f(&e.roots)),
+                    Arg::U64(fft),
+                    Arg::U32(FFT_BLOCKS),
+                    Arg::U64(0),
+                    Arg::U64(0),
+                    Arg::U64(0),
+                    Arg::U64(0),
+                    Arg::U64(0),
+                    Arg::U64(0),
+                    Arg::U32(0),
+                    Arg::U32(0),
+                    Arg::U64(0),
+                    Arg::U64(0),
+                ],
+            )?;
+            self.launch_enc(
+                op,
+                EncK::Cols,
+                (FFT_BLOCKS, 1, 1),
+                E_THREADS,
+                stream,
+                &[
+                    Arg::U64(fft),
+                    Arg::U64(dev_ptr_f(&e.roots)),
+                    Arg::U64(dev_ptr_f(&e.twist)),
+                    Arg::U64((1.0 / n as f64).to_bits()),
+                    Arg::U64(scale.to_bits()),
+                    Arg::U64(p),
+                ],
+            )?;
+        }
+        let dst = if ntt { lifted } else { dev_ptr(&out) };
+        self.launch_enc(
+            op,
+            EncK::Lift,
+            ((n as u32) / EW, rows as u32, 1),
+            EW,
+            stream,
+            &[
+                Arg::U64(p),
+                Arg::U64(dst),
+                Arg::U64(dev_ptr(&e.primes)),
+                Arg::U32(level as u32),
+            ],
+        )?;
+        if ntt {
+            self.ntt_forward_raw(op, lifted, dev_ptr(&out), level, rows, 1, stream)?;
+        }
+        if let Some(rec) = chain {
+            self.submit_chain(op, rec, stream)?;
+        }
+        self.recycle(op, scratch, stream)?;
+        Ok(GpuPlaintext {
+            buf: self.owned(out),
+            device: self.device,
+            context: self.context_id,
+            level,
+            scale,
+            domain: if ntt {
+                Domain::Ntt
+            } else {
+                Domain::Coefficient
+            },
+            basis,
+            prime_ids: ids,
+        })
+    }
+
     #[allow(clippy::too_many_arguments)]
     fn encrypt_on_device(
         &self,
@@ -551,7 +780,7 @@ impl CudaEngine {
         let (len, cplx, fft_blocks) = match source {
             Source::Message(m) => {
                 self.stage_up(op, msg, stream, |h| m.stage(h))?;
-                let cplx = u32::from(matches!(m, Slots::Complex(_)));
+                let cplx = u32::from(matches!(m, SlotValues::Complex(_)));
                 (m.len() as u32, cplx, FFT_BLOCKS)
             }
             Source::Coefficients(w) => {
@@ -845,10 +1074,10 @@ mod tests {
     #[test]
     fn complex_slots_stage_as_pairs_and_bound_by_both_parts() {
         let m = [Complex64::new(1.5, -2.0), Complex64::new(-0.25, 0.0)];
-        let slots = Slots::Complex(&m);
+        let slots = SlotValues::Complex(&m);
         assert_eq!(slots.len(), 2);
         assert_eq!(slots.abs_sum(), 3.75);
-        assert!(Slots::Complex(&[Complex64::new(0.0, f64::NAN)])
+        assert!(SlotValues::Complex(&[Complex64::new(0.0, f64::NAN)])
             .abs_sum()
             .is_nan());
         let mut h = [u64::MAX; 6];
@@ -859,10 +1088,10 @@ mod tests {
         assert_eq!(slots.to_complex(), m.to_vec());
         let r = [0.5, -1.0];
         let mut h = [u64::MAX; 3];
-        assert_eq!(Slots::Real(&r).stage(&mut h), 2);
+        assert_eq!(SlotValues::Real(&r).stage(&mut h), 2);
         assert_eq!(h, [0.5f64.to_bits(), (-1.0f64).to_bits(), u64::MAX]);
         assert_eq!(
-            Slots::Real(&r).to_complex(),
+            SlotValues::Real(&r).to_complex(),
             vec![Complex64::new(0.5, 0.0), Complex64::new(-1.0, 0.0)]
         );
     }

@@ -41,6 +41,7 @@ mod keycache;
 #[path = "levels.rs"]
 mod levels;
 
+pub use encrypt::SlotValues;
 pub use keycache::GpuKeyCache;
 
 /// PTX of `kernels/ckks.cu`, embedded at build time.

@@ -43,7 +43,7 @@ pub mod tables;
 
 pub use engine::{
     CudaBackendError, CudaEngine, GpuCiphertext, GpuKeyCache, GpuPlaintext, GpuPublicKey,
-    GpuSecretKey, GpuSwitchKey, GpuView, IntoResidentError, NttKernels, CKKS_PTX,
+    GpuSecretKey, GpuSwitchKey, GpuView, IntoResidentError, NttKernels, SlotValues, CKKS_PTX,
 };
 
 /// The CUDA stream type every [`CudaEngine`] operation takes (`cust`'s), re-exported so users
