@@ -1,6 +1,7 @@
 //! Steady timing probe of the CPU engine's hot paths (min and median of many runs), for noisy
 //! shared machines where criterion means drift: `cargo run --release -p fhelium-ckks --example
-//! cpu_probe [what] [reps]` with `what` in `ntt`, `ct`, `rotate`, `relin`, `all` (default).
+//! cpu_probe [what] [reps]` with `what` in `ntt`, `encode`, `ct`, `rotate`, `relin`, `all`
+//! (default).
 
 use std::time::Instant;
 
@@ -94,6 +95,29 @@ fn main() {
                 } else {
                     t.forward(&mut limb);
                 }
+            }),
+        );
+    }
+    if all || what == "encode" {
+        // What the CUDA engine's encode_for_multiplication and complex encryption replace.
+        stats(
+            "encode + prepare_plaintext_for_mult (L0)",
+            time(reps, || {
+                let pt = e.encode(&m, 0, None).expect("encode");
+                std::hint::black_box(
+                    e.prepare_plaintext_for_multiplication(&pt, fhelium_ckks::ModulusBasis::Q)
+                        .expect("prepare"),
+                );
+            }),
+        );
+        let z: Vec<num_complex::Complex64> = m
+            .iter()
+            .map(|&x| num_complex::Complex64::new(x, -x))
+            .collect();
+        stats(
+            "encode_complex (L0)",
+            time(reps, || {
+                std::hint::black_box(e.encode_complex(&z, 0, None).expect("encode"));
             }),
         );
     }

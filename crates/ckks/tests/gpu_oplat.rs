@@ -12,7 +12,9 @@
 
 use cust::event::{Event, EventFlags};
 use cust::stream::Stream;
-use fhelium_ckks::cuda::{CudaBackendError, CudaEngine, GpuCiphertext, GpuSwitchKey, NttKernels};
+use fhelium_ckks::cuda::{
+    CudaBackendError, CudaEngine, GpuCiphertext, GpuPlaintext, GpuSwitchKey, NttKernels,
+};
 use fhelium_ckks::{CpuEngine, ModulusBasis, Preset};
 
 /// (median, p10, p90) in microseconds.
@@ -75,11 +77,28 @@ struct Diag {
 
 const BURST: usize = 50;
 
+/// A device result that `time_op` frees in stream order after each call.
+trait DeviceResult {
+    fn free(self, stream: &Stream) -> Result<(), CudaBackendError>;
+}
+
+impl DeviceResult for GpuCiphertext {
+    fn free(self, stream: &Stream) -> Result<(), CudaBackendError> {
+        self.free_async(stream)
+    }
+}
+
+impl DeviceResult for GpuPlaintext {
+    fn free(self, stream: &Stream) -> Result<(), CudaBackendError> {
+        self.free_async(stream)
+    }
+}
+
 /// Times `op(i)` (i = sample index) with CUDA events; returns (median, p10, p90) in us and the
 /// submission / throughput diagnostics.
-fn time_op(
+fn time_op<V: DeviceResult>(
     stream: &Stream,
-    mut op: impl FnMut(usize) -> Result<GpuCiphertext, CudaBackendError>,
+    mut op: impl FnMut(usize) -> Result<V, CudaBackendError>,
 ) -> (Stats, Option<Diag>) {
     let mut samples = Vec::with_capacity(SAMPLES);
     let mut submit = Vec::with_capacity(SAMPLES);
@@ -92,7 +111,7 @@ fn time_op(
         let out = op(i).expect("op");
         let host = t.elapsed().as_secs_f64() * 1e6;
         end.record(stream).expect("record");
-        out.free_async(stream).expect("free");
+        out.free(stream).expect("free");
         end.synchronize().expect("event sync");
         if i >= WARMUP {
             let ms = end.elapsed_time_f32(&start).expect("elapsed");
@@ -108,7 +127,7 @@ fn time_op(
     start.record(stream).expect("record");
     for i in 0..BURST {
         let out = op(i).expect("op");
-        out.free_async(stream).expect("free");
+        out.free(stream).expect("free");
     }
     end.record(stream).expect("record");
     end.synchronize().expect("event sync");
@@ -318,6 +337,31 @@ fn oplat_table_on_the_gpu() {
             Ok(first)
         })),
     ));
+    // Device encoding beyond FHElium's table: a plaintext operand at level 0 from real slots,
+    // and complex slots through encryption and decryption.
+    rows.push((
+        "encode_for_multiplication",
+        Some(time_op(&s, |_| {
+            gpu.encode_for_multiplication(&msg, 0, None, ModulusBasis::Q, &s)
+        })),
+    ));
+    let zmsg: Vec<num_complex::Complex64> = msg
+        .iter()
+        .map(|&x| num_complex::Complex64::new(x, -0.5 * x))
+        .collect();
+    rows.push((
+        "encrypt_complex_message",
+        Some(time_op(&s, |_| gpu.encrypt_complex_message(&zmsg, &pk, &s))),
+    ));
+    rows.push((
+        "decrypt_complex_message",
+        Some(time_host(&s, |i| {
+            let out = gpu
+                .decrypt_complex_message(&cts[i % SETS], &sk, &s)
+                .expect("decrypt");
+            assert_eq!(out.len(), slots);
+        })),
+    ));
     // The same NTT and key-switch ops on the other kernel choices, for comparison in the same
     // run (see `NttKernels`).
     let default = gpu.ntt_kernels();
@@ -484,7 +528,7 @@ fn oplat_table_on_the_gpu() {
         }
     }
     table.push_str(&format!(
-        "(rows without a suffix: NttKernels::{default:?}; /2pass two-pass, /cl512 8 x 512-thread clusters, /clpre the same with twiddles preloaded into registers; /pool without the engine's buffer recycling; /direct without launch graphs; rotate_many_with_keys/4: one ciphertext by 4 keys, hoisted, against rotate_x4_one_by_one: the same 4 rotations one by one in one call; no FHElium op)\n"
+        "(rows without a suffix: NttKernels::{default:?}; /2pass two-pass, /cl512 8 x 512-thread clusters, /clpre the same with twiddles preloaded into registers; /pool without the engine's buffer recycling; /direct without launch graphs; rotate_many_with_keys/4: one ciphertext by 4 keys, hoisted, against rotate_x4_one_by_one: the same 4 rotations one by one in one call; encode_for_multiplication: real slots to a level-0 plaintext operand on the device; encrypt_complex_message, decrypt_complex_message: complex slots; no FHElium op for these)\n"
     ));
     table.push_str(&format!(
         "chain graphs launched {}, programmatic edges built {}, graphs held {}\n",
