@@ -258,6 +258,18 @@ impl SlotValues<'_> {
         }
     }
 
+    /// `MessageTooLong` past N/2 slots (the CPU encoder's error).
+    fn check_len(self) -> std::result::Result<(), CkksError> {
+        let slots = KERNEL_N / 2;
+        if self.len() > slots {
+            return Err(CkksError::MessageTooLong {
+                len: self.len(),
+                slots,
+            });
+        }
+        Ok(())
+    }
+
     /// The slots as the CPU encoder takes them.
     fn to_complex(self) -> Vec<Complex64> {
         match self {
@@ -285,6 +297,29 @@ impl SlotValues<'_> {
             }
         }
     }
+}
+
+/// The encode FFT of one message (device addresses): `len` slots at `msg` (pairs when
+/// `cplx` = 1), the FFT scratch, and the int64 coefficients out at `p`, at `scale`.
+#[derive(Clone, Copy, Default)]
+struct FftJob {
+    msg: u64,
+    len: u32,
+    cplx: u32,
+    fft: u64,
+    p: u64,
+    scale: f64,
+}
+
+/// The encryption sampler's work: the ChaCha20 key, v lifted to `limbs` rows from prime id
+/// `prime_off` at `vrows`, e0 and e1 at `err`.
+#[derive(Clone, Copy, Default)]
+struct SamplerJob {
+    key: [u64; 4],
+    prime_off: u32,
+    limbs: u32,
+    vrows: u64,
+    err: u64,
 }
 
 /// Where the plaintext of a device encryption comes from.
@@ -392,23 +427,9 @@ impl CudaEngine {
         key: &[u8; 32],
         stream: &Stream,
     ) -> Result<GpuCiphertext> {
-        let slots = KERNEL_N / 2;
-        if message.len() > slots {
-            return Err(CkksError::MessageTooLong {
-                len: message.len(),
-                slots,
-            }
-            .into());
-        }
+        message.check_len()?;
         let scale = self.default_scale;
-        // |a_k · Δ| <= (2/N)·Σ|m_s|·Δ: below 2^62 every rounded coefficient fits int64 with
-        // room for the FFT's rounding; otherwise (or for NaN / infinities) encode on the host,
-        // which reports CoefficientOutOfRange exactly as the CPU engine does.
-        let bound = message.abs_sum() * 2.0 / KERNEL_N as f64 * scale;
-        let fits = bound < 4.611_686_018_427_388e18; // 2^62 (false for NaN)
-        if !fits {
-            let coeffs = self.encoder.encode(&message.to_complex(), scale)?;
-            let words: Vec<u64> = coeffs.into_iter().map(|c| c as u64).collect();
+        if let Some(words) = self.host_encoding(message, scale)? {
             return self.encrypt_on_device(
                 op,
                 0,
@@ -597,6 +618,83 @@ impl CudaEngine {
         self.encode_rns(op, message.into(), level, scale, basis, false, stream)
     }
 
+    /// `None` when the device may encode `message` at `scale`, else the CPU encoder's int64
+    /// coefficients (as words) or its error. |a_k·Δ| <= (2/N)·Σ|m_s|·Δ: below 2^62 every
+    /// rounded coefficient fits int64 with room for the FFT's rounding; otherwise (or for NaN
+    /// and infinities) the host encodes, and reports `CoefficientOutOfRange` exactly as the
+    /// CPU engine does.
+    fn host_encoding(&self, message: SlotValues<'_>, scale: f64) -> Result<Option<Vec<u64>>> {
+        let bound = message.abs_sum() * 2.0 / KERNEL_N as f64 * scale;
+        if bound < 4.611_686_018_427_388e18 {
+            // 2^62 (false for NaN)
+            return Ok(None);
+        }
+        let coeffs = self.encoder.encode(&message.to_complex(), scale)?;
+        Ok(Some(coeffs.into_iter().map(|c| c as u64).collect()))
+    }
+
+    /// Launches `enc_rows_sample` with the FFT's row blocks (`fft`) and/or the sampler's blocks
+    /// (`sampler`), then, with `fft`, `enc_cols`: the int64 coefficients of the message at
+    /// `fft.scale` in `fft.p`.
+    fn launch_encode(
+        &self,
+        op: &'static str,
+        fft: Option<FftJob>,
+        sampler: Option<SamplerJob>,
+        stream: &Stream,
+    ) -> Result<()> {
+        let e = &self.enc;
+        let fft_blocks = if fft.is_some() { FFT_BLOCKS } else { 0 };
+        let sampler_blocks = if sampler.is_some() { SAMPLER_BLOCKS } else { 0 };
+        // Arguments of the half that does not run are never read.
+        let f = fft.unwrap_or_default();
+        let z = sampler.unwrap_or_default();
+        self.launch_enc(
+            op,
+            EncK::RowsSample,
+            (fft_blocks + sampler_blocks, 1, 1),
+            E_THREADS,
+            stream,
+            &[
+                Arg::U64(f.msg),
+                Arg::U32(f.len),
+                Arg::U32(f.cplx),
+                Arg::U64(dev_ptr32(&e.slot_of)),
+                Arg::U64(dev_ptr_f(&e.roots)),
+                Arg::U64(f.fft),
+                Arg::U32(fft_blocks),
+                Arg::U64(z.key[0]),
+                Arg::U64(z.key[1]),
+                Arg::U64(z.key[2]),
+                Arg::U64(z.key[3]),
+                Arg::U64(dev_ptr(&e.cdt)),
+                Arg::U64(dev_ptr(&e.primes)),
+                Arg::U32(z.prime_off),
+                Arg::U32(z.limbs),
+                Arg::U64(z.vrows),
+                Arg::U64(z.err),
+            ],
+        )?;
+        if fft.is_none() {
+            return Ok(());
+        }
+        self.launch_enc(
+            op,
+            EncK::Cols,
+            (FFT_BLOCKS, 1, 1),
+            E_THREADS,
+            stream,
+            &[
+                Arg::U64(f.fft),
+                Arg::U64(dev_ptr_f(&e.roots)),
+                Arg::U64(dev_ptr_f(&e.twist)),
+                Arg::U64((1.0 / KERNEL_N as f64).to_bits()),
+                Arg::U64(f.scale.to_bits()),
+                Arg::U64(f.p),
+            ],
+        )
+    }
+
     /// Encode (device FFT, or the host encoder past the bound), lift to the RNS rows of
     /// `basis` at `level` (`enc_lift`) and, when `ntt`, the forward NTT: three or four
     /// launches as one chain graph.
@@ -621,24 +719,11 @@ impl CudaEngine {
             .into());
         }
         let scale = valid_scale(op, scale.unwrap_or(self.default_scale))?;
+        message.check_len()?;
         let n = KERNEL_N;
-        if message.len() > n / 2 {
-            return Err(CkksError::MessageTooLong {
-                len: message.len(),
-                slots: n / 2,
-            }
-            .into());
-        }
         let ids = prime_ids(level, basis, self.nq, self.moduli.len() - self.nq);
         let rows = ids.len();
-        // Below 2^62 every rounded coefficient fits int64 (see encrypt_slots).
-        let fits = message.abs_sum() * 2.0 / n as f64 * scale < 4.611_686_018_427_388e18;
-        let host_words = if fits {
-            None
-        } else {
-            let coeffs = self.encoder.encode(&message.to_complex(), scale)?;
-            Some(coeffs.into_iter().map(|c| c as u64).collect::<Vec<u64>>())
-        };
+        let host_words = self.host_encoding(message, scale)?;
         // scratch: FFT (N complex) | message (N words) | p (N) | the lifted rows before the
         // NTT (rows x N, when `ntt`)
         let lifted_words = if ntt { rows * n } else { 0 };
@@ -657,49 +742,15 @@ impl CudaEngine {
         let e = &self.enc;
         let chain = self.start_chain();
         if host_words.is_none() {
-            // The row pass alone: no sampler blocks, so their arguments are never read.
-            let cplx = u32::from(matches!(message, SlotValues::Complex(_)));
-            self.launch_enc(
-                op,
-                EncK::RowsSample,
-                (FFT_BLOCKS, 1, 1),
-                E_THREADS,
-                stream,
-                &[
-                    Arg::U64(msg),
-                    Arg::U32(message.len() as u32),
-                    Arg::U32(cplx),
-                    Arg::U64(dev_ptr32(&e.slot_of)),
-                    Arg::U64(dev_ptr_f(&e.roots)),
-                    Arg::U64(fft),
-                    Arg::U32(FFT_BLOCKS),
-                    Arg::U64(0),
-                    Arg::U64(0),
-                    Arg::U64(0),
-                    Arg::U64(0),
-                    Arg::U64(0),
-                    Arg::U64(0),
-                    Arg::U32(0),
-                    Arg::U32(0),
-                    Arg::U64(0),
-                    Arg::U64(0),
-                ],
-            )?;
-            self.launch_enc(
-                op,
-                EncK::Cols,
-                (FFT_BLOCKS, 1, 1),
-                E_THREADS,
-                stream,
-                &[
-                    Arg::U64(fft),
-                    Arg::U64(dev_ptr_f(&e.roots)),
-                    Arg::U64(dev_ptr_f(&e.twist)),
-                    Arg::U64((1.0 / n as f64).to_bits()),
-                    Arg::U64(scale.to_bits()),
-                    Arg::U64(p),
-                ],
-            )?;
+            let job = FftJob {
+                msg,
+                len: message.len() as u32,
+                cplx: u32::from(matches!(message, SlotValues::Complex(_))),
+                fft,
+                p,
+                scale,
+            };
+            self.launch_encode(op, Some(job), None, stream)?;
         }
         let dst = if ntt { lifted } else { dev_ptr(&out) };
         self.launch_enc(
@@ -777,70 +828,39 @@ impl CudaEngine {
         let p = at(2 * limbs * n + 2 * n);
         let fft = at(2 * limbs * n + 3 * n);
         let msg = at(2 * limbs * n + 5 * n);
-        let (len, cplx, fft_blocks) = match source {
+        let job = match source {
             Source::Message(m) => {
                 self.stage_up(op, msg, stream, |h| m.stage(h))?;
-                let cplx = u32::from(matches!(m, SlotValues::Complex(_)));
-                (m.len() as u32, cplx, FFT_BLOCKS)
+                Some(FftJob {
+                    msg,
+                    len: m.len() as u32,
+                    cplx: u32::from(matches!(m, SlotValues::Complex(_))),
+                    fft,
+                    p,
+                    scale,
+                })
             }
             Source::Coefficients(w) => {
                 self.stage_up(op, p, stream, |h| {
                     h[..w.len()].copy_from_slice(w);
                     w.len()
                 })?;
-                (0, 0, 0)
+                None
             }
         };
-        let k: Vec<u64> = key
-            .chunks_exact(8)
-            .map(|c| u64::from_le_bytes(c.try_into().unwrap_or([0; 8])))
-            .collect();
         let e = &self.enc;
         // The six launches after the upload go out as one chain graph (decision 0508).
         let chain = self.start_chain();
-        self.launch_enc(
-            op,
-            EncK::RowsSample,
-            (fft_blocks + SAMPLER_BLOCKS, 1, 1),
-            E_THREADS,
-            stream,
-            &[
-                Arg::U64(msg),
-                Arg::U32(len),
-                Arg::U32(cplx),
-                Arg::U64(dev_ptr32(&e.slot_of)),
-                Arg::U64(dev_ptr_f(&e.roots)),
-                Arg::U64(fft),
-                Arg::U32(fft_blocks),
-                Arg::U64(k[0]),
-                Arg::U64(k[1]),
-                Arg::U64(k[2]),
-                Arg::U64(k[3]),
-                Arg::U64(dev_ptr(&e.cdt)),
-                Arg::U64(dev_ptr(&e.primes)),
-                Arg::U32(level as u32),
-                Arg::U32(limbs as u32),
-                Arg::U64(vrows),
-                Arg::U64(err),
-            ],
-        )?;
-        if fft_blocks > 0 {
-            self.launch_enc(
-                op,
-                EncK::Cols,
-                (FFT_BLOCKS, 1, 1),
-                E_THREADS,
-                stream,
-                &[
-                    Arg::U64(fft),
-                    Arg::U64(dev_ptr_f(&e.roots)),
-                    Arg::U64(dev_ptr_f(&e.twist)),
-                    Arg::U64((1.0 / n as f64).to_bits()),
-                    Arg::U64(scale.to_bits()),
-                    Arg::U64(p),
-                ],
-            )?;
-        }
+        let sampler = SamplerJob {
+            key: std::array::from_fn(|i| {
+                u64::from_le_bytes(key[8 * i..8 * i + 8].try_into().unwrap_or([0; 8]))
+            }),
+            prime_off: level as u32,
+            limbs: limbs as u32,
+            vrows,
+            err,
+        };
+        self.launch_encode(op, job, Some(sampler), stream)?;
         self.ntt_forward_raw(op, vrows, vhat, level, limbs, 1, stream)?;
         let out = self.alloc(op, 2 * limbs * n, stream)?;
         self.launch_enc(
@@ -1086,6 +1106,16 @@ mod tests {
         assert_eq!(h[..4], want);
         assert_eq!(h[4..], [u64::MAX; 2], "nothing past the pairs");
         assert_eq!(slots.to_complex(), m.to_vec());
+        let full = vec![0.0; KERNEL_N / 2];
+        assert_eq!(SlotValues::Real(&full).check_len(), Ok(()));
+        let long = vec![Complex64::new(0.0, 0.0); KERNEL_N / 2 + 1];
+        assert_eq!(
+            SlotValues::from(&long).check_len(),
+            Err(CkksError::MessageTooLong {
+                len: KERNEL_N / 2 + 1,
+                slots: KERNEL_N / 2
+            })
+        );
         let r = [0.5, -1.0];
         let mut h = [u64::MAX; 3];
         assert_eq!(SlotValues::Real(&r).stage(&mut h), 2);
