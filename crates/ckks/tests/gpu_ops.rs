@@ -841,6 +841,55 @@ fn results_become_resident_values_on_cuda_and_come_back() {
     assert_eq!(usage(&mem), (bytes0, live0));
     let host = fx.gpu.download_ciphertext(&err.value, s).expect("download");
     common::assert_same_words("result given back", &host, &want);
+
+    // A plaintext encoded on the device becomes a cuda:0 value the same way, and works as
+    // an operand when borrowed back.
+    let weight = vec![0.25; fx.cpu.num_slots()];
+    let q = ModulusBasis::Q;
+    let dpt = fx
+        .gpu
+        .encode_for_multiplication(&weight, 1, None, q, s)
+        .expect("encode");
+    let err = fx
+        .gpu
+        .into_resident_plaintext(dpt, &host_only, s)
+        .expect_err("no CUDA in that memory layer");
+    assert!(matches!(
+        *err.error,
+        CudaBackendError::Ckks(CkksError::Memory(
+            fhelium_cuda::MemoryError::LocationUnavailable { .. }
+        ))
+    ));
+    let ptr = err.value.device_ptr();
+    let pt = fx
+        .gpu
+        .into_resident_plaintext(*err.value, &mem, s)
+        .expect("adopted plaintext");
+    assert_eq!(pt.placement().expect("placement"), loc);
+    assert_eq!(usage(&mem), (bytes0 + pt.nbytes(), live0 + 1));
+    let want_pt = fx
+        .cpu
+        .prepare_plaintext_for_multiplication(&fx.cpu.encode(&weight, 1, None).expect("e"), q)
+        .expect("prepare");
+    let view = fx.gpu.borrow_plaintext(&pt).expect("borrow plaintext");
+    assert_eq!(view.device_ptr(), ptr, "the same device words, not a copy");
+    common::assert_same_plaintext(
+        "adopted plaintext",
+        &fx.gpu.download_plaintext(&view, s).expect("download"),
+        &want_pt,
+    );
+    let ntt1 = fx
+        .cpu
+        .coefficient_domain_to_ntt_domain(&fresh(&fx.cpu, 14, 1))
+        .expect("ntt");
+    fx.check(
+        "multiply_plaintext by an adopted device-encoded plaintext",
+        &fx.cpu.multiply_plaintext(&ntt1, &want_pt).expect("cpu"),
+        || fx.gpu.multiply_plaintext(&fx.up(&ntt1), &view, s),
+    );
+    drop(view);
+    drop(pt);
+    assert_eq!(usage(&mem), (bytes0, live0), "freed with the plaintext");
 }
 
 #[test]

@@ -103,20 +103,20 @@ pub enum CudaBackendError {
 
 type Result<T> = std::result::Result<T, CudaBackendError>;
 
-/// Why [`CudaEngine::into_resident_ciphertext`] could not hand a result to the memory layer,
-/// with the result given back unchanged (`value`). Converts into its
-/// [`CudaBackendError`] for `?` (dropping the value).
+/// Why [`CudaEngine::into_resident_ciphertext`] (or `into_resident_plaintext`, with
+/// `V = GpuPlaintext`) could not hand a result to the memory layer, with the result given back
+/// unchanged (`value`). Converts into its [`CudaBackendError`] for `?` (dropping the value).
 #[derive(Debug, thiserror::Error)]
 #[error("{error}")]
-pub struct IntoResidentError {
+pub struct IntoResidentError<V: std::fmt::Debug = GpuCiphertext> {
     /// What went wrong.
     pub error: Box<CudaBackendError>,
     /// The device result, still owned by the caller.
-    pub value: Box<GpuCiphertext>,
+    pub value: Box<V>,
 }
 
-impl From<IntoResidentError> for CudaBackendError {
-    fn from(e: IntoResidentError) -> Self {
+impl<V: std::fmt::Debug> From<IntoResidentError<V>> for CudaBackendError {
+    fn from(e: IntoResidentError<V>) -> Self {
         *e.error
     }
 }
@@ -1007,6 +1007,60 @@ impl GpuCiphertext {
 impl GpuPlaintext {
     fn ptr(&self) -> u64 {
         self.buf.ptr()
+    }
+}
+
+/// A device value whose words the memory layer can adopt ([`CudaEngine::into_resident_ciphertext`]).
+trait Adoptable: std::fmt::Debug {
+    /// The CPU-engine value over adopted words.
+    type Host;
+    fn device(&self) -> u32;
+    fn words(&self) -> &DevWords;
+    /// This value's metadata over `words`.
+    fn host_value(&self, words: Words) -> Self::Host;
+    /// Lets go of the words without freeing them (the memory layer owns them now).
+    fn forget_words(self);
+}
+
+impl Adoptable for GpuCiphertext {
+    type Host = Ciphertext;
+    fn device(&self) -> u32 {
+        self.device
+    }
+    fn words(&self) -> &DevWords {
+        &self.buf
+    }
+    fn host_value(&self, words: Words) -> Ciphertext {
+        self.with_words(words)
+    }
+    fn forget_words(self) {
+        self.buf.forget();
+    }
+}
+
+impl Adoptable for GpuPlaintext {
+    type Host = Plaintext;
+    fn device(&self) -> u32 {
+        self.device
+    }
+    fn words(&self) -> &DevWords {
+        &self.buf
+    }
+    fn host_value(&self, words: Words) -> Plaintext {
+        Plaintext {
+            words,
+            context: self.context,
+            n: KERNEL_N,
+            level: self.level,
+            scale: self.scale,
+            domain: self.domain,
+            basis: self.basis,
+            representation: PlaintextRepresentation::Rns,
+            prime_ids: self.prime_ids.clone(),
+        }
+    }
+    fn forget_words(self) {
+        self.buf.forget();
     }
 }
 
@@ -2131,28 +2185,51 @@ impl CudaEngine {
         mem: &fhelium_cuda::Memory,
         stream: &Stream,
     ) -> std::result::Result<Ciphertext, IntoResidentError> {
-        const OP: &str = "into_resident_ciphertext";
-        let back = |error: CudaBackendError, value: GpuCiphertext| IntoResidentError {
+        self.adopt_result("into_resident_ciphertext", ct, mem, stream)
+    }
+
+    /// [`into_resident_ciphertext`](Self::into_resident_ciphertext) for a device plaintext
+    /// (e.g. from [`encode_for_multiplication`](Self::encode_for_multiplication)): a `cuda:N`
+    /// [`Plaintext`] (RNS representation) over the same device words, counted in `mem`'s usage;
+    /// a refusal gives the plaintext back.
+    pub fn into_resident_plaintext(
+        &self,
+        pt: GpuPlaintext,
+        mem: &fhelium_cuda::Memory,
+        stream: &Stream,
+    ) -> std::result::Result<Plaintext, IntoResidentError<GpuPlaintext>> {
+        self.adopt_result("into_resident_plaintext", pt, mem, stream)
+    }
+
+    /// Hands `value`'s device words to `mem` without a copy (one stream synchronisation).
+    fn adopt_result<V: Adoptable>(
+        &self,
+        op: &'static str,
+        value: V,
+        mem: &fhelium_cuda::Memory,
+        stream: &Stream,
+    ) -> std::result::Result<V::Host, IntoResidentError<V>> {
+        let back = |error: CudaBackendError, value: V| IntoResidentError {
             error: Box::new(error),
             value: Box::new(value),
         };
         let loc = self.location();
-        if ct.device != self.device {
+        if value.device() != self.device {
             let error = CudaBackendError::NotOnDevice {
-                op: OP,
+                op,
                 expected: loc,
-                actual: ct.location(),
+                actual: cuda_location(value.device()),
             };
-            return Err(back(error, ct));
+            return Err(back(error, value));
         }
-        if let Err(e) = mem.check_available(OP, &loc) {
-            return Err(back(CkksError::from(e).into(), ct));
+        if let Err(e) = mem.check_available(op, &loc) {
+            return Err(back(CkksError::from(e).into(), value));
         }
-        if let Err(e) = drv(OP, stream.synchronize()) {
-            return Err(back(e, ct));
+        if let Err(e) = drv(op, stream.synchronize()) {
+            return Err(back(e, value));
         }
-        let (ptr, words) = (ct.buf.ptr(), ct.buf.len());
-        // SAFETY: `ct` owns `ptr` (an engine allocation of `words` words on this engine's
+        let (ptr, words) = (value.words().ptr(), value.words().len());
+        // SAFETY: `value` owns `ptr` (an engine allocation of `words` words on this engine's
         // device, from the device's pool, in the primary context `mem` uses too): its handle
         // is forgotten below, without freeing, once `mem` has taken the allocation, so it has
         // exactly one owner; every kernel writing it was enqueued on `stream`, synchronised
@@ -2160,11 +2237,11 @@ impl CudaEngine {
         let adopted = unsafe { mem.adopt_device_words(&loc, ptr, words) };
         let buf = match adopted {
             Ok(b) => b,
-            Err(e) => return Err(back(CkksError::from(e).into(), ct)),
+            Err(e) => return Err(back(CkksError::from(e).into(), value)),
         };
-        let value = ct.with_words(Words::from_buffer(buf));
-        ct.buf.forget();
-        Ok(value)
+        let host = value.host_value(Words::from_buffer(buf));
+        value.forget_words();
+        Ok(host)
     }
 
     /// Raw words of a device ciphertext (waits for `stream`).
