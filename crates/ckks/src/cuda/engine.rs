@@ -1022,47 +1022,42 @@ trait Adoptable: std::fmt::Debug {
     fn forget_words(self);
 }
 
-impl Adoptable for GpuCiphertext {
-    type Host = Ciphertext;
-    fn device(&self) -> u32 {
-        self.device
-    }
-    fn words(&self) -> &DevWords {
-        &self.buf
-    }
-    fn host_value(&self, words: Words) -> Ciphertext {
-        self.with_words(words)
-    }
-    fn forget_words(self) {
-        self.buf.forget();
-    }
+/// `impl Adoptable` for a device value type with `device` and `buf` fields; `$host` builds
+/// the CPU-engine value over adopted words.
+macro_rules! adoptable {
+    ($t:ty, $host:ty, $make:expr) => {
+        impl Adoptable for $t {
+            type Host = $host;
+            fn device(&self) -> u32 {
+                self.device
+            }
+            fn words(&self) -> &DevWords {
+                &self.buf
+            }
+            fn host_value(&self, words: Words) -> $host {
+                $make(self, words)
+            }
+            fn forget_words(self) {
+                self.buf.forget();
+            }
+        }
+    };
 }
 
-impl Adoptable for GpuPlaintext {
-    type Host = Plaintext;
-    fn device(&self) -> u32 {
-        self.device
+adoptable!(GpuCiphertext, Ciphertext, GpuCiphertext::with_words);
+adoptable!(GpuPlaintext, Plaintext, |pt: &GpuPlaintext, words| {
+    Plaintext {
+        words,
+        context: pt.context,
+        n: KERNEL_N,
+        level: pt.level,
+        scale: pt.scale,
+        domain: pt.domain,
+        basis: pt.basis,
+        representation: PlaintextRepresentation::Rns,
+        prime_ids: pt.prime_ids.clone(),
     }
-    fn words(&self) -> &DevWords {
-        &self.buf
-    }
-    fn host_value(&self, words: Words) -> Plaintext {
-        Plaintext {
-            words,
-            context: self.context,
-            n: KERNEL_N,
-            level: self.level,
-            scale: self.scale,
-            domain: self.domain,
-            basis: self.basis,
-            representation: PlaintextRepresentation::Rns,
-            prime_ids: self.prime_ids.clone(),
-        }
-    }
-    fn forget_words(self) {
-        self.buf.forget();
-    }
-}
+});
 
 impl GpuSwitchKey {
     /// The Galois element of a rotation key; `None` for a relinearization key.
