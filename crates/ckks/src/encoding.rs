@@ -214,6 +214,52 @@ mod tests {
         }
     }
 
+    use proptest::prelude::*;
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(24))]
+        /// The bound the CUDA engine uses to encode on the device (which cannot report an
+        /// overflow without a host sync): every encoded coefficient satisfies
+        /// |p_k| <= (2/N)·Σ(|re| + |im|)·Δ + 1, with the FFT's rounding included. Below 2^62
+        /// the words therefore fit int64 with a factor of two to spare (decision 0521).
+        #[test]
+        fn encoded_coefficients_stay_under_the_device_bound(
+            len in 1usize..=8192,
+            seed in any::<u64>(),
+            shape in 0u8..4,
+            log_scale in 20i32..=50,
+        ) {
+            let enc = Encoder::new(16384);
+            let mut x = seed | 1;
+            let mut next = move || {
+                // xorshift64*: a cheap deterministic stream per case
+                x ^= x >> 12;
+                x ^= x << 25;
+                x ^= x >> 27;
+                (x.wrapping_mul(0x2545_f491_4f6c_dd1d) >> 11) as f64 / (1u64 << 53) as f64
+            };
+            let msg: Vec<Complex64> = (0..len)
+                .map(|j| match shape {
+                    // constant: every slot adds up in coefficient 0
+                    0 => Complex64::new(3.0, -2.0),
+                    // alternating signs
+                    1 => Complex64::new(if j % 2 == 0 { 5.0 } else { -5.0 }, 0.0),
+                    // random complex
+                    2 => Complex64::new(next() * 8.0 - 4.0, next() * 8.0 - 4.0),
+                    // one large slot among small ones
+                    _ => Complex64::new(if j == len / 2 { 1e3 } else { next() }, 0.0),
+                })
+                .collect();
+            let scale = 2f64.powi(log_scale);
+            let bound = msg.iter().map(|z| z.re.abs() + z.im.abs()).sum::<f64>() * 2.0
+                / 16384.0
+                * scale;
+            let p = enc.encode(&msg, scale).expect("fits int64");
+            let worst = p.iter().map(|&c| c.unsigned_abs()).max().unwrap_or(0) as f64;
+            prop_assert!(worst <= bound + 1.0, "max |p_k| = {worst:e} > bound {bound:e}");
+        }
+    }
+
     #[test]
     fn too_long_and_out_of_range_messages_are_refused() {
         let enc = Encoder::new(16);
