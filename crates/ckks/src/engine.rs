@@ -31,6 +31,7 @@ use crate::values::{
 mod domains;
 mod hoisted;
 mod keyswitch;
+mod serial;
 
 /// The CKKS engine with the CPU backend.
 #[derive(Debug)]

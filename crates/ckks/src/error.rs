@@ -165,6 +165,14 @@ pub enum CkksError {
         /// Where the value lives.
         location: ResidencyLocation,
     },
+    /// Serialized data (`serial`) that does not describe a value of this engine's parameters.
+    #[error("{what}: invalid data: {reason}")]
+    InvalidData {
+        /// Which value was being read.
+        what: &'static str,
+        /// What is wrong (the field, the expected and the found value).
+        reason: String,
+    },
     /// The memory layer refused an allocation or a copy (budget, injected fault, location).
     #[error(transparent)]
     Memory(#[from] fhelium_cuda::MemoryError),

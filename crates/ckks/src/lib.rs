@@ -41,6 +41,7 @@ pub mod params;
 #[cfg_attr(not(feature = "cuda"), allow(dead_code))]
 mod recycle;
 pub mod sampling;
+pub mod serial;
 mod storage;
 pub mod values;
 

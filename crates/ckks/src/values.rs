@@ -8,7 +8,7 @@ use ndarray::{ArrayView3, ArrayViewMut3};
 use crate::storage::Words;
 
 /// Polynomial domain of a value's last axis.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
 pub enum Domain {
     /// Coefficients of the polynomial.
     Coefficient,
@@ -26,7 +26,7 @@ impl fmt::Display for Domain {
 }
 
 /// Modulus basis: the active Q primes, optionally with the special primes P.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
 pub enum ModulusBasis {
     /// Active Q rows only.
     Q,
@@ -44,7 +44,7 @@ impl fmt::Display for ModulusBasis {
 }
 
 /// What a plaintext's words hold.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
 pub enum PlaintextRepresentation {
     /// Output of `encode`: N signed coefficients, stored as i64 bit patterns in one row.
     IntegerCoefficients,

@@ -794,6 +794,11 @@ fn results_become_resident_values_on_cuda_and_come_back() {
         .expect("adopted");
     assert_eq!(usage(&mem), (bytes0 + want.nbytes(), live0 + 1));
     assert_eq!(res.placement().expect("placement"), loc);
+    // Device words have no portable form until they come back to the host.
+    assert!(matches!(
+        res.to_data(),
+        Err(CkksError::NotHostAccessible { location, .. }) if location == loc
+    ));
     let view = fx.gpu.borrow_ciphertext(&res).expect("borrow");
     assert_eq!(view.device_ptr(), ptr, "the same device words, not a copy");
     drop(view);
