@@ -10,6 +10,20 @@
 //!
 //! The secret key has no portable form: an engine's keys come from its seed
 //! ([`CpuEngine::with_seed`](crate::CpuEngine::with_seed)), which is what to keep.
+//!
+//! ```
+//! use fhelium_ckks::{CpuEngine, Preset};
+//! let engine = CpuEngine::with_seed(Preset::Slots8192Scale40Levels7Int64, [9; 32])?;
+//! let ct = engine.encrypt_message(&[0.5, -0.25])?;
+//! // Any serde format; JSON here.
+//! let text = serde_json::to_string(&ct.to_data()?).expect("serialize");
+//! let data = serde_json::from_str(&text).expect("deserialize");
+//! let back = engine.ciphertext_from_data(&data)?;
+//! assert_eq!(back.words(), ct.words());
+//! let m = engine.decrypt_message(&back)?;
+//! assert!((m[0] - 0.5).abs() < 1e-6 && (m[1] + 0.25).abs() < 1e-6);
+//! # Ok::<(), fhelium_ckks::CkksError>(())
+//! ```
 
 use serde::{Deserialize, Serialize};
 
