@@ -448,7 +448,8 @@ impl CpuEngine {
     #[must_use]
     pub fn galois_element_for_step(&self, step: i64) -> (i64, u64) {
         let s = self.num_slots() as i64;
-        let canonical = (step + s / 2).rem_euclid(s) - s / 2;
+        // Reduced first, so that no step (i64::MAX, i64::MIN) overflows.
+        let canonical = (step.rem_euclid(s) + s / 2).rem_euclid(s) - s / 2;
         let two_n = 2 * self.n_() as u64;
         let e = canonical.rem_euclid(s) as u64;
         let mut g = 1u64;

@@ -606,3 +606,38 @@ fn every_mismatch_is_a_typed_error_and_inputs_are_untouched() {
     assert_eq!(ct.words(), &before[..]);
     assert!(max_err(&e.decrypt_message(&ct).expect("dec"), &m) < 1e-5);
 }
+
+#[test]
+fn extreme_rotation_steps_reduce_modulo_the_slots_without_overflow() {
+    let e = engine();
+    let s = e.num_slots() as i64;
+    for step in [
+        i64::MAX,
+        i64::MIN,
+        i64::MIN + 1,
+        i64::MAX - s / 2,
+        -s / 2,
+        s / 2,
+    ] {
+        let (canonical, g) = e.galois_element_for_step(step);
+        assert_eq!(
+            (canonical, g),
+            e.galois_element_for_step(step.rem_euclid(s)),
+            "step {step}"
+        );
+        assert!(
+            (-s / 2..s / 2).contains(&canonical),
+            "step {step}: {canonical}"
+        );
+    }
+    // i64::MAX ≡ −1 (mod 8192): the rotation by −1, through the same cached key.
+    let m = seed_message(e.num_slots());
+    let ct = e.encrypt_message(&m).expect("encrypt");
+    let r = e.rotate_by_step(&ct, i64::MAX).expect("rotate by i64::MAX");
+    assert_eq!(
+        r.words(),
+        e.rotate_by_step(&ct, -1).expect("rotate by -1").words()
+    );
+    let got = e.decrypt_message(&r).expect("decrypt");
+    assert!(max_err(&got, &roll(&m, -1)) < 1e-6);
+}
