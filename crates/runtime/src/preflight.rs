@@ -43,7 +43,7 @@ impl<'a> Sim<'a> {
                     budget: l.budget,
                     used: l.used,
                     reserved: l.reserved,
-                    peak: l.used + l.reserved,
+                    peak: l.used.saturating_add(l.reserved),
                 })
                 .collect(),
             sets: HashMap::new(),
@@ -82,7 +82,13 @@ impl<'a> Sim<'a> {
     ) -> Result<(), String> {
         let i = self.prepare(loc)?;
         let a = &mut self.accts[i];
-        let total = a.used + a.reserved + charge;
+        let Some(total) = a
+            .used
+            .checked_add(a.reserved)
+            .and_then(|t| t.checked_add(charge))
+        else {
+            return Err(format!("Transition overflows the accounting at {loc}"));
+        };
         a.peak = a.peak.max(total);
         if a.budget.is_some_and(|b| total > b) {
             return Err(format!("Transition exceeds budget at {loc}"));
@@ -121,9 +127,20 @@ impl<'a> Sim<'a> {
     fn reserve(&mut self, r: &MemoryReservation) -> Result<(), String> {
         let i = self.prepare(r.location())?;
         let a = &mut self.accts[i];
+        let Some(total) = a
+            .used
+            .checked_add(a.reserved)
+            .and_then(|t| t.checked_add(r.nbytes()))
+        else {
+            return Err(format!(
+                "Reservation '{}' overflows the accounting at {}",
+                r.label(),
+                r.location()
+            ));
+        };
         a.reserved += r.nbytes();
-        a.peak = a.peak.max(a.used + a.reserved);
-        if a.budget.is_some_and(|b| a.used + a.reserved > b) {
+        a.peak = a.peak.max(total);
+        if a.budget.is_some_and(|b| total > b) {
             return Err(format!(
                 "Reservation '{}' exceeds budget at {}",
                 r.label(),

@@ -95,11 +95,13 @@ impl LocationState {
         }
     }
     pub fn bump_peaks_charged(&mut self) {
-        self.peak_charged = self.peak_charged.max(self.used + self.reserved);
+        self.peak_charged = self
+            .peak_charged
+            .max(self.used.saturating_add(self.reserved));
     }
     pub fn bump_peaks(&mut self) {
         self.peak_used = self.peak_used.max(self.used);
-        self.peak_charged = self.peak_charged.max(self.used + self.reserved);
+        self.bump_peaks_charged();
     }
 }
 
@@ -234,14 +236,26 @@ impl State {
         let Some(l) = self.loc(loc) else {
             return Ok(());
         };
-        match l.budget {
-            Some(budget) if l.used + l.reserved + incoming > budget => Err(RuntimeError::Budget {
+        // Checked: reservations are pure accounting, so `incoming` can be any u64.
+        let total = l
+            .used
+            .checked_add(l.reserved)
+            .and_then(|t| t.checked_add(incoming));
+        match (l.budget, total) {
+            (Some(budget), t) if t.is_none_or(|t| t > budget) => Err(RuntimeError::Budget {
                 location: loc,
                 handle: handle.cloned(),
                 budget_bytes: budget,
                 used_bytes: l.used,
                 reserved_bytes: l.reserved,
                 requested_bytes: incoming,
+            }),
+            (None, None) => Err(RuntimeError::InvalidArgument {
+                reason: format!(
+                    "{incoming} bytes at {loc} would overflow its accounting (used {} + \
+                     reserved {} bytes)",
+                    l.used, l.reserved
+                ),
             }),
             _ => Ok(()),
         }
