@@ -203,6 +203,16 @@ impl CkksConfig {
     /// Checks the structural rules (distinct primes, q ≡ 1 mod 2N, q prime, 4q < 2^62... here
     /// q < 2^62) and the security budget of spec §1.7.
     pub fn validate(&self) -> Result<(), CkksError> {
+        // The fields are public: a hand-built config reaches here unchecked, and 2N must fit
+        // a u64 (the ring code also needs N >= 16, as `generate` asks).
+        if !(4..=17).contains(&self.log_n) || !(1..=62).contains(&self.scale_bits) {
+            return Err(CkksError::InvalidConfig {
+                reason: format!(
+                    "log_n {} (4..=17), scale_bits {} (1..=62)",
+                    self.log_n, self.scale_bits
+                ),
+            });
+        }
         let two_n = 2u64 << self.log_n;
         let all: Vec<u64> = self
             .q_primes
@@ -417,6 +427,40 @@ pub fn message_primes(log_n: u32, bits: u32, count: usize) -> Result<Vec<u64>, C
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A hand-built config (public fields) with a ring degree or scale out of range is a typed
+    /// error, not a panic: `2 << log_n` overflowed for log_n >= 63 and N = 1 broke the encoder.
+    #[test]
+    fn hand_built_configs_out_of_range_are_refused() {
+        let base = CkksConfig::from_preset(Preset::Slots8192Scale40Levels7Int64).expect("preset");
+        for (log_n, scale_bits) in [
+            (0, 40),
+            (3, 40),
+            (18, 40),
+            (63, 40),
+            (64, 40),
+            (200, 40),
+            (14, 0),
+            (14, 63),
+        ] {
+            let c = CkksConfig {
+                log_n,
+                scale_bits,
+                enforce_security_budget: false,
+                ..base.clone()
+            };
+            match c.validate() {
+                Err(CkksError::InvalidConfig { reason }) => assert!(
+                    reason.contains(&format!("log_n {log_n} "))
+                        && reason.contains(&format!("scale_bits {scale_bits} ")),
+                    "{reason}"
+                ),
+                other => panic!("log_n {log_n}, scale_bits {scale_bits}: {other:?}"),
+            }
+            assert!(crate::CpuEngine::from_config(c, Some([1; 32])).is_err());
+        }
+        assert_eq!(base.validate(), Ok(()));
+    }
 
     #[test]
     fn seed_preset_has_the_exact_nine_primes() {
