@@ -709,15 +709,7 @@ impl CudaEngine {
         ntt: bool,
         stream: &Stream,
     ) -> Result<GpuPlaintext> {
-        if level > self.max_level {
-            return Err(CkksError::InvalidLevel {
-                op,
-                level,
-                current: level,
-                max_level: self.max_level,
-            }
-            .into());
-        }
+        self.check_level(op, level)?;
         let scale = valid_scale(op, scale.unwrap_or(self.default_scale))?;
         message.check_len()?;
         let n = KERNEL_N;
@@ -801,15 +793,7 @@ impl CudaEngine {
         stream: &Stream,
     ) -> Result<GpuCiphertext> {
         self.check_context(op, pk.context)?;
-        if level > self.max_level {
-            return Err(CkksError::InvalidLevel {
-                op,
-                level,
-                current: level,
-                max_level: self.max_level,
-            }
-            .into());
-        }
+        self.check_level(op, level)?;
         if pk.rows != self.nq {
             return Err(CudaBackendError::Unsupported {
                 op,

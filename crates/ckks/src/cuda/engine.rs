@@ -1797,6 +1797,20 @@ impl CudaEngine {
     // -----------------------------------------------------------------------------------
     // Uploads and downloads
 
+    /// `InvalidLevel` past the last public level (as the CPU engine's `check_level`).
+    fn check_level(&self, op: &'static str, level: usize) -> Result<()> {
+        if level > self.max_level {
+            return Err(CkksError::InvalidLevel {
+                op,
+                level,
+                current: level,
+                max_level: self.max_level,
+            }
+            .into());
+        }
+        Ok(())
+    }
+
     fn check_context(&self, op: &'static str, ctx: u64) -> Result<()> {
         if ctx == self.context_id {
             Ok(())
@@ -3611,15 +3625,7 @@ impl CudaEngine {
                 reason: "plaintext and samples must hold N coefficients".into(),
             });
         }
-        if pt.level > self.max_level {
-            return Err(CkksError::InvalidLevel {
-                op: OP,
-                level: pt.level,
-                current: pt.level,
-                max_level: self.max_level,
-            }
-            .into());
-        }
+        self.check_level(OP, pt.level)?;
         let level = pt.level;
         let limbs = self.nq - level;
         let mut host = Vec::with_capacity(4 * n);
