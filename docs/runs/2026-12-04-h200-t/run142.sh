@@ -1,6 +1,6 @@
 #!/bin/bash
 # Run 142 (prepared in the twenty-second session, 2026-12-04 ~22:55 UTC; NOT RUN: the device
-# tool lent no machine in that session either). .gpu/bin/z holds the binaries of ed489b8,
+# tool lent no machine in that session either). .gpu/bin/z holds the binaries of 5f9fe57,
 # the twenty-second session's last code: the twenty-first session's review commits (the key cache
 # holds device keys only, rotate_by_step goes straight to the switch, PoolWords::len) and the
 # tracing spans (ckks.<op>, ckks.kernel, ckks.chain; new gpu_ops test
