@@ -3,8 +3,7 @@
 //! of the (first) input. Every operation validates all its inputs before computing, so a typed
 //! error leaves them untouched (they are borrowed immutably in any case).
 
-use std::collections::HashMap;
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
 
 use fhelium_residency::ResidencyLocation;
 use num_complex::Complex64;
@@ -18,6 +17,7 @@ use crate::kernels::{
     add_assign_limb, apply_automorphism_limb, automorphism_index_map, mul_acc_limb,
     mul_assign_limb, mul_scalar_limb, negate_limb, rescale_limb, sub_assign_limb,
 };
+use crate::keycache::{CachedKey, KeyLru};
 use crate::keys::{KeySwitchKey, PublicKey, RelinearizationKey, RotationKey, SecretKey};
 use crate::params::{CkksConfig, Preset};
 use crate::sampling::{Csprng, EncryptionSamples};
@@ -40,12 +40,42 @@ pub struct CpuEngine {
     rng: Mutex<Csprng>,
     secret_key: SecretKey,
     public_key: PublicKey,
-    relinearization_key: OnceLock<Arc<RelinearizationKey>>,
-    rotation_keys: Mutex<HashMap<i64, Arc<RotationKey>>>,
+    /// Rotation and relinearization keys made on first use (`crate::keycache`).
+    keys: Mutex<KeyLru<HostKey>>,
     location: ResidencyLocation,
     memory: Memory,
     /// Reused key-switch scratch blocks (see `engine/keyswitch.rs`).
     scratch: keyswitch::Scratch,
+}
+
+/// A key held by the CPU engine's key cache.
+#[derive(Debug, Clone)]
+enum HostKey {
+    Rotation(Arc<RotationKey>),
+    Relinearization(Arc<RelinearizationKey>),
+}
+
+impl HostKey {
+    fn rotation(&self) -> Option<Arc<RotationKey>> {
+        match self {
+            Self::Rotation(k) => Some(Arc::clone(k)),
+            Self::Relinearization(_) => None,
+        }
+    }
+
+    fn relinearization(&self) -> Option<Arc<RelinearizationKey>> {
+        match self {
+            Self::Relinearization(k) => Some(Arc::clone(k)),
+            Self::Rotation(_) => None,
+        }
+    }
+
+    fn nbytes(&self) -> u64 {
+        match self {
+            Self::Rotation(k) => k.nbytes(),
+            Self::Relinearization(k) => k.nbytes(),
+        }
+    }
 }
 
 pub(crate) fn valid_scale(op: &'static str, scale: f64) -> Result<f64, CkksError> {
@@ -95,8 +125,7 @@ impl CpuEngine {
             rng: Mutex::new(rng),
             secret_key,
             public_key,
-            relinearization_key: OnceLock::new(),
-            rotation_keys: Mutex::new(HashMap::new()),
+            keys: Mutex::new(KeyLru::default()),
             location,
             memory,
             scratch: keyswitch::Scratch::default(),
@@ -538,25 +567,162 @@ impl CpuEngine {
         Ok(RelinearizationKey { ksk })
     }
 
-    /// The engine's relinearization key, created on first use.
+    /// The engine's relinearization key, created on first use and kept in the engine's key
+    /// cache (see [`CpuEngine::set_key_cache_capacity`]).
     pub fn relinearization_key(&self) -> Result<Arc<RelinearizationKey>, CkksError> {
-        if let Some(k) = self.relinearization_key.get() {
-            return Ok(Arc::clone(k));
-        }
-        let k = Arc::new(self.create_relinearization_key(&self.secret_key)?);
-        Ok(Arc::clone(self.relinearization_key.get_or_init(|| k)))
+        self.cached_relinearization_key("relinearization_key")
     }
 
-    /// The engine's rotation key for `step`, created on first use and cached.
+    /// The engine's rotation key for `step`, created on first use and kept in the engine's key
+    /// cache (see [`CpuEngine::set_key_cache_capacity`]). Steps equal modulo the slot count
+    /// share one key; a step ≡ 0 has none ([`CkksError::InvalidRotation`]).
     pub fn rotation_key(&self, step: i64) -> Result<Arc<RotationKey>, CkksError> {
-        let (canonical, _) = self.galois_element_for_step(step);
-        if let Some(k) = self.rotation_keys.lock().get(&canonical) {
-            return Ok(Arc::clone(k));
+        self.cached_rotation_key("rotation_key", step)
+    }
+
+    /// Bytes of one rotation or relinearization key at these parameters (18,874,368 at the
+    /// seed preset).
+    #[must_use]
+    pub fn switch_key_bytes(&self) -> u64 {
+        let rows = self.ctx.nq + self.ctx.np;
+        (self.ctx.digits.len() * 2 * rows * self.n_() * 8) as u64
+    }
+
+    /// The cache slot of `step`'s rotation key (`None` for a step ≡ 0).
+    pub(crate) fn rotation_slot(&self, step: i64) -> Option<CachedKey> {
+        let (canonical, galois_element) = self.galois_element_for_step(step);
+        (canonical != 0).then_some(CachedKey::Rotation {
+            galois_element,
+            step: canonical,
+        })
+    }
+
+    /// Fails with [`CkksError::KeyCacheCapacity`] when `slot` is not held and a key cannot
+    /// fit the capacity at all. Changes nothing.
+    pub(crate) fn check_key_admissible(
+        &self,
+        op: &'static str,
+        slot: CachedKey,
+    ) -> Result<(), CkksError> {
+        let bytes = self.switch_key_bytes();
+        let cache = self.keys.lock();
+        if cache.contains(&slot) {
+            return Ok(());
         }
-        let k = Arc::new(self.create_rotation_key(canonical, &self.secret_key)?);
-        Ok(Arc::clone(
-            self.rotation_keys.lock().entry(canonical).or_insert(k),
-        ))
+        cache
+            .check_fits(bytes)
+            .map_err(|capacity| CkksError::KeyCacheCapacity {
+                op,
+                key: slot,
+                location: self.location,
+                bytes,
+                capacity,
+            })
+    }
+
+    /// The cached key of `slot`, or a new one from `make` admitted to the cache. The key is
+    /// made outside the lock (tens of milliseconds); when two threads race, the first one
+    /// admitted is kept and returned to both. Keys that leave are dropped outside the lock.
+    fn cached_key<K>(
+        &self,
+        op: &'static str,
+        slot: CachedKey,
+        pick: fn(&HostKey) -> Option<Arc<K>>,
+        wrap: fn(Arc<K>) -> HostKey,
+        make: impl FnOnce() -> Result<K, CkksError>,
+    ) -> Result<Arc<K>, CkksError> {
+        if let Some(k) = self.keys.lock().get_mut(&slot).and_then(|k| pick(k)) {
+            return Ok(k);
+        }
+        self.check_key_admissible(op, slot)?;
+        let key = Arc::new(make()?);
+        let gone = {
+            let mut cache = self.keys.lock();
+            if let Some(k) = cache.get_mut(&slot).and_then(|k| pick(k)) {
+                return Ok(k);
+            }
+            let held = wrap(Arc::clone(&key));
+            let bytes = held.nbytes();
+            if cache.check_fits(bytes).is_err() {
+                // The capacity was lowered meanwhile: the caller gets the key, the cache
+                // keeps nothing.
+                return Ok(key);
+            }
+            cache.insert(slot, held, bytes)
+        };
+        drop(gone);
+        Ok(key)
+    }
+
+    pub(crate) fn cached_relinearization_key(
+        &self,
+        op: &'static str,
+    ) -> Result<Arc<RelinearizationKey>, CkksError> {
+        self.cached_key(
+            op,
+            CachedKey::Relinearization,
+            HostKey::relinearization,
+            HostKey::Relinearization,
+            || self.create_relinearization_key(&self.secret_key),
+        )
+    }
+
+    pub(crate) fn cached_rotation_key(
+        &self,
+        op: &'static str,
+        step: i64,
+    ) -> Result<Arc<RotationKey>, CkksError> {
+        let (canonical, galois_element) = self.galois_element_for_step(step);
+        if canonical == 0 {
+            return Err(CkksError::InvalidRotation {
+                op,
+                reason: format!("step {step} is a multiple of the slot count: no rotation key"),
+            });
+        }
+        let slot = CachedKey::Rotation {
+            galois_element,
+            step: canonical,
+        };
+        self.cached_key(op, slot, HostKey::rotation, HostKey::Rotation, || {
+            self.create_rotation_key(canonical, &self.secret_key)
+        })
+    }
+
+    /// Bounds the engine's key cache to `capacity` bytes (`None`: unbounded, the default).
+    /// The least recently used keys leave until the rest fit; later first uses let the least
+    /// recently used keys go to make room, and a key larger than the whole capacity is
+    /// [`CkksError::KeyCacheCapacity`]. A key a caller still holds (an `Arc` from
+    /// [`CpuEngine::rotation_key`], or a device cache's upload in progress) stays alive until
+    /// that caller lets go. Returns the keys that left, least recently used first.
+    pub fn set_key_cache_capacity(&self, capacity: Option<u64>) -> Vec<CachedKey> {
+        let gone = self.keys.lock().set_capacity(capacity);
+        gone.into_iter().map(|(k, _)| k).collect()
+    }
+
+    /// The key cache's capacity in bytes (`None`: unbounded).
+    #[must_use]
+    pub fn key_cache_capacity(&self) -> Option<u64> {
+        self.keys.lock().capacity()
+    }
+
+    /// Bytes of every key the cache holds (keys it let go of that callers still hold are
+    /// theirs, not counted).
+    #[must_use]
+    pub fn key_cache_bytes(&self) -> u64 {
+        self.keys.lock().bytes()
+    }
+
+    /// The keys the cache holds, least recently used first (the order they would leave in).
+    #[must_use]
+    pub fn cached_keys(&self) -> Vec<CachedKey> {
+        self.keys.lock().keys_by_age()
+    }
+
+    /// Lets go of every cached key (the next use makes a new one, with new random words).
+    /// Returns the keys that left, least recently used first.
+    pub fn clear_key_cache(&self) -> Vec<CachedKey> {
+        let gone = self.keys.lock().clear();
+        gone.into_iter().map(|(k, _)| k).collect()
     }
 
     // ----------------------------------------------------------------- encoding
@@ -1317,7 +1483,7 @@ impl CpuEngine {
         if self.galois_element_for_step(step).0 == 0 {
             return self.make_ct(ct, ct.words.as_slice(), 2);
         }
-        let key = self.rotation_key(step)?;
+        let key = self.cached_rotation_key(OP, step)?;
         self.apply_galois(ct, &key)
     }
 
@@ -1353,7 +1519,7 @@ impl CpuEngine {
     )]
     pub fn relinearize(&self, ct: &Ciphertext) -> Result<Ciphertext, CkksError> {
         self.check_keyswitch_input("relinearize", ct, 3, Domain::Ntt)?;
-        let key = self.relinearization_key()?;
+        let key = self.cached_relinearization_key("relinearize")?;
         self.relinearize_with_key(ct, &key)
     }
 

@@ -173,6 +173,21 @@ pub enum CkksError {
         /// What is wrong (the field, the expected and the found value).
         reason: String,
     },
+    /// A key cache with a byte capacity was asked for a key larger than the whole capacity
+    /// (nothing was made and no key left the cache).
+    #[error("{op}: the {key} ({bytes} bytes) does not fit the {location} key cache's capacity of {capacity} bytes")]
+    KeyCacheCapacity {
+        /// Operation name.
+        op: &'static str,
+        /// The key asked for.
+        key: crate::keycache::CachedKey,
+        /// Where the cache keeps its keys (`pageable-host` for the CPU engine, `cuda:N`).
+        location: ResidencyLocation,
+        /// The key's bytes.
+        bytes: u64,
+        /// The cache's capacity in bytes.
+        capacity: u64,
+    },
     /// The memory layer refused an allocation or a copy (budget, injected fault, location).
     #[error(transparent)]
     Memory(#[from] fhelium_cuda::MemoryError),

@@ -34,6 +34,7 @@ mod error;
 #[cfg(test)]
 mod golden_tests;
 pub mod kernels;
+pub mod keycache;
 pub mod keys;
 pub mod ntt;
 pub mod params;
@@ -48,6 +49,7 @@ pub mod values;
 pub use context::Context;
 pub use engine::CpuEngine;
 pub use error::CkksError;
+pub use keycache::CachedKey;
 pub use keys::{KeySwitchKey, PublicKey, RelinearizationKey, RotationKey, SecretKey};
 pub use params::{CkksConfig, Preset};
 pub use storage::is_host_accessible;

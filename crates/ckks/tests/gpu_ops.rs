@@ -13,7 +13,8 @@ use std::sync::Arc;
 
 use fhelium_ckks::cuda::{CudaBackendError, CudaEngine, GpuCiphertext, GpuSwitchKey, NttKernels};
 use fhelium_ckks::{
-    Ciphertext, CkksError, CpuEngine, Domain, ModulusBasis, Preset, RelinearizationKey, RotationKey,
+    CachedKey, Ciphertext, CkksError, CpuEngine, Domain, ModulusBasis, Preset, RelinearizationKey,
+    RotationKey,
 };
 
 use num_complex::Complex64;
@@ -1772,6 +1773,184 @@ fn cached_key_errors_are_typed_and_make_no_key() {
         (keys.rotation_keys(), keys.has_relinearization_key()),
         (0, false)
     );
+}
+
+/// A key cache with a capacity (decision 0530): at most that many device bytes, least
+/// recently used keys first out, every result still the CPU engine's word for word; a key
+/// used only on the evicting call's stream is freed in stream order (no wait), one another
+/// stream read is freed after waiting for the device (else the recycled words would be
+/// overwritten under the other stream's work); a key larger than the capacity is refused
+/// before any key is made.
+#[test]
+fn a_bounded_key_cache_holds_at_most_its_capacity_on_the_device() {
+    use cust::event::EventStatus;
+    let Some(fx) = fixture() else { return };
+    let s = &fx.stream;
+    let g = &fx.gpu;
+    let src = Arc::new(
+        CpuEngine::with_seed(Preset::Slots8192Scale40Levels7Int64, SEED).expect("source engine"),
+    );
+    let keys = g.key_cache(Arc::clone(&src)).expect("key cache");
+    let kb = src.switch_key_bytes();
+    assert!(keys
+        .set_capacity(Some(2 * kb), s)
+        .expect("capacity")
+        .is_empty());
+    assert_eq!(keys.capacity(), Some(2 * kb));
+    let rot = |step: i64| {
+        let (canonical, galois_element) = src.galois_element_for_step(step);
+        CachedKey::Rotation {
+            galois_element,
+            step: canonical,
+        }
+    };
+    let ct = fresh(&src, 31, 1);
+    let d = fx.up(&ct);
+    g.set_ntt_kernels(NttKernels::GlobalSync);
+    // Rotates on `s`, checks the words and frees the result in stream order (a dropped
+    // result would wait, and count in `waited_drops`).
+    let rotate = |step: i64| {
+        g.poison_pool(4 * 9 * 16384 * 9, s).expect("poison");
+        let r = g
+            .rotate_by_step(&d, step, &keys, s)
+            .expect("rotate_by_step");
+        let host = g.download_ciphertext(&r, s).expect("down");
+        r.free_async(s).expect("free");
+        let want = src.rotate_by_step(&ct, step).expect("cpu");
+        common::assert_same_words(&format!("bounded rotate_by_step({step})"), &host, &want);
+    };
+    // 1, 2, 1 again, then 3: the key of 2 leaves, freed in order on `s` without a wait.
+    for step in [1, 2, 1] {
+        rotate(step);
+    }
+    let waited = CudaEngine::waited_drops();
+    rotate(3);
+    assert_eq!(
+        CudaEngine::waited_drops(),
+        waited,
+        "a key used on this stream only is freed in stream order"
+    );
+    assert_eq!(keys.keys(), vec![rot(1), rot(3)]);
+    assert_eq!((keys.nbytes(), keys.rotation_keys()), (2 * kb, 2));
+
+    // Relinearization: the key of 1 leaves for the relinearization key.
+    let a = src
+        .coefficient_domain_to_ntt_domain(&fresh(&src, 4, 2))
+        .expect("ntt");
+    let prod = src.multiply(&a, &a).expect("cpu multiply");
+    let want = src.relinearize(&prod).expect("cpu relinearize");
+    let dp = fx.up(&prod);
+    fx.check("bounded relinearize", &want, || {
+        g.relinearize(&dp, &keys, s)
+    });
+    assert_eq!(keys.keys(), vec![rot(3), CachedKey::Relinearization]);
+    assert!(keys.has_relinearization_key());
+
+    // The key of 3 read on a second stream by long work, then let go on `s`: freeing it waits
+    // for that work; the second stream's own cached rotation is still right.
+    let other = g.stream().expect("second stream");
+    let k3 = g.cached_rotation_key(&keys, 3, &other).expect("key 3");
+    let done = queue_long_work(g, &d, &k3, &other, "key read on a second stream");
+    let late = g
+        .rotate_by_step(&d, 3, &keys, &other)
+        .expect("late rotation");
+    drop(k3);
+    let waited = CudaEngine::waited_drops();
+    // Key of 4 pushes out the relinearization key (no wait), key of 5 the key of 3 (wait).
+    rotate(4);
+    rotate(5);
+    assert_eq!(
+        done.query().expect("query"),
+        EventStatus::Ready,
+        "freeing a key another stream read waited for the device"
+    );
+    assert_eq!(CudaEngine::waited_drops(), waited + 1);
+    let host = g.download_ciphertext(&late, &other).expect("down");
+    common::assert_same_words(
+        "rotation on the second stream",
+        &host,
+        &src.rotate_by_step(&ct, 3).expect("cpu"),
+    );
+    assert_eq!(keys.keys(), vec![rot(4), rot(5)]);
+
+    // Hoisted through the two-key cache: three keys, every result right, the last two kept.
+    let steps = [6, 0, -7, 8];
+    let want = src.rotate_many_by_steps(&ct, &steps).expect("cpu hoisted");
+    let got = g
+        .rotate_many_by_steps(&d, &steps, &keys, s)
+        .expect("gpu hoisted");
+    for ((r, w), step) in got.iter().zip(&want).zip(steps) {
+        let host = g.download_ciphertext(r, s).expect("down");
+        common::assert_same_words(&format!("bounded hoisted {step}"), &host, w);
+    }
+    assert_eq!(keys.keys(), vec![rot(-7), rot(8)]);
+    assert_eq!(keys.nbytes(), 2 * kb);
+
+    // A lower capacity lets the oldest go; one below a key refuses every first use.
+    assert_eq!(
+        keys.set_capacity(Some(kb), s).expect("lower"),
+        vec![rot(-7)]
+    );
+    assert_eq!(
+        keys.set_capacity(Some(kb - 1), s).expect("lower"),
+        vec![rot(8)]
+    );
+    assert_eq!(keys.nbytes(), 0);
+    let made = src.cached_keys();
+    let refused = |what: &str, e: CudaBackendError, op: &str, key: CachedKey| {
+        let text = e.to_string();
+        let CudaBackendError::Ckks(CkksError::KeyCacheCapacity {
+            op: o,
+            key: k,
+            location,
+            bytes,
+            capacity,
+        }) = e
+        else {
+            panic!("{what}: expected KeyCacheCapacity, got {e:?}");
+        };
+        assert_eq!(
+            (o, k, location, bytes, capacity),
+            (op, key, g.location(), kb, kb - 1),
+            "{what}: {text}"
+        );
+        assert!(
+            text.contains("cuda:0") && text.contains(&kb.to_string()),
+            "{text}"
+        );
+    };
+    refused(
+        "rotate_by_step",
+        g.rotate_by_step(&d, 9, &keys, s).expect_err("too small"),
+        "rotate_by_step",
+        rot(9),
+    );
+    refused(
+        "rotate_many_by_steps",
+        g.rotate_many_by_steps(&d, &[0, 10], &keys, s)
+            .expect_err("too small"),
+        "rotate_many_by_steps",
+        rot(10),
+    );
+    refused(
+        "relinearize",
+        g.relinearize(&dp, &keys, s).expect_err("too small"),
+        "relinearize",
+        CachedKey::Relinearization,
+    );
+    refused(
+        "cached_rotation_key",
+        g.cached_rotation_key(&keys, 11, s).expect_err("too small"),
+        "cached_rotation_key",
+        rot(11),
+    );
+    assert_eq!(keys.nbytes(), 0, "nothing was uploaded");
+    assert_eq!(src.cached_keys(), made, "the source made no key");
+    // Unbounded again: first uses work; clear empties.
+    keys.set_capacity(None, s).expect("unbounded");
+    rotate(9);
+    keys.clear(s).expect("clear");
+    assert_eq!((keys.nbytes(), keys.keys()), (0, vec![]));
 }
 
 #[test]

@@ -34,7 +34,6 @@
 //! # }
 //! ```
 
-use std::collections::HashMap;
 use std::sync::Arc;
 
 use cust::stream::Stream;
@@ -42,22 +41,56 @@ use fhelium_residency::ResidencyLocation;
 use parking_lot::Mutex;
 
 use super::{
-    cuda_location, CkksError, CudaBackendError, CudaEngine, GpuCiphertext, GpuSwitchKey, Result,
+    cuda_location, stream_key, CkksError, CudaBackendError, CudaEngine, GpuCiphertext,
+    GpuSwitchKey, Result,
 };
 use crate::engine::CpuEngine;
+use crate::keycache::{CachedKey, KeyLru};
 
 /// Rotation and relinearization keys of one secret key (a [`CpuEngine`]'s) on one device,
 /// made and uploaded on first use (see the module docs). Made by [`CudaEngine::key_cache`];
 /// used by [`CudaEngine::rotate_by_step`], [`CudaEngine::rotate_many_by_steps`] and
 /// [`CudaEngine::relinearize`]. Rotation keys are found by Galois element, so steps that
-/// are equal modulo the slot count share one key. Dropping the cache frees the device keys
-/// nobody else holds; [`GpuKeyCache::clear`] frees them in stream order.
+/// are equal modulo the slot count share one key.
+///
+/// **Capacity.** Unbounded by default; [`GpuKeyCache::set_capacity`] bounds the device bytes
+/// it holds. A first use then lets the least recently used keys go until the new key fits,
+/// and a key larger than the whole capacity is [`CkksError::KeyCacheCapacity`] before any
+/// key is made (decision 0530). The source engine's host cache has its own capacity
+/// ([`CpuEngine::set_key_cache_capacity`]).
+///
+/// **Freeing.** A key that leaves (eviction, [`GpuKeyCache::clear`], a lower capacity) and
+/// that no caller still holds is freed in stream order on the stream of the call that let it
+/// go when every use of it was on that stream; when it was also used on another stream,
+/// freeing it waits for the device first (the cache does not know how far other streams
+/// are). A key a caller holds (from `CudaEngine::cached_*_key`) is freed when that caller
+/// drops it; so is one that leaves while the same call still needs it (hoisted rotations
+/// through a cache smaller than their keys), after waiting for the device at the end of the
+/// call. Dropping the cache frees the keys nobody else holds, after waiting for the device.
 #[derive(Debug)]
 pub struct GpuKeyCache {
     source: Arc<CpuEngine>,
     device: u32,
-    rotation: Mutex<HashMap<u64, Arc<GpuSwitchKey>>>,
-    relinearization: Mutex<Option<Arc<GpuSwitchKey>>>,
+    keys: Mutex<KeyLru<DeviceKey>>,
+}
+
+/// One key on the device and the streams it was handed out on.
+#[derive(Debug)]
+struct DeviceKey {
+    key: Arc<GpuSwitchKey>,
+    /// Handles of the streams of the calls that used the key (a handful at most).
+    streams: Vec<usize>,
+}
+
+impl DeviceKey {
+    /// The key, for a use on `stream`.
+    fn use_on(&mut self, stream: &Stream) -> Arc<GpuSwitchKey> {
+        let s = stream_key(stream);
+        if !self.streams.contains(&s) {
+            self.streams.push(s);
+        }
+        Arc::clone(&self.key)
+    }
 }
 
 impl GpuKeyCache {
@@ -76,52 +109,78 @@ impl GpuKeyCache {
     /// Rotation keys held (relinearization not counted).
     #[must_use]
     pub fn rotation_keys(&self) -> usize {
-        self.rotation.lock().len()
+        self.keys.lock().rotation_keys()
     }
 
-    /// Whether the relinearization key has been uploaded.
+    /// Whether the relinearization key is held.
     #[must_use]
     pub fn has_relinearization_key(&self) -> bool {
-        self.relinearization.lock().is_some()
+        self.keys.lock().contains(&CachedKey::Relinearization)
     }
 
-    /// Device bytes of every key held (18 MiB per key at the seed preset).
+    /// Device bytes of every key held (18 MiB per key at the seed preset); never more than
+    /// the capacity. Keys that left and that a caller still holds are the caller's.
     #[must_use]
     pub fn nbytes(&self) -> u64 {
-        let rot: u64 = self.rotation.lock().values().map(|k| k.nbytes()).sum();
-        rot + self
-            .relinearization
-            .lock()
-            .as_ref()
-            .map_or(0, |k| k.nbytes())
+        self.keys.lock().bytes()
     }
 
-    /// Lets go of every key: the device memory of keys no caller still holds goes back in
-    /// order on `stream` (work already enqueued that reads them finishes first); a key a
-    /// caller still holds (from `CudaEngine::cached_*_key`) is freed when that caller drops
-    /// it. The CPU engine keeps its own host copies. The cache is empty afterwards even when a
-    /// free fails; the first driver error is returned.
+    /// The keys held, least recently used first (the order they would leave in).
+    #[must_use]
+    pub fn keys(&self) -> Vec<CachedKey> {
+        self.keys.lock().keys_by_age()
+    }
+
+    /// The capacity in device bytes (`None`: unbounded, the default).
+    #[must_use]
+    pub fn capacity(&self) -> Option<u64> {
+        self.keys.lock().capacity()
+    }
+
+    /// Bounds the device bytes the cache holds (`None`: unbounded). The least recently used
+    /// keys leave until the rest fit, freed as the type's docs say (in order on `stream`
+    /// where that is safe). Returns the keys that left, least recently used first; on a
+    /// driver error the capacity is set and the keys have left all the same, and the first
+    /// error is returned.
+    pub fn set_capacity(&self, capacity: Option<u64>, stream: &Stream) -> Result<Vec<CachedKey>> {
+        let gone = self.keys.lock().set_capacity(capacity);
+        release(gone, stream)
+    }
+
+    /// Lets go of every key, freed as the type's docs say (in order on `stream` where that is
+    /// safe: work already enqueued on it that reads them finishes first). The CPU engine
+    /// keeps its own host copies. The cache is empty afterwards even when a free fails; the
+    /// first driver error is returned.
     pub fn clear(&self, stream: &Stream) -> Result<()> {
-        let rotation: Vec<Arc<GpuSwitchKey>> =
-            self.rotation.lock().drain().map(|(_, k)| k).collect();
-        let relinearization = self.relinearization.lock().take();
-        let mut first = Ok(());
-        for key in rotation.into_iter().chain(relinearization) {
-            let freed = free_if_last(key, stream);
-            if first.is_ok() {
-                first = freed;
-            }
-        }
-        first
+        let gone = self.keys.lock().clear();
+        release(gone, stream).map(drop)
     }
 }
 
-/// Frees `key` in stream order when this is its last holder.
-fn free_if_last(key: Arc<GpuSwitchKey>, stream: &Stream) -> Result<()> {
-    match Arc::try_unwrap(key) {
-        Ok(k) => k.free_async(stream),
-        Err(_) => Ok(()),
+/// Frees the keys that left a cache during a call on `stream` (see [`GpuKeyCache`]'s docs):
+/// in stream order when `stream` is the only stream that used a key, after waiting for the
+/// device when another one did, not at all when a caller still holds it. Returns the keys,
+/// or the first driver error after freeing all it can.
+fn release(gone: Vec<(CachedKey, DeviceKey)>, stream: &Stream) -> Result<Vec<CachedKey>> {
+    let own = stream_key(stream);
+    let mut first = Ok(());
+    let mut keys = Vec::with_capacity(gone.len());
+    for (slot, held) in gone {
+        keys.push(slot);
+        let Ok(key) = Arc::try_unwrap(held.key) else {
+            continue;
+        };
+        if held.streams.iter().all(|&s| s == own) {
+            let freed = key.free_async(stream);
+            if first.is_ok() {
+                first = freed;
+            }
+        } else {
+            // Another stream read it: dropping waits for the device, then frees.
+            drop(key);
+        }
     }
+    first.map(|()| keys)
 }
 
 /// Whether a cache of `cache_context` on `cache_device` serves an engine of `context` on
@@ -161,8 +220,7 @@ impl CudaEngine {
         Ok(GpuKeyCache {
             source,
             device: self.device,
-            rotation: Mutex::new(HashMap::new()),
-            relinearization: Mutex::new(None),
+            keys: Mutex::new(KeyLru::default()),
         })
     }
 
@@ -213,16 +271,78 @@ impl CudaEngine {
             }
             .into());
         }
-        let mut map = keys.rotation.lock();
-        if let Some(c) = map.get(&g) {
-            return Ok(Arc::clone(c));
+        let slot = CachedKey::Rotation {
+            galois_element: g,
+            step: canonical,
+        };
+        self.cached_key(op, keys, slot, stream, || {
+            let host = keys.source.cached_rotation_key(op, canonical)?;
+            self.upload_ksk(op, &host.ksk, Some(g), stream)
+        })
+    }
+
+    /// Fails with [`CkksError::KeyCacheCapacity`] when `slot` is not held by `keys` and a key
+    /// cannot fit its capacity at all. Changes nothing.
+    fn check_admissible(
+        &self,
+        op: &'static str,
+        keys: &GpuKeyCache,
+        slot: CachedKey,
+    ) -> Result<()> {
+        let cache = keys.keys.lock();
+        if cache.contains(&slot) {
+            return Ok(());
         }
-        // The source engine keeps its key (for its lifetime, which the cache's `Arc`
-        // outlasts), so the copy never outlives what it reads.
-        let host = keys.source.rotation_key(canonical)?;
-        let device = Arc::new(self.upload_ksk(op, &host.ksk, Some(g), stream)?);
-        map.insert(g, Arc::clone(&device));
-        Ok(device)
+        let bytes = keys.source.switch_key_bytes();
+        cache.check_fits(bytes).map_err(|capacity| {
+            CkksError::KeyCacheCapacity {
+                op,
+                key: slot,
+                location: self.location(),
+                bytes,
+                capacity,
+            }
+            .into()
+        })
+    }
+
+    /// The key of `slot` in `keys` for a use on `stream`, or a new one from `upload` (which
+    /// asks the source engine for its host key and copies it on `stream`), admitted to the
+    /// cache. The cache's lock is held meanwhile, so each key is made and uploaded once. Keys
+    /// that leave to make room are freed as [`GpuKeyCache`]'s docs say.
+    fn cached_key(
+        &self,
+        op: &'static str,
+        keys: &GpuKeyCache,
+        slot: CachedKey,
+        stream: &Stream,
+        upload: impl FnOnce() -> Result<GpuSwitchKey>,
+    ) -> Result<Arc<GpuSwitchKey>> {
+        let mut cache = keys.keys.lock();
+        if let Some(held) = cache.get_mut(&slot) {
+            return Ok(held.use_on(stream));
+        }
+        drop(cache);
+        self.check_admissible(op, keys, slot)?;
+        let mut cache = keys.keys.lock();
+        if let Some(held) = cache.get_mut(&slot) {
+            return Ok(held.use_on(stream));
+        }
+        let mut held = DeviceKey {
+            key: Arc::new(upload()?),
+            streams: Vec::new(),
+        };
+        let key = held.use_on(stream);
+        let bytes = key.nbytes();
+        if cache.check_fits(bytes).is_err() {
+            // The capacity was lowered meanwhile: the caller gets the key, the cache keeps
+            // nothing (the key is freed when the caller drops it).
+            return Ok(key);
+        }
+        let gone = cache.insert(slot, held, bytes);
+        drop(cache);
+        release(gone, stream)?;
+        Ok(key)
     }
 
     /// The relinearization key from `keys`: made by the CPU engine and copied to the device
@@ -250,14 +370,10 @@ impl CudaEngine {
         keys: &GpuKeyCache,
         stream: &Stream,
     ) -> Result<Arc<GpuSwitchKey>> {
-        let mut slot = keys.relinearization.lock();
-        if let Some(c) = slot.as_ref() {
-            return Ok(Arc::clone(c));
-        }
-        let host = keys.source.relinearization_key()?;
-        let device = Arc::new(self.upload_ksk(op, &host.ksk, None, stream)?);
-        *slot = Some(Arc::clone(&device));
-        Ok(device)
+        self.cached_key(op, keys, CachedKey::Relinearization, stream, || {
+            let host = keys.source.cached_relinearization_key(op)?;
+            self.upload_ksk(op, &host.ksk, None, stream)
+        })
     }
 
     /// Rotation by `step` with the cached key of `keys` (made and uploaded on first use), as
@@ -323,6 +439,17 @@ impl CudaEngine {
         const OP: &str = "rotate_many_by_steps";
         self.check_cache(OP, keys)?;
         self.check_rotation_input(OP, ct)?;
+        // A key that can never fit the cache fails the call before any key is made.
+        for &step in steps {
+            let (canonical, galois_element) = keys.source.galois_element_for_step(step);
+            if canonical != 0 {
+                let slot = CachedKey::Rotation {
+                    galois_element,
+                    step: canonical,
+                };
+                self.check_admissible(OP, keys, slot)?;
+            }
+        }
         let held = steps
             .iter()
             .map(|&step| {

@@ -49,13 +49,17 @@ impl CpuEngine {
     ) -> Result<Vec<Ciphertext>, CkksError> {
         const OP: &str = "rotate_many_by_steps";
         self.check_keyswitch_input(OP, ct, 2, Domain::Coefficient)?;
+        // A key that can never fit the key cache fails the call before any key is made.
+        for slot in steps.iter().filter_map(|&step| self.rotation_slot(step)) {
+            self.check_key_admissible(OP, slot)?;
+        }
         let keys = steps
             .iter()
             .map(|&step| {
                 if self.galois_element_for_step(step).0 == 0 {
                     Ok(None)
                 } else {
-                    self.rotation_key(step).map(Some)
+                    self.cached_rotation_key(OP, step).map(Some)
                 }
             })
             .collect::<Result<Vec<_>, CkksError>>()?;
