@@ -276,6 +276,97 @@ mod tests {
         assert_eq!(c.bytes(), 0);
     }
 
+    /// One step of the property test: a lookup, an admission (of `bytes`), or a capacity.
+    #[derive(Debug, Clone)]
+    enum Op {
+        Get(u64),
+        Insert(u64, u64),
+        Capacity(Option<u64>),
+        Clear,
+    }
+
+    fn op() -> impl proptest::strategy::Strategy<Value = Op> {
+        use proptest::prelude::*;
+        prop_oneof![
+            (0u64..6).prop_map(Op::Get),
+            (0u64..6, 1u64..40).prop_map(|(g, b)| Op::Insert(g, b)),
+            proptest::option::of(0u64..100).prop_map(Op::Capacity),
+            Just(Op::Clear),
+        ]
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(256))]
+
+        /// Against a plain list kept in use order: the same keys leave, the bytes are the
+        /// sum of what is held and never above the capacity, and what leaves is always the
+        /// least recently used.
+        #[test]
+        fn matches_a_list_in_use_order(ops in proptest::collection::vec(op(), 1..60)) {
+            let mut c: KeyLru<u64> = KeyLru::default();
+            // (key, bytes), least recently used first.
+            let mut model: Vec<(u64, u64)> = Vec::new();
+            let mut cap: Option<u64> = None;
+            let shrink = |model: &mut Vec<(u64, u64)>, limit: u64| {
+                let mut gone = Vec::new();
+                while model.iter().map(|e| e.1).sum::<u64>() > limit {
+                    gone.push(model.remove(0).0);
+                }
+                gone
+            };
+            for o in ops {
+                match o {
+                    Op::Get(g) => {
+                        let hit = c.get_mut(&rot(g)).is_some();
+                        let pos = model.iter().position(|e| e.0 == g);
+                        proptest::prop_assert_eq!(hit, pos.is_some());
+                        if let Some(p) = pos {
+                            let e = model.remove(p);
+                            model.push(e);
+                        }
+                    }
+                    Op::Insert(g, b) => {
+                        if c.check_fits(b).is_err() {
+                            proptest::prop_assert!(cap.is_some_and(|k| b > k));
+                            continue;
+                        }
+                        let got: Vec<u64> = c
+                            .insert(rot(g), g, b)
+                            .into_iter()
+                            .map(|(_, v)| v)
+                            .collect();
+                        let mut want = Vec::new();
+                        if let Some(p) = model.iter().position(|e| e.0 == g) {
+                            want.push(model.remove(p).0);
+                        }
+                        if let Some(k) = cap {
+                            want.extend(shrink(&mut model, k - b));
+                        }
+                        model.push((g, b));
+                        proptest::prop_assert_eq!(&got, &want);
+                    }
+                    Op::Capacity(k) => {
+                        cap = k;
+                        let got: Vec<u64> =
+                            c.set_capacity(k).into_iter().map(|(_, v)| v).collect();
+                        let want = k.map_or_else(Vec::new, |k| shrink(&mut model, k));
+                        proptest::prop_assert_eq!(&got, &want);
+                    }
+                    Op::Clear => {
+                        let got: Vec<u64> = c.clear().into_iter().map(|(_, v)| v).collect();
+                        let want = shrink(&mut model, 0);
+                        proptest::prop_assert_eq!(&got, &want);
+                    }
+                }
+                let held: u64 = model.iter().map(|e| e.1).sum();
+                proptest::prop_assert_eq!(c.bytes(), held);
+                proptest::prop_assert!(cap.is_none_or(|k| held <= k));
+                let order: Vec<CachedKey> = model.iter().map(|e| rot(e.0)).collect();
+                proptest::prop_assert_eq!(c.keys_by_age(), order);
+            }
+        }
+    }
+
     #[test]
     fn keys_name_themselves() {
         assert_eq!(
