@@ -1,6 +1,6 @@
 //! Steady timing probe of the CPU engine's hot paths (min and median of many runs), for noisy
 //! shared machines where criterion means drift: `cargo run --release -p fhelium-ckks --example
-//! cpu_probe [what] [reps]` with `what` in `ntt`, `encode`, `ct`, `rotate`, `relin`, `all`
+//! cpu_probe [what] [reps]` with `what` in `ntt`, `encode`, `ct`, `rotate`, `relin`, `keygen`, `hoisted`, `all`
 //! (default).
 
 use std::time::Instant;
@@ -142,6 +142,16 @@ fn main() {
             "rotate_with_key",
             time(reps, || {
                 std::hint::black_box(e.rotate_with_key(&ct, &key).expect("op"));
+            }),
+        );
+    }
+    if what == "keygen" {
+        let mut step = 0i64;
+        stats(
+            "create_rotation_key",
+            time(reps, || {
+                step += 1;
+                std::hint::black_box(e.create_rotation_key(step, e.secret_key()).expect("key"));
             }),
         );
     }

@@ -20,7 +20,7 @@ use crate::kernels::{
 use crate::keycache::{CachedKey, KeyLru};
 use crate::keys::{KeySwitchKey, PublicKey, RelinearizationKey, RotationKey, SecretKey};
 use crate::params::{CkksConfig, Preset};
-use crate::sampling::{Csprng, EncryptionSamples};
+use crate::sampling::{self, Csprng, EncryptionSamples};
 use crate::storage::Words;
 use fhelium_cuda::Memory;
 
@@ -40,12 +40,26 @@ pub struct CpuEngine {
     rng: Mutex<Csprng>,
     secret_key: SecretKey,
     public_key: PublicKey,
+    /// Seed of the counter-based key-switching key generation (decision 0531).
+    keygen_seed: KeygenSeed,
+    /// The Gaussian CDT of the key-switching keys' errors.
+    keygen_cdt: Vec<u64>,
     /// Rotation and relinearization keys made on first use (`crate::keycache`).
     keys: Mutex<KeyLru<HostKey>>,
     location: ResidencyLocation,
     memory: Memory,
     /// Reused key-switch scratch blocks (see `engine/keyswitch.rs`).
     scratch: keyswitch::Scratch,
+}
+
+/// The seed of the counter-based key-switching key generation (decision 0531): zeroed on
+/// drop, never printed.
+struct KeygenSeed(zeroize::Zeroizing<[u8; 32]>);
+
+impl std::fmt::Debug for KeygenSeed {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("KeygenSeed(<redacted>)")
+    }
 }
 
 /// A key held by the CPU engine's key cache.
@@ -120,7 +134,11 @@ impl CpuEngine {
         let location = ResidencyLocation::PageableHost;
         let secret_key = Self::gen_secret_key(&ctx, &mut rng, &memory, location)?;
         let public_key = Self::gen_public_key(&ctx, &mut rng, &secret_key, &memory, location)?;
+        let keygen_seed = KeygenSeed(zeroize::Zeroizing::new(rng.encryption_key()));
+        let keygen_cdt = rng.cdt().to_vec();
         Ok(Self {
+            keygen_seed,
+            keygen_cdt,
             ctx,
             rng: Mutex::new(rng),
             secret_key,
@@ -404,23 +422,36 @@ impl CpuEngine {
     }
 
     /// Key-switching key from `s_src` (NTT rows over every QP prime) to `sk` (spec §3.7).
-    fn gen_key_switch_key(&self, sk: &SecretKey, s_src: &[u64]) -> Result<KeySwitchKey, CkksError> {
+    fn gen_key_switch_key(
+        &self,
+        sk: &SecretKey,
+        s_src: &[u64],
+        galois_element: u64,
+    ) -> Result<KeySwitchKey, CkksError> {
         let ctx = &self.ctx;
         let n = ctx.n;
         let rows = ctx.nq + ctx.np;
         let digits = ctx.digits.len();
         let mut words = vec![0u64; digits * 2 * rows * n];
-        let mut errors = Vec::with_capacity(digits);
-        {
-            let mut rng = self.rng.lock();
-            for k in 0..digits {
-                let a = &mut words[(2 * k + 1) * rows * n..(2 * k + 2) * rows * n];
-                for (id, row) in a.chunks_mut(n).enumerate() {
-                    rng.fill_uniform(ctx.modulus(id), row);
-                }
-                errors.push(rng.gaussian(n));
-            }
-        }
+        // Counter-based (decision 0531): every word is a function of (seed, secret key,
+        // Galois element), whatever was made before.
+        let key = sampling::switch_key_sampling_key(&self.keygen_seed.0, sk.key_id, galois_element);
+        let mut errors: Vec<Vec<i64>> = (0..digits as u64)
+            .into_par_iter()
+            .map(|k| sampling::switch_key_error(&key, k, &self.keygen_cdt, n))
+            .collect();
+        words
+            .par_chunks_mut(rows * n)
+            .enumerate()
+            .filter(|(half, _)| half % 2 == 1)
+            .for_each(|(half, a)| {
+                let k = half / 2;
+                a.par_chunks_mut(n).enumerate().for_each(|(id, row)| {
+                    let stream = (k * rows + id) as u64;
+                    let q = ctx.modulus(id).value();
+                    row.copy_from_slice(&sampling::switch_key_uniform_row(&key, stream, q, n));
+                });
+            });
         words
             .par_chunks_mut(2 * rows * n)
             .enumerate()
@@ -447,6 +478,7 @@ impl CpuEngine {
                         }
                     });
             });
+        errors.zeroize();
         Ok(KeySwitchKey {
             words: Words::alloc_copy(&self.memory, self.location, &words)?,
             context: ctx.id,
@@ -513,7 +545,7 @@ impl CpuEngine {
             });
         }
         let s_src = self.automorphed_secret(sk, g);
-        let ksk = self.gen_key_switch_key(sk, &s_src)?;
+        let ksk = self.gen_key_switch_key(sk, &s_src, g)?;
         Ok(RotationKey {
             ksk,
             step: Some(canonical),
@@ -533,7 +565,7 @@ impl CpuEngine {
         self.check_secret("create_conjugation_key", sk)?;
         let g = 2 * self.n_() as u64 - 1;
         let s_src = self.automorphed_secret(sk, g);
-        let ksk = self.gen_key_switch_key(sk, &s_src)?;
+        let ksk = self.gen_key_switch_key(sk, &s_src, g)?;
         Ok(RotationKey {
             ksk,
             step: None,
@@ -562,7 +594,7 @@ impl CpuEngine {
                 *x = m.mul(*x, *x);
             }
         });
-        let ksk = self.gen_key_switch_key(sk, &s2)?;
+        let ksk = self.gen_key_switch_key(sk, &s2, 0)?;
         s2.zeroize();
         Ok(RelinearizationKey { ksk })
     }
@@ -718,7 +750,7 @@ impl CpuEngine {
         self.keys.lock().keys_by_age()
     }
 
-    /// Lets go of every cached key (the next use makes a new one, with new random words).
+    /// Lets go of every cached key (the next use makes it again: the same words, decision 0531).
     /// Returns the keys that left, least recently used first.
     pub fn clear_key_cache(&self) -> Vec<CachedKey> {
         let gone = self.keys.lock().clear();

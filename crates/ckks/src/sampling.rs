@@ -1,11 +1,18 @@
 //! Randomness: a ChaCha20 CSPRNG and the samplers of spec §1.6 (ternary secret, discrete
 //! Gaussian errors, uniform residues, ternary ephemeral v).
 //!
-//! Key generation draws sequentially from the engine's [`Csprng`]. Encryption is
+//! The secret and public keys draw sequentially from the engine's [`Csprng`]. Encryption is
 //! counter-based (decision 0520): each encryption draws one 32-byte key from the engine's
 //! stream, and every coefficient of `v`, `e0` and `e1` is a pure function of (key, stream id,
 //! index), so the CUDA engine's device sampler (`kernels/encode.cu`) produces the same words
 //! with one thread per ChaCha20 block. See [`EncryptionSamples::from_key`].
+//!
+//! Key-switching keys (rotation, conjugation, relinearization) are counter-based too
+//! (decision 0531): the engine draws one 32-byte key-generation seed when it is made, and the
+//! words of the key of Galois element `g` for secret key `id` are a pure function of (seed,
+//! `id`, `g`): [`switch_key_sampling_key`], then [`uniform_from_words`] and
+//! [`gaussian_from_word`] on its streams. A key made again (after a key cache let it go, or by
+//! two racing threads) is the same key word for word, whatever keys were made before it.
 
 use rand::{Rng, RngCore, SeedableRng};
 use rand_chacha::ChaCha20Rng;
@@ -171,6 +178,62 @@ pub fn gaussian_from_word(cdt: &[u64], u: u64) -> i64 {
     cdt.partition_point(|&c| c < u) as i64 - GAUSSIAN_TAIL
 }
 
+/// Stream id (under a key-switching key's sampling key) of the Gaussian error of digit `d`:
+/// `KEYGEN_STREAM_E + d`. The uniform part `a` of digit `d`, QP row `r` is stream
+/// `d · rows + r` (below `2^32`).
+pub const KEYGEN_STREAM_E: u64 = 1 << 32;
+
+/// Uniform residue in `[0, q)` from two 64-bit words: `(hi · 2^64 + lo) mod q`. The simple
+/// modular method with 64 extra bits (NIST SP 800-90A Rev. 1, A.5.3): its distance from
+/// uniform is below `q / 2^128 < 2^-68`, and no coefficient needs a retry, so each is a pure
+/// function of its two words (one ChaCha20 block gives four coefficients on the device).
+#[must_use]
+pub fn uniform_from_words(q: u64, lo: u64, hi: u64) -> u64 {
+    ((u128::from(hi) << 64 | u128::from(lo)) % u128::from(q)) as u64
+}
+
+/// The 32-byte sampling key of one key-switching key (decision 0531): words 0-3 of stream
+/// `secret_key_id` under the engine's key-generation seed give a per-secret-key key, whose
+/// stream `galois_element` (0 for the relinearization key; Galois elements are odd) gives this
+/// key's. Two secret keys never share samples, and neither do two keys of one secret key.
+#[must_use]
+pub fn switch_key_sampling_key(
+    keygen_seed: &[u8; 32],
+    secret_key_id: u64,
+    galois_element: u64,
+) -> zeroize::Zeroizing<[u8; 32]> {
+    let derive = |key: &[u8; 32], stream: u64| {
+        let mut r = ChaCha20Rng::from_seed(*key);
+        r.set_stream(stream);
+        let mut out = zeroize::Zeroizing::new([0u8; 32]);
+        r.fill_bytes(out.as_mut());
+        out
+    };
+    let per_secret = derive(keygen_seed, secret_key_id);
+    derive(&per_secret, galois_element)
+}
+
+/// Row `r` of digit `d`'s uniform part `a` of a key-switching key (`n` residues mod `q`, the
+/// NTT-domain words as stored): coefficient `k` from words `2k` (low) and `2k + 1` (high) of
+/// stream `d · rows + r` under `key` ([`uniform_from_words`]).
+#[must_use]
+pub fn switch_key_uniform_row(key: &[u8; 32], stream: u64, q: u64, n: usize) -> Vec<u64> {
+    keyed_words(key, stream, 2 * n)
+        .chunks_exact(2)
+        .map(|w| uniform_from_words(q, w[0], w[1]))
+        .collect()
+}
+
+/// Digit `d`'s Gaussian error of a key-switching key: coefficient `k` from word `k` of stream
+/// [`KEYGEN_STREAM_E`]` + d` under `key` ([`gaussian_from_word`]).
+#[must_use]
+pub fn switch_key_error(key: &[u8; 32], digit: u64, cdt: &[u64], n: usize) -> Vec<i64> {
+    keyed_words(key, KEYGEN_STREAM_E + digit, n)
+        .into_iter()
+        .map(|u| gaussian_from_word(cdt, u))
+        .collect()
+}
+
 /// The samples of one public-key encryption: ternary `v`, Gaussian `e0`, `e1`.
 #[derive(Debug)]
 pub struct EncryptionSamples {
@@ -228,6 +291,67 @@ impl Drop for EncryptionSamples {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn uniform_from_words_is_the_128_bit_residue() {
+        // 2^64 ≡ 1 and 2^128 ≡ 1 (mod 17), since 2^8 ≡ 1.
+        assert_eq!(uniform_from_words(17, 5, 0), 5);
+        assert_eq!(uniform_from_words(17, 0, 1), 1);
+        assert_eq!(uniform_from_words(17, u64::MAX, u64::MAX), 0);
+        let q = (1u64 << 60) - 93; // any modulus: the map is plain arithmetic
+        assert_eq!(
+            uniform_from_words(q, 7, 3),
+            ((3u128 << 64 | 7) % u128::from(q)) as u64
+        );
+    }
+
+    #[test]
+    fn switch_key_samples_are_the_documented_streams() {
+        let seed = [3u8; 32];
+        let key = switch_key_sampling_key(&seed, 0xfeed, 25);
+        // The derivation: words 0-3 of stream `id` under the seed, little-endian, then words
+        // 0-3 of stream `g` under that.
+        let le = |k: &[u8; 32], stream: u64| {
+            let mut out = [0u8; 32];
+            for (w, chunk) in out.chunks_exact_mut(8).enumerate() {
+                chunk.copy_from_slice(&keyed_word(k, stream, w as u64).to_le_bytes());
+            }
+            out
+        };
+        assert_eq!(*key, le(&le(&seed, 0xfeed), 25));
+        // Distinct per secret key, per element, per seed; the relinearization key is g = 0.
+        for other in [
+            switch_key_sampling_key(&seed, 0xfeee, 25),
+            switch_key_sampling_key(&seed, 0xfeed, 125),
+            switch_key_sampling_key(&seed, 0xfeed, 0),
+            switch_key_sampling_key(&[4u8; 32], 0xfeed, 25),
+        ] {
+            assert_ne!(*other, *key);
+        }
+        // Row words: coefficient k from words 2k, 2k + 1 of stream d * rows + r.
+        let q = 1_073_750_017u64;
+        let row = switch_key_uniform_row(&key, 11, q, 4096);
+        for k in [0usize, 1, 7, 4095] {
+            let (lo, hi) = (
+                keyed_word(&key, 11, 2 * k as u64),
+                keyed_word(&key, 11, 2 * k as u64 + 1),
+            );
+            assert_eq!(row[k], uniform_from_words(q, lo, hi), "coefficient {k}");
+        }
+        assert!(row.iter().all(|&x| x < q));
+        let mean = row.iter().map(|&x| x as f64).sum::<f64>() / row.len() as f64;
+        assert!((mean / q as f64 - 0.5).abs() < 0.02, "mean {mean}");
+        // Errors: coefficient k from word k of stream KEYGEN_STREAM_E + d.
+        let cdt = cdt_table(3.19);
+        let e = switch_key_error(&key, 2, &cdt, 4096);
+        for k in [0usize, 5, 4095] {
+            let u = keyed_word(&key, KEYGEN_STREAM_E + 2, k as u64);
+            assert_eq!(e[k], gaussian_from_word(&cdt, u));
+        }
+        let var = e.iter().map(|&x| (x * x) as f64).sum::<f64>() / e.len() as f64;
+        assert!((var.sqrt() - 3.19).abs() < 0.2, "sigma {}", var.sqrt());
+        assert_ne!(e, switch_key_error(&key, 3, &cdt, 4096));
+    }
 
     /// RFC 8439 section 2.3.2: key 00..1f, nonce 00:00:00:09:00:00:00:4a:00:00:00:00, block
     /// counter 1. In ChaCha20Rng's layout (64-bit counter in words 12-13, 64-bit stream in

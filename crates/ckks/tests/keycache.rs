@@ -1,7 +1,9 @@
 //! The CPU engine's key cache with a byte capacity (decision 0530): least recently used keys
 //! leave first, the held bytes are exact and never above the capacity, a key larger than the
 //! capacity is a typed error that changes nothing (not even the random stream), and a key a
-//! caller holds outlives its eviction. A small ring (N = 2^12) keeps the keys cheap.
+//! caller holds outlives its eviction. Key generation is counter-based (decision 0531): a key
+//! is a function of the engine's seed, the secret key and the Galois element only. A small
+//! ring (N = 2^12) keeps the keys cheap.
 
 use std::sync::Arc;
 
@@ -123,10 +125,11 @@ fn a_key_a_caller_holds_outlives_its_eviction() {
     assert_eq!(e.cached_keys(), vec![rot(&e, 8)]);
     assert_eq!(Arc::strong_count(&k7), 1, "only the caller");
     assert_rotated(&e, &e.rotate_with_key(&ct, &k7).expect("rotate"), &m, 7);
-    // Asked again, step 7 gets a new key (new random words), which rotates as well.
+    // Asked again, step 7 gets a key made again: the same words (key generation is
+    // counter-based, decision 0531), so eviction is invisible in every result.
     let k7b = e.rotation_key(7).expect("key 7 again");
     assert!(!Arc::ptr_eq(&k7, &k7b));
-    assert_ne!(k7.view(), k7b.view());
+    assert_eq!(k7.view(), k7b.view());
     assert_rotated(&e, &e.rotate_by_step(&ct, 7).expect("rotate"), &m, 7);
 }
 
@@ -236,4 +239,33 @@ fn threads_asking_for_the_same_key_get_one_key() {
     assert!(keys.iter().all(|k| Arc::ptr_eq(k, &keys[0])));
     assert_eq!(e.cached_keys(), vec![rot(&e, 3)]);
     assert_eq!(e.key_cache_bytes(), e.switch_key_bytes());
+}
+
+#[test]
+fn keys_depend_on_the_seed_and_the_galois_element_only() {
+    let a = small_engine(5);
+    let b = small_engine(5);
+    // Made in opposite orders, with an encryption in between on one side.
+    let a1 = a.rotation_key(1).expect("a 1");
+    let a2 = a.rotation_key(-2).expect("a -2");
+    let ar = a.relinearization_key().expect("a rlk");
+    let _ = b.encrypt_complex_message(&message(&b)).expect("encrypt");
+    let br = b.relinearization_key().expect("b rlk");
+    let b2 = b.rotation_key(-2).expect("b -2");
+    let b1 = b.create_rotation_key(1, b.secret_key()).expect("b 1");
+    assert_eq!(a1.view(), b1.view());
+    assert_eq!(a2.view(), b2.view());
+    assert_eq!(ar.view(), br.view());
+    let ac = a.create_conjugation_key(a.secret_key()).expect("a conj");
+    let bc = b.create_conjugation_key(b.secret_key()).expect("b conj");
+    assert_eq!(ac.view(), bc.view());
+    // Different elements, kinds and seeds give different words.
+    assert_ne!(a1.view(), a2.view());
+    assert_ne!(a1.view(), ac.view());
+    let c = small_engine(6);
+    assert_ne!(c.rotation_key(1).expect("c 1").view(), a1.view());
+    // Still keys: the rotation decrypts to roll(m, 1).
+    let m = message(&b);
+    let ct = b.encrypt_complex_message(&m).expect("encrypt");
+    assert_rotated(&b, &b.rotate_with_key(&ct, &a1).expect("rotate"), &m, 1);
 }
