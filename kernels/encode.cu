@@ -18,6 +18,9 @@
 //   ends with the generator-3 slot gather and / scale.
 // * Small modular kernels of public-key encryption and decryption (exact canonical residues:
 //   Montgomery products corrected by R^2, so the result equals the CPU engine's a*b mod q).
+// * Key-switching key generation (decision 0531): ksk_sample (uniform a and Gaussian errors
+//   from the key's counter-based streams) and ksk_finish (b = NTT(e) - a s + P s_src on the
+//   digit's rows); the engine runs the forward NTT of the errors between them.
 //
 // Tables: slot_of[i] (i < N) = the slot s whose exponent e_s has (e_s - 1) / 2 = i, or
 // s | CONJ_BIT when (2N - e_s - 1) / 2 = i. roots[j] = e^(-2 pi i j / N) (j < N/2),
@@ -379,6 +382,85 @@ extern "C" __global__ void enc_lift(const i64* __restrict__ p, u64* __restrict__
     const u32 k = blockIdx.x * blockDim.x + threadIdx.x;
     const u32 y = blockIdx.y;
     rows[(u64)y * E_N + k] = e_lift(p[k], primes[prime_off + y]);
+}
+
+// ------------------------------------------------------------------------------------------
+// Key-switching key generation (decision 0531): the CPU engine's `gen_key_switch_key`, word for
+// word. A key is [digits][2][rows][N] (component 0: b, component 1: a) over every QP row.
+
+#define KEYGEN_STREAM_E (1ull << 32)
+
+// (hi * 2^64 + lo) mod q (the CPU's uniform_from_words): hi * 2^64 = mont(hi mod q, 2^128).
+__device__ __forceinline__ u64 e_uniform(u64 lo, u64 hi, const EncPrime& p) {
+    return e_add(e_mont(e_reduce(hi, p), p.r2, p), e_reduce(lo, p), p.q);
+}
+
+// Sampling. Threads [0, digits * rows * N / 4): one ChaCha20 block of stream d * rows + r under
+// the key's sampling key, four uniform residues of a (coefficient k from words 2k, 2k + 1) into
+// component 1 of digit d, row r. The next digits * N / 8 threads: one block of stream
+// KEYGEN_STREAM_E + d, eight Gaussian errors of digit d into err[d][k] (signed). Grid:
+// ceil((digits * rows * N / 4 + digits * N / 8) / SAMPLE_THREADS), SAMPLE_THREADS threads.
+extern "C" __global__ void __launch_bounds__(SAMPLE_THREADS)
+ksk_sample(u64 k0, u64 k1, u64 k2, u64 k3, const u64* __restrict__ cdt,
+           const EncPrime* __restrict__ primes, u32 digits, u32 rows, u64* __restrict__ out,
+           i64* __restrict__ err) {
+    const u64 key[4] = {k0, k1, k2, k3};
+    const u64 t = (u64)blockIdx.x * SAMPLE_THREADS + threadIdx.x;
+    const u64 a_threads = (u64)digits * rows * (E_N / 4);
+    u32 b[16];
+    if (t < a_threads) {
+        const u64 stream = t / (E_N / 4);  // d * rows + r
+        const u32 blk = (u32)(t % (E_N / 4));
+        const u32 d = (u32)(stream / rows), r = (u32)(stream % rows);
+        const EncPrime p = primes[r];
+        chacha20_block(key, blk, stream, b);
+        u64* dst = out + ((u64)(2 * d + 1) * rows + r) * E_N + (u64)blk * 4;
+#pragma unroll
+        for (u32 i = 0; i < 4; i++) {
+            const u64 lo = (u64)b[4 * i] | ((u64)b[4 * i + 1] << 32);
+            const u64 hi = (u64)b[4 * i + 2] | ((u64)b[4 * i + 3] << 32);
+            dst[i] = e_uniform(lo, hi, p);
+        }
+        return;
+    }
+    const u64 te = t - a_threads;
+    if (te >= (u64)digits * (E_N / 8)) return;
+    const u32 d = (u32)(te / (E_N / 8)), blk = (u32)(te % (E_N / 8));
+    chacha20_block(key, blk, KEYGEN_STREAM_E + d, b);
+#pragma unroll
+    for (u32 i = 0; i < 8; i++) {
+        const u64 u = (u64)b[2 * i] | ((u64)b[2 * i + 1] << 32);
+        err[(u64)d * E_N + (u64)blk * 8 + i] = gaussian_of(cdt, u);
+    }
+}
+
+// The NTT-domain automorphism sigma_g: word j of sigma_g(x) is word aut_src(j, g) of x (the
+// CPU's automorphism_ntt_index_map; ckks.cu's aut_src).
+__device__ __forceinline__ u32 ksk_aut_src(u32 j, u64 g) {
+    const u32 e = (u32)((g * (2 * (u64)brev_n(j) + 1)) & (2 * (u64)E_N - 1));
+    return brev_n((e - 1) / 2);
+}
+
+// b of digit d, row r: b - a * s_r + [r in digit d] (P mod q_r) * s_src_r, where b on entry
+// is the forward NTT of digit d's error (canonical) and s_src = sigma_g(s) (g != 0) or s^2
+// (g == 0: relinearization). s: the secret key's QP rows (NTT domain). digit_mask[d] has bit
+// r set when prime r belongs to digit d. Grid: (N / 256, rows, digits).
+extern "C" __global__ void ksk_finish(u64* __restrict__ out, const u64* __restrict__ s,
+                                      const EncPrime* __restrict__ primes,
+                                      const u64* __restrict__ p_mod_q,
+                                      const u32* __restrict__ digit_mask, u32 rows, u64 g) {
+    const u32 k = blockIdx.x * blockDim.x + threadIdx.x;
+    const u32 r = blockIdx.y, d = blockIdx.z;
+    const EncPrime p = primes[r];
+    u64* b = out + ((u64)(2 * d) * rows + r) * E_N;
+    const u64* a = b + (u64)rows * E_N;
+    const u64* sr = s + (u64)r * E_N;
+    u64 v = e_sub(b[k], e_mulmod(a[k], sr[k], p), p.q);
+    if ((digit_mask[d] >> r) & 1u) {
+        const u64 x = g == 0 ? e_mulmod(sr[k], sr[k], p) : sr[ksk_aut_src(k, g)];
+        v = e_add(v, e_mulmod(p_mod_q[r], x, p), p.q);
+    }
+    b[k] = v;
 }
 
 // ------------------------------------------------------------------------------------------

@@ -9,7 +9,10 @@
 //     slots, bit for bit against the CPU engine's Encoder,
 //   * the centred 128-bit reconstruction and its rounding to f64 against __int128 arithmetic,
 //   * the modular kernels (enc_mul_pk, enc_add_err, enc_lift, dec_mul_s) against __int128
-//     arithmetic.
+//     arithmetic,
+//   * key generation (decision 0531): ksk_sample's uniform rows and digit errors word for word
+//     against the CPU engine's switch_key_uniform_row / switch_key_error, e_uniform against
+//     __int128, ksk_finish against __int128 with the CPU's NTT-domain automorphism map.
 // The vectors file comes from the CPU engine: the test
 // crates/ckks/tests/kernel_emulator.rs (`encode_vectors`) writes it, builds this file with
 // -ffp-contract=off (no FMA contraction, decision 0521) and runs it (CI does too). By hand:
@@ -470,6 +473,87 @@ int main(int argc, char** argv) {
                     }
             check(ok, cplx ? "decode to complex slots == CPU Encoder::decode (bit-exact)"
                            : "decode (phase -> centred -> FFT -> slots) == CPU Encoder::decode (bit-exact)");
+        }
+    }
+    // ---------------------------------------------------------------- key generation
+    {
+        u64 kkey[4];
+        for (int i = 0; i < 4; i++) kkey[i] = rd.u();
+        const u32 D = (u32)rd.u(), R = (u32)rd.u();
+        std::vector<EncPrime> kp(R);
+        for (auto& p : kp) p = make_prime(rd.u());
+        std::vector<u64> want_a((size_t)D * R * N);
+        for (auto& w : want_a) w = rd.u();
+        std::vector<i64> want_e((size_t)D * N);
+        for (auto& w : want_e) w = (i64)rd.u();
+        const u64 g = rd.u();
+        std::vector<u32> map(N);
+        for (auto& m : map) m = (u32)rd.u();
+        // Sampling: the key poisoned first, so an unwritten word fails.
+        std::vector<u64> key((size_t)D * 2 * R * N, 0xF0F0F0F0F0F0F0F0ull);
+        std::vector<i64> err((size_t)D * N, 0x7777);
+        const u64 threads = (u64)D * R * (N / 4) + (u64)D * (N / 8);
+        launch_ew({(u32)((threads + SAMPLE_THREADS - 1) / SAMPLE_THREADS), 1, 1}, SAMPLE_THREADS, [&] {
+            ksk_sample(kkey[0], kkey[1], kkey[2], kkey[3], cdt.data(), kp.data(), D, R, key.data(),
+                       err.data());
+        });
+        bool ok_a = true, ok_b_untouched = true;
+        for (u32 d = 0; d < D; d++)
+            for (u32 r = 0; r < R; r++)
+                for (u32 k = 0; k < N; k++) {
+                    ok_a &= key[((size_t)(2 * d + 1) * R + r) * N + k] == want_a[((size_t)d * R + r) * N + k];
+                    ok_b_untouched &= key[((size_t)(2 * d) * R + r) * N + k] == 0xF0F0F0F0F0F0F0F0ull;
+                }
+        check(ok_a && ok_b_untouched, "ksk_sample: uniform a == CPU switch_key_uniform_row (3 x 4 rows)");
+        check(err == want_e, "ksk_sample: digit errors == CPU switch_key_error");
+        // e_uniform on edge and random words against __int128.
+        {
+            bool ok = true;
+            const u64 edge[] = {0, 1, ~0ull, ~0ull - 1, 1ull << 63};
+            for (const EncPrime& p : kp)
+                for (int i = 0; i < 20000; i++) {
+                    const u64 lo = i < 25 ? edge[i % 5] : rng(), hi = i < 25 ? edge[i / 5] : rng();
+                    ok &= e_uniform(lo, hi, p) == (u64)((((u128)hi << 64) | lo) % p.q);
+                }
+            check(ok, "e_uniform == (hi 2^64 + lo) mod q (__int128)");
+        }
+        // Finishing: random canonical b and s, digits' masks (digit d holds row d), P mod q.
+        std::vector<u64> s((size_t)R * N), pmq(R);
+        for (u32 r = 0; r < R; r++) {
+            pmq[r] = rng() % kp[r].q;
+            for (u32 k = 0; k < N; k++) s[(size_t)r * N + k] = rng() % kp[r].q;
+        }
+        std::vector<u32> mask(D);
+        for (u32 d = 0; d < D; d++) mask[d] = 1u << d;
+        for (int relin = 0; relin < 2; relin++) {
+            const u64 gg = relin ? 0 : g;
+            std::vector<u64> k2 = key;
+            for (u32 d = 0; d < D; d++)
+                for (u32 r = 0; r < R; r++)
+                    for (u32 k = 0; k < N; k++)
+                        k2[((size_t)(2 * d) * R + r) * N + k] = rng() % kp[r].q;
+            const std::vector<u64> before = k2;
+            launch_ew({N / 256, R, D}, 256, [&] {
+                ksk_finish(k2.data(), s.data(), kp.data(), pmq.data(), mask.data(), R, gg);
+            });
+            bool ok = true;
+            for (u32 d = 0; d < D; d++)
+                for (u32 r = 0; r < R; r++) {
+                    const u128 q = kp[r].q;
+                    for (u32 k = 0; k < N; k++) {
+                        const size_t bi = ((size_t)(2 * d) * R + r) * N + k;
+                        const u128 a = before[bi + (size_t)R * N], b = before[bi];
+                        const u128 sk = s[(size_t)r * N + k];
+                        u128 v = (b + q - (a * sk) % q) % q;
+                        if ((mask[d] >> r) & 1u) {
+                            const u128 x = relin ? sk * sk % q : (u128)s[(size_t)r * N + map[k]];
+                            v = (v + (u128)pmq[r] * x % q) % q;
+                        }
+                        ok &= k2[bi] == (u64)v && k2[bi + (size_t)R * N] == before[bi + (size_t)R * N];
+                    }
+                }
+            check(ok, relin ? "ksk_finish (relinearization) == b - a s + P s^2 on the digit's rows"
+                            : "ksk_finish (rotation, g = 27) == b - a s + P sigma_g(s) on the digit's rows");
         }
     }
     std::printf(g_fail ? "FAILED (%d)\n" : "all passed\n", g_fail);

@@ -620,6 +620,14 @@ impl CpuEngine {
         (self.ctx.digits.len() * 2 * rows * self.n_() * 8) as u64
     }
 
+    /// The 32-byte sampling key of this engine's key-switching key of Galois element `g`
+    /// (0: relinearization) for its own secret key (decision 0531): what a device needs to
+    /// make the same key word for word. Secret.
+    #[cfg_attr(not(feature = "cuda"), allow(dead_code))]
+    pub(crate) fn switch_key_sampling_key(&self, g: u64) -> zeroize::Zeroizing<[u8; 32]> {
+        sampling::switch_key_sampling_key(&self.keygen_seed.0, self.secret_key.key_id, g)
+    }
+
     /// The cache slot of `step`'s rotation key (`None` for a step ≡ 0).
     pub(crate) fn rotation_slot(&self, step: i64) -> Option<CachedKey> {
         let (canonical, galois_element) = self.galois_element_for_step(step);

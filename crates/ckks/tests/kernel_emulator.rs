@@ -18,7 +18,9 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
 use fhelium_ckks::encoding::Encoder;
-use fhelium_ckks::sampling::{Csprng, EncryptionSamples};
+use fhelium_ckks::kernels::automorphism_ntt_index_map;
+use fhelium_ckks::sampling::{self, Csprng, EncryptionSamples};
+use fhelium_ckks::{CkksConfig, Preset};
 use num_complex::Complex64;
 
 fn compiler() -> Option<String> {
@@ -195,6 +197,40 @@ fn encode_vectors() -> Vec<u8> {
     put_f64(&mut out, coeffs);
     put_f64(&mut out, [dscale]);
     put_f64(&mut out, slots.iter().flat_map(|z| [z.re, z.im]));
+    // Key generation (decision 0531): a key's sampling key, D digits x R rows of the seed
+    // preset's primes (three Q primes and the 60-bit P prime), the CPU's uniform rows
+    // ([D][R][N]) and digit errors ([D][N]), then a Galois element with the CPU's NTT-domain
+    // automorphism map (`ksk_finish` reads sigma_g(s) through it).
+    let cfg = CkksConfig::from_preset(Preset::Slots8192Scale40Levels7Int64).expect("preset");
+    let primes = [
+        cfg.q_primes[0],
+        cfg.q_primes[3],
+        cfg.q_primes[cfg.q_primes.len() - 1],
+        cfg.p_primes[0],
+    ];
+    let (digits, rows) = (3u64, primes.len() as u64);
+    let kkey = sampling::switch_key_sampling_key(&[9; 32], 0x1234_5678, 27);
+    out.extend_from_slice(&*kkey);
+    put_u64(&mut out, [digits, rows]);
+    put_u64(&mut out, primes);
+    for d in 0..digits {
+        for (r, &q) in (0u64..).zip(&primes) {
+            put_u64(
+                &mut out,
+                sampling::switch_key_uniform_row(&kkey, d * rows + r, q, n),
+            );
+        }
+    }
+    for d in 0..digits {
+        let e = sampling::switch_key_error(&kkey, d, rng.cdt(), n);
+        put_u64(&mut out, e.iter().map(|&c| c as u64));
+    }
+    let g = 27u64; // 3^3 mod 2N: the Galois element of step 3
+    put_u64(&mut out, [g]);
+    put_u64(
+        &mut out,
+        automorphism_ntt_index_map(14, g).iter().map(|&j| u64::from(j)),
+    );
     out
 }
 
@@ -232,6 +268,11 @@ fn encode_and_sampler_kernels_match_the_cpu_engine_in_the_host_emulator() {
         "encode of 77 complex slots == CPU Encoder::encode (bit-exact)",
         "decode (phase -> centred -> FFT -> slots) == CPU Encoder::decode (bit-exact)",
         "decode to complex slots == CPU Encoder::decode (bit-exact)",
+        "ksk_sample: uniform a == CPU switch_key_uniform_row (3 x 4 rows)",
+        "ksk_sample: digit errors == CPU switch_key_error",
+        "e_uniform == (hi 2^64 + lo) mod q (__int128)",
+        "ksk_finish (rotation, g = 27) == b - a s + P sigma_g(s) on the digit's rows",
+        "ksk_finish (relinearization) == b - a s + P s^2 on the digit's rows",
     ] {
         assert!(
             stdout

@@ -28,7 +28,7 @@ use parking_lot::Mutex;
 
 use super::{
     dev_ptr, drv, launch_raw, Arg, CudaBackendError, CudaEngine, GpuCiphertext, GpuPlaintext,
-    GpuPublicKey, GpuSecretKey, Kernel, Result, KERNEL_N,
+    GpuPublicKey, GpuSecretKey, GpuSwitchKey, Kernel, Result, KERNEL_N,
 };
 use crate::arith::Modulus;
 use crate::context::Context;
@@ -41,7 +41,7 @@ use crate::values::{prime_ids, Domain, ModulusBasis, Plaintext, PlaintextReprese
 const ENCODE_PTX: &str = include_str!("../../../../kernels/ptx/encode.ptx");
 
 /// The kernels of `kernels/encode.cu`, in the order of [`EncK`].
-const ENC_KERNELS: [&str; 8] = [
+const ENC_KERNELS: [&str; 10] = [
     "enc_rows_sample",
     "enc_cols",
     "enc_mul_pk",
@@ -50,6 +50,8 @@ const ENC_KERNELS: [&str; 8] = [
     "dec_rows",
     "dec_cols",
     "enc_lift",
+    "ksk_sample",
+    "ksk_finish",
 ];
 
 /// A kernel of [`ENC_KERNELS`] by position.
@@ -63,6 +65,8 @@ enum EncK {
     DecRows,
     DecCols,
     Lift,
+    KskSample,
+    KskFinish,
 }
 
 /// Threads per block of the FFT and sampler kernels (`E_THREADS`).
@@ -105,12 +109,35 @@ pub(super) struct EncodeState {
     /// Centred reconstruction from the two trailing Q primes a, b: a^-1 mod b and its Shoup
     /// constant, D = a·b and floor(D / 2) as (hi, lo) words.
     recon: [u64; 6],
+    /// Key generation: P mod q per QP row (0 on the P rows, which no digit holds).
+    p_mod_q: DeviceBuffer<u64>,
+    /// Key generation: per digit, bit r set when prime r belongs to the digit.
+    digit_mask: DeviceBuffer<u32>,
+    /// Digits of a key-switching key.
+    digits: usize,
 }
 
 impl std::fmt::Debug for EncodeState {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(f, "EncodeState({} staging slots)", self.staging.len())
     }
+}
+
+/// `ksk_finish`'s P mod q per QP row: the context's values on the Q rows, 0 on the P rows.
+fn keygen_p_mod_q(context: &Context) -> Vec<u64> {
+    let rows = context.tables.len();
+    (0..rows)
+        .map(|r| context.p_mod_q.get(r).copied().unwrap_or(0))
+        .collect()
+}
+
+/// `ksk_finish`'s digit masks: bit r of mask d set when prime r belongs to digit d.
+fn keygen_digit_masks(context: &Context) -> Vec<u32> {
+    context
+        .digits
+        .iter()
+        .map(|ids| ids.iter().fold(0u32, |m, &r| m | (1u32 << r)))
+        .collect()
 }
 
 /// -q^-1 mod 2^64 (q odd), by Newton iteration.
@@ -191,6 +218,9 @@ impl EncodeState {
                 (h >> 64) as u64,
                 h as u64,
             ],
+            p_mod_q: drv(OP, DeviceBuffer::from_slice(&keygen_p_mod_q(context)))?,
+            digit_mask: drv(OP, DeviceBuffer::from_slice(&keygen_digit_masks(context)))?,
+            digits: context.digits.len(),
         })
     }
 
@@ -1046,6 +1076,97 @@ impl CudaEngine {
             .iter()
             .map(|&w| f64::from_bits(w))
             .collect())
+    }
+}
+
+/// Threads of `ksk_sample` per launch block (`SAMPLE_THREADS`).
+const KSK_SAMPLE_THREADS: u32 = 512;
+
+impl CudaEngine {
+    /// The key-switching key of Galois element `g` (0: the relinearization key) for the device
+    /// secret key `sk`, made on the device on `stream` from the key's 32-byte sampling key
+    /// (decision 0531): `ksk_sample` (the uniform `a` of every digit and row, the digits'
+    /// Gaussian errors), the forward NTT of the errors onto every row of `b`, `ksk_finish`
+    /// (`b − a·s`, plus `P·σ_g(s)` or `P·s²` on the digit's own rows). One chain graph, no host
+    /// synchronisation. Word for word the CPU engine's key when `sampling_key` is the one that
+    /// engine derives for (`sk`'s id, `g`).
+    pub(super) fn generate_switch_key(
+        &self,
+        op: &'static str,
+        sk: &GpuSecretKey,
+        g: u64,
+        sampling_key: &[u8; 32],
+        stream: &Stream,
+    ) -> Result<GpuSwitchKey> {
+        self.check_context(op, sk.context)?;
+        let n = KERNEL_N;
+        let rows = self.moduli.len();
+        let digits = self.enc.digits;
+        if g != 0 && (g % 2 == 0 || g >= 2 * n as u64) {
+            return Err(CudaBackendError::Unsupported {
+                op,
+                reason: format!("{g} is not a Galois element of N = {n}"),
+            });
+        }
+        let out = self.alloc(op, digits * 2 * rows * n, stream)?;
+        let err = self.alloc(op, digits * n, stream)?;
+        let (outp, errp) = (out.ptr(), err.ptr());
+        let key: [u64; 4] = std::array::from_fn(|i| {
+            u64::from_le_bytes(sampling_key[8 * i..8 * i + 8].try_into().unwrap_or([0; 8]))
+        });
+        let e = &self.enc;
+        let chain = self.start_chain();
+        let threads = (digits * rows * n / 4 + digits * n / 8) as u32;
+        self.launch_enc(
+            op,
+            EncK::KskSample,
+            (threads.div_ceil(KSK_SAMPLE_THREADS), 1, 1),
+            KSK_SAMPLE_THREADS,
+            stream,
+            &[
+                Arg::U64(key[0]),
+                Arg::U64(key[1]),
+                Arg::U64(key[2]),
+                Arg::U64(key[3]),
+                Arg::U64(dev_ptr(&e.cdt)),
+                Arg::U64(dev_ptr(&e.primes)),
+                Arg::U32(digits as u32),
+                Arg::U32(rows as u32),
+                Arg::U64(outp),
+                Arg::U64(errp),
+            ],
+        )?;
+        // Digit d's signed error, the same row for every prime (in_ys = 0), lifted and
+        // transformed onto component 0 of digit d (out_zs: one digit of the key).
+        self.ntt_forward_signed_rows(op, errp, outp, rows, digits, 2 * rows * n, stream)?;
+        self.launch_enc(
+            op,
+            EncK::KskFinish,
+            ((n as u32) / EW, rows as u32, digits as u32),
+            EW,
+            stream,
+            &[
+                Arg::U64(outp),
+                Arg::U64(sk.buf.ptr()),
+                Arg::U64(dev_ptr(&e.primes)),
+                Arg::U64(dev_ptr(&e.p_mod_q)),
+                Arg::U64(dev_ptr32(&e.digit_mask)),
+                Arg::U32(rows as u32),
+                Arg::U64(g),
+            ],
+        )?;
+        if let Some(rec) = chain {
+            self.submit_chain(op, rec, stream)?;
+        }
+        self.recycle(op, err, stream)?;
+        Ok(GpuSwitchKey {
+            buf: self.owned(out),
+            context: self.context_id,
+            key_id: sk.key_id,
+            digits,
+            rows,
+            galois_element: (g != 0).then_some(g),
+        })
     }
 }
 

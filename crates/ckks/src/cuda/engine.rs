@@ -2274,6 +2274,29 @@ impl CudaEngine {
             .to_vec())
     }
 
+    /// The words of a device key-switching key, `[digit, component, row, N]` as the CPU
+    /// engine's `KeySwitchKey::view` orders them (an uploaded key, or one the device made:
+    /// `CudaEngine::device_key_cache`). Waits for `stream` (the work that made the key) first.
+    #[tracing::instrument(
+        name = "ckks.download_switch_key_words",
+        level = "debug",
+        skip_all,
+        fields(location = %self.location(), bytes = key.nbytes(), stream = ?stream.as_inner()),
+        err(level = "debug")
+    )]
+    pub fn download_switch_key_words(
+        &self,
+        key: &GpuSwitchKey,
+        stream: &Stream,
+    ) -> Result<Vec<u64>> {
+        const OP: &str = "download_switch_key_words";
+        self.check_context(OP, key.context)?;
+        drv(OP, stream.synchronize())?;
+        let mut host = vec![0u64; (key.nbytes() / 8) as usize];
+        drv(OP, key.buf.copy_to(&mut host))?;
+        Ok(host)
+    }
+
     /// Fills `words` words of the stream-ordered pool with `0xFF` bytes and frees them again, so
     /// that the next allocations on `stream` most likely reuse poisoned memory (tests use this
     /// to catch output words a kernel forgets to write).
@@ -2478,6 +2501,31 @@ impl CudaEngine {
             comps,
             stream,
         )
+    }
+
+    /// Forward NTT of signed int64 rows (`mode` 1: each word lifted modulo the row's prime):
+    /// component z reads the one row `src + z·N` for every prime `0..rows` and writes rows of
+    /// N at `dst + z·out_zs` (words). Key generation's errors (one per digit, on every row).
+    #[allow(clippy::too_many_arguments)]
+    fn ntt_forward_signed_rows(
+        &self,
+        op: &'static str,
+        src: u64,
+        dst: u64,
+        rows: usize,
+        comps: usize,
+        out_zs: usize,
+        stream: &Stream,
+    ) -> Result<()> {
+        let n = KERNEL_N as u64;
+        let f = FwdNtt {
+            in_ys: 0,
+            in_zs: n,
+            out_zs: out_zs as u64,
+            mode: 1,
+            ..FwdNtt::dense(src, dst, 0, rows)
+        };
+        self.ntt_fwd(op, &f, rows, comps, stream)
     }
 
     /// Inverse NTT of dense rows with the `post` per-prime constant.

@@ -41,8 +41,8 @@ use fhelium_residency::ResidencyLocation;
 use parking_lot::Mutex;
 
 use super::{
-    cuda_location, stream_key, CkksError, CudaBackendError, CudaEngine, GpuCiphertext,
-    GpuSwitchKey, Result,
+    cuda_location, drv, stream_key, CkksError, CudaBackendError, CudaEngine, GpuCiphertext,
+    GpuSecretKey, GpuSwitchKey, Result,
 };
 use crate::engine::CpuEngine;
 use crate::keycache::{CachedKey, KeyLru};
@@ -72,24 +72,103 @@ pub struct GpuKeyCache {
     source: Arc<CpuEngine>,
     device: u32,
     keys: Mutex<KeyLru<DeviceKey>>,
+    /// The source's secret key on the device when keys are made there
+    /// ([`CudaEngine::device_key_cache`]); `None`: the source's host keys are uploaded.
+    secret: Option<GpuSecretKey>,
 }
 
-/// One key on the device and the streams it was handed out on.
+/// A CUDA event recorded after the work that made a key. Raw, because cust's `Event` lends
+/// its handle to `cuStreamWaitEvent` only by value (once), and a key may be waited for by
+/// several streams.
+#[derive(Debug)]
+struct ReadyEvent(cust::sys::CUevent);
+
+// SAFETY: a CUDA event handle is a plain driver handle, usable from any thread of the process
+// (calls after its context is gone return an error, which `Drop` ignores).
+unsafe impl Send for ReadyEvent {}
+// SAFETY: as for `Send`; the driver serialises calls on one event.
+unsafe impl Sync for ReadyEvent {}
+
+/// A driver call's result as the engine's error.
+fn raw(op: &'static str, what: &str, rc: cust::sys::CUresult) -> Result<()> {
+    if rc == cust::sys::cudaError_enum::CUDA_SUCCESS {
+        Ok(())
+    } else {
+        Err(CudaBackendError::Unsupported {
+            op,
+            reason: format!("{what} failed: {rc:?}"),
+        })
+    }
+}
+
+impl ReadyEvent {
+    /// An event recorded on `stream` now.
+    fn record_on(op: &'static str, stream: &Stream) -> Result<Self> {
+        let mut ev: cust::sys::CUevent = std::ptr::null_mut();
+        // SAFETY: `ev` is a valid out-pointer; the flag is a valid event flag.
+        let rc = unsafe {
+            cust::sys::cuEventCreate(
+                &mut ev,
+                cust::sys::CUevent_flags_enum::CU_EVENT_DISABLE_TIMING as u32,
+            )
+        };
+        raw(op, "cuEventCreate", rc)?;
+        let event = Self(ev);
+        // SAFETY: `event.0` was just created; `stream` is live for the call.
+        let rc = unsafe { cust::sys::cuEventRecord(event.0, stream.as_inner()) };
+        raw(op, "cuEventRecord", rc)?;
+        Ok(event)
+    }
+
+    /// Makes `stream`'s later work wait for the event (a stream wait; the host does not block).
+    fn wait_on(&self, op: &'static str, stream: &Stream) -> Result<()> {
+        // SAFETY: both handles are live (`stream` borrowed for the call, the event owned by
+        // `self`); the wait only orders `stream`'s later work after the event.
+        let rc = unsafe { cust::sys::cuStreamWaitEvent(stream.as_inner(), self.0, 0) };
+        raw(op, "cuStreamWaitEvent", rc)
+    }
+}
+
+impl Drop for ReadyEvent {
+    fn drop(&mut self) {
+        // SAFETY: the handle was created by `record_on` and is destroyed once; pending waits on
+        // it stay valid (the driver releases the event when they complete).
+        let _ = unsafe { cust::sys::cuEventDestroy_v2(self.0) };
+    }
+}
+
+/// One key on the device, the event recorded after the work that made it, and the streams it
+/// was handed out on.
 #[derive(Debug)]
 struct DeviceKey {
     key: Arc<GpuSwitchKey>,
-    /// Handles of the streams of the calls that used the key (a handful at most).
+    /// Recorded on the making stream after the upload or the generation.
+    ready: ReadyEvent,
+    /// Handles of the streams of the calls that used the key (a handful at most), the making
+    /// stream first.
     streams: Vec<usize>,
 }
 
 impl DeviceKey {
-    /// The key, for a use on `stream`.
-    fn use_on(&mut self, stream: &Stream) -> Arc<GpuSwitchKey> {
+    /// A key just made on `stream` (the upload or the generation enqueued there).
+    fn made_on(op: &'static str, key: GpuSwitchKey, stream: &Stream) -> Result<Self> {
+        Ok(Self {
+            ready: ReadyEvent::record_on(op, stream)?,
+            key: Arc::new(key),
+            streams: vec![stream_key(stream)],
+        })
+    }
+
+    /// The key, for a use on `stream`. The first use on a stream other than the making one
+    /// makes that stream wait for the key's making (a stream wait, not a host wait): a copy
+    /// from pageable memory or a generation may still run when the making call returns.
+    fn use_on(&mut self, op: &'static str, stream: &Stream) -> Result<Arc<GpuSwitchKey>> {
         let s = stream_key(stream);
         if !self.streams.contains(&s) {
+            self.ready.wait_on(op, stream)?;
             self.streams.push(s);
         }
-        Arc::clone(&self.key)
+        Ok(Arc::clone(&self.key))
     }
 }
 
@@ -129,6 +208,13 @@ impl GpuKeyCache {
     #[must_use]
     pub fn keys(&self) -> Vec<CachedKey> {
         self.keys.lock().keys_by_age()
+    }
+
+    /// Whether the cache makes its keys on the device ([`CudaEngine::device_key_cache`])
+    /// rather than uploading the source engine's host keys ([`CudaEngine::key_cache`]).
+    #[must_use]
+    pub fn makes_keys_on_device(&self) -> bool {
+        self.secret.is_some()
     }
 
     /// The capacity in device bytes (`None`: unbounded, the default).
@@ -221,6 +307,28 @@ impl CudaEngine {
             source,
             device: self.device,
             keys: Mutex::new(KeyLru::default()),
+            secret: None,
+        })
+    }
+
+    /// A key cache like [`CudaEngine::key_cache`] whose keys are made **on the device**
+    /// (decision 0531): the source engine's secret key is copied to the device once (1.1 MiB
+    /// at the seed preset, on `stream`; zeroed when the cache is dropped), and a first use makes
+    /// the key with three launches in one chain graph instead of tens of milliseconds of host
+    /// work and an 18 MiB upload. The keys are the source engine's keys word for word (its
+    /// key-generation seed gives each key's sampling key), so results equal the CPU engine's
+    /// `rotate_by_step` and `relinearize`; the source's own host cache is not used. The
+    /// capacity rules are [`GpuKeyCache`]'s.
+    pub fn device_key_cache(&self, source: Arc<CpuEngine>, stream: &Stream) -> Result<GpuKeyCache> {
+        self.check_context("device_key_cache", source.context_id())?;
+        let secret = self.upload_secret_key(source.secret_key(), stream)?;
+        // Keys may be made on other streams: the copy (from pageable memory) must be done.
+        drv("device_key_cache", stream.synchronize())?;
+        Ok(GpuKeyCache {
+            source,
+            device: self.device,
+            keys: Mutex::new(KeyLru::default()),
+            secret: Some(secret),
         })
     }
 
@@ -275,9 +383,15 @@ impl CudaEngine {
             galois_element: g,
             step: canonical,
         };
-        self.cached_key(op, keys, slot, stream, || {
-            let host = keys.source.cached_rotation_key(op, canonical)?;
-            self.upload_ksk(op, &host.ksk, Some(g), stream)
+        self.cached_key(op, keys, slot, stream, || match &keys.secret {
+            Some(sk) => {
+                let sampling = keys.source.switch_key_sampling_key(g);
+                self.generate_switch_key(op, sk, g, &sampling, stream)
+            }
+            None => {
+                let host = keys.source.cached_rotation_key(op, canonical)?;
+                self.upload_ksk(op, &host.ksk, Some(g), stream)
+            }
         })
     }
 
@@ -320,19 +434,16 @@ impl CudaEngine {
     ) -> Result<Arc<GpuSwitchKey>> {
         let mut cache = keys.keys.lock();
         if let Some(held) = cache.get_mut(&slot) {
-            return Ok(held.use_on(stream));
+            return held.use_on(op, stream);
         }
         drop(cache);
         self.check_admissible(op, keys, slot)?;
         let mut cache = keys.keys.lock();
         if let Some(held) = cache.get_mut(&slot) {
-            return Ok(held.use_on(stream));
+            return held.use_on(op, stream);
         }
-        let mut held = DeviceKey {
-            key: Arc::new(upload()?),
-            streams: Vec::new(),
-        };
-        let key = held.use_on(stream);
+        let held = DeviceKey::made_on(op, upload()?, stream)?;
+        let key = Arc::clone(&held.key);
         let bytes = key.nbytes();
         if cache.check_fits(bytes).is_err() {
             // The capacity was lowered meanwhile: the caller gets the key, the cache keeps
@@ -370,10 +481,22 @@ impl CudaEngine {
         keys: &GpuKeyCache,
         stream: &Stream,
     ) -> Result<Arc<GpuSwitchKey>> {
-        self.cached_key(op, keys, CachedKey::Relinearization, stream, || {
-            let host = keys.source.cached_relinearization_key(op)?;
-            self.upload_ksk(op, &host.ksk, None, stream)
-        })
+        self.cached_key(
+            op,
+            keys,
+            CachedKey::Relinearization,
+            stream,
+            || match &keys.secret {
+                Some(sk) => {
+                    let sampling = keys.source.switch_key_sampling_key(0);
+                    self.generate_switch_key(op, sk, 0, &sampling, stream)
+                }
+                None => {
+                    let host = keys.source.cached_relinearization_key(op)?;
+                    self.upload_ksk(op, &host.ksk, None, stream)
+                }
+            },
+        )
     }
 
     /// Rotation by `step` with the cached key of `keys` (made and uploaded on first use), as
