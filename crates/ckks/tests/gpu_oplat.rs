@@ -88,6 +88,13 @@ impl DeviceResult for GpuCiphertext {
     }
 }
 
+impl DeviceResult for std::sync::Arc<GpuSwitchKey> {
+    /// A cached key: the cache frees it (`clear`), the caller's handle just goes.
+    fn free(self, _stream: &Stream) -> Result<(), CudaBackendError> {
+        Ok(())
+    }
+}
+
 impl DeviceResult for GpuPlaintext {
     fn free(self, stream: &Stream) -> Result<(), CudaBackendError> {
         self.free_async(stream)
@@ -362,6 +369,21 @@ fn oplat_table_on_the_gpu() {
             assert_eq!(out.len(), slots);
         })),
     ));
+    // A rotation key made on the device (decision 0531): a bounded device key cache's miss.
+    // Each call lets the previous key go (in order on `s`) and makes the key of step 3 again.
+    let source = std::sync::Arc::new(
+        CpuEngine::with_seed(Preset::Slots8192Scale40Levels7Int64, [3; 32]).expect("cpu"),
+    );
+    let made = gpu
+        .device_key_cache(std::sync::Arc::clone(&source), &s)
+        .expect("device key cache");
+    rows.push((
+        "rotation_key_on_device",
+        Some(time_op(&s, |_| {
+            made.clear(&s)?;
+            gpu.cached_rotation_key(&made, 3, &s)
+        })),
+    ));
     // The same NTT and key-switch ops on the other kernel choices, for comparison in the same
     // run (see `NttKernels`).
     let default = gpu.ntt_kernels();
@@ -528,7 +550,7 @@ fn oplat_table_on_the_gpu() {
         }
     }
     table.push_str(&format!(
-        "(rows without a suffix: NttKernels::{default:?}; /2pass two-pass, /cl512 8 x 512-thread clusters, /clpre the same with twiddles preloaded into registers; /pool without the engine's buffer recycling; /direct without launch graphs; rotate_many_with_keys/4: one ciphertext by 4 keys, hoisted, against rotate_x4_one_by_one: the same 4 rotations one by one in one call; encode_for_multiplication: real slots to a level-0 plaintext operand on the device; encrypt_complex_message, decrypt_complex_message: complex slots; no FHElium op for these)\n"
+        "(rows without a suffix: NttKernels::{default:?}; /2pass two-pass, /cl512 8 x 512-thread clusters, /clpre the same with twiddles preloaded into registers; /pool without the engine's buffer recycling; /direct without launch graphs; rotate_many_with_keys/4: one ciphertext by 4 keys, hoisted, against rotate_x4_one_by_one: the same 4 rotations one by one in one call; encode_for_multiplication: real slots to a level-0 plaintext operand on the device; encrypt_complex_message, decrypt_complex_message: complex slots; rotation_key_on_device: a device key cache's miss, the key of step 3 made on the device (the host path: ~40 ms of key generation and an 18 MiB upload); no FHElium op for these)\n"
     ));
     table.push_str(&format!(
         "chain graphs launched {}, programmatic edges built {}, graphs held {}\n",

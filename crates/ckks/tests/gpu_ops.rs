@@ -1953,6 +1953,103 @@ fn a_bounded_key_cache_holds_at_most_its_capacity_on_the_device() {
     assert_eq!((keys.nbytes(), keys.keys()), (0, vec![]));
 }
 
+/// Keys made on the device (decision 0531) are the CPU engine's keys word for word, on every
+/// NTT kernel path; a miss enqueues the generation without any host wait (long work still
+/// runs when it returns); a key made on one stream is used on another only after its making
+/// (a stream wait); rotations and relinearization with them equal the CPU engine's.
+#[test]
+fn keys_made_on_the_device_are_the_cpu_engines_keys() {
+    use cust::event::EventStatus;
+    let Some(fx) = fixture() else { return };
+    let s = &fx.stream;
+    let g = &fx.gpu;
+    let src = Arc::new(
+        CpuEngine::with_seed(Preset::Slots8192Scale40Levels7Int64, SEED).expect("source engine"),
+    );
+    let keys = g
+        .device_key_cache(Arc::clone(&src), s)
+        .expect("device key cache");
+    assert!(keys.makes_keys_on_device());
+    let host_words =
+        |k: &RotationKey| -> Vec<u64> { k.view().expect("host key").iter().copied().collect() };
+    on_both_kernel_paths(&fx, |path| {
+        keys.clear(s).expect("clear");
+        for step in [1i64, -3, 4096] {
+            g.poison_pool(4 * 9 * 16384 * 9, s).expect("poison");
+            let dk = g.cached_rotation_key(&keys, step, s).expect("device key");
+            let want = src.rotation_key(step).expect("cpu key");
+            assert_eq!(dk.galois_element(), Some(want.galois_element()), "{path}");
+            assert!(
+                g.download_switch_key_words(&dk, s).expect("download") == host_words(&want),
+                "{path}: the device's key of step {step} differs from the CPU engine's"
+            );
+        }
+        let rlk = g.cached_relinearization_key(&keys, s).expect("device rlk");
+        let want = src.relinearization_key().expect("cpu rlk");
+        let want_words: Vec<u64> = want.view().expect("host").iter().copied().collect();
+        assert!(
+            g.download_switch_key_words(&rlk, s).expect("download") == want_words,
+            "{path}: the device's relinearization key differs from the CPU engine's"
+        );
+    });
+    g.set_ntt_kernels(NttKernels::GlobalSync);
+
+    // Results with the device's keys: the CPU engine's, word for word.
+    let ct = fresh(&src, 41, 2);
+    let d = fx.up(&ct);
+    for step in [1, 5] {
+        let want = src.rotate_by_step(&ct, step).expect("cpu");
+        fx.check(
+            &format!("device-made key, rotate_by_step({step})"),
+            &want,
+            || g.rotate_by_step(&d, step, &keys, s),
+        );
+    }
+    let a = src
+        .coefficient_domain_to_ntt_domain(&fresh(&src, 42, 1))
+        .expect("ntt");
+    let prod = src.multiply(&a, &a).expect("multiply");
+    let want = src.relinearize(&prod).expect("cpu relinearize");
+    let dp = fx.up(&prod);
+    fx.check("device-made key, relinearize", &want, || {
+        g.relinearize(&dp, &keys, s)
+    });
+
+    // A miss waits for nothing on the host: long work on `s` is still running when it returns.
+    let (_, busy_key) = fx.rotation_key_by_one();
+    let done = queue_long_work(g, &d, &busy_key, s, "device key generation");
+    let waited = CudaEngine::waited_drops();
+    let k9 = g.cached_rotation_key(&keys, 9, s).expect("key 9");
+    assert_eq!(
+        done.query().expect("query"),
+        EventStatus::NotReady,
+        "making a key on the device must not wait for the stream"
+    );
+    assert_eq!(CudaEngine::waited_drops(), waited);
+    drop(k9);
+
+    // Made on `s` behind the long work, used at once on a second stream: the second stream
+    // waits for the making.
+    let done = queue_long_work(g, &d, &busy_key, s, "key made behind long work");
+    let k11 = g
+        .cached_rotation_key(&keys, 11, s)
+        .expect("key 11, made on s");
+    let other = g.stream().expect("second stream");
+    let d2 = g.upload_ciphertext(&ct, &other).expect("upload");
+    let r = g
+        .rotate_by_step(&d2, 11, &keys, &other)
+        .expect("rotate on the second stream");
+    drop(k11);
+    // Not yet made when the call returned (else the check below would mean nothing).
+    assert_eq!(done.query().expect("query"), EventStatus::NotReady);
+    let host = g.download_ciphertext(&r, &other).expect("down");
+    common::assert_same_words(
+        "rotation on a second stream with a key made on the first",
+        &host,
+        &src.rotate_by_step(&ct, 11).expect("cpu"),
+    );
+}
+
 #[test]
 fn rotations_by_zero_steps_are_copies_without_a_key_switch() {
     let Some(fx) = fixture() else { return };

@@ -229,7 +229,9 @@ fn encode_vectors() -> Vec<u8> {
     put_u64(&mut out, [g]);
     put_u64(
         &mut out,
-        automorphism_ntt_index_map(14, g).iter().map(|&j| u64::from(j)),
+        automorphism_ntt_index_map(14, g)
+            .iter()
+            .map(|&j| u64::from(j)),
     );
     out
 }

@@ -1102,7 +1102,7 @@ impl CudaEngine {
         let n = KERNEL_N;
         let rows = self.moduli.len();
         let digits = self.enc.digits;
-        if g != 0 && (g % 2 == 0 || g >= 2 * n as u64) {
+        if g != 0 && (g.is_multiple_of(2) || g >= 2 * n as u64) {
             return Err(CudaBackendError::Unsupported {
                 op,
                 reason: format!("{g} is not a Galois element of N = {n}"),
