@@ -629,6 +629,7 @@ impl CpuEngine {
     }
 
     /// The cache slot of `step`'s rotation key (`None` for a step ≡ 0).
+    #[must_use]
     pub(crate) fn rotation_slot(&self, step: i64) -> Option<CachedKey> {
         let (canonical, galois_element) = self.galois_element_for_step(step);
         (canonical != 0).then_some(CachedKey::Rotation {
@@ -712,16 +713,16 @@ impl CpuEngine {
         op: &'static str,
         step: i64,
     ) -> Result<Arc<RotationKey>, CkksError> {
-        let (canonical, galois_element) = self.galois_element_for_step(step);
-        if canonical == 0 {
+        let Some(
+            slot @ CachedKey::Rotation {
+                step: canonical, ..
+            },
+        ) = self.rotation_slot(step)
+        else {
             return Err(CkksError::InvalidRotation {
                 op,
                 reason: format!("step {step} is a multiple of the slot count: no rotation key"),
             });
-        }
-        let slot = CachedKey::Rotation {
-            galois_element,
-            step: canonical,
         };
         self.cached_key(op, slot, HostKey::rotation, HostKey::Rotation, || {
             self.create_rotation_key(canonical, &self.secret_key)

@@ -371,17 +371,18 @@ impl CudaEngine {
         step: i64,
         stream: &Stream,
     ) -> Result<Arc<GpuSwitchKey>> {
-        let (canonical, g) = keys.source.galois_element_for_step(step);
-        if canonical == 0 {
+        let Some(
+            slot @ CachedKey::Rotation {
+                galois_element: g,
+                step: canonical,
+            },
+        ) = keys.source.rotation_slot(step)
+        else {
             return Err(CkksError::WrongKey {
                 op,
                 reason: format!("step {step} is a multiple of the slot count: no rotation key"),
             }
             .into());
-        }
-        let slot = CachedKey::Rotation {
-            galois_element: g,
-            step: canonical,
         };
         self.cached_key(op, keys, slot, stream, || match &keys.secret {
             Some(sk) => {
@@ -395,15 +396,15 @@ impl CudaEngine {
         })
     }
 
-    /// Fails with [`CkksError::KeyCacheCapacity`] when `slot` is not held by `keys` and a key
-    /// cannot fit its capacity at all. Changes nothing.
+    /// Fails with [`CkksError::KeyCacheCapacity`] when `slot` is not held by `cache` and a
+    /// key cannot fit its capacity at all. Changes nothing.
     fn check_admissible(
         &self,
         op: &'static str,
         keys: &GpuKeyCache,
+        cache: &KeyLru<DeviceKey>,
         slot: CachedKey,
     ) -> Result<()> {
-        let cache = keys.keys.lock();
         if cache.contains(&slot) {
             return Ok(());
         }
@@ -420,37 +421,26 @@ impl CudaEngine {
         })
     }
 
-    /// The key of `slot` in `keys` for a use on `stream`, or a new one from `upload` (which
-    /// asks the source engine for its host key and copies it on `stream`), admitted to the
-    /// cache. The cache's lock is held meanwhile, so each key is made and uploaded once. Keys
-    /// that leave to make room are freed as [`GpuKeyCache`]'s docs say.
+    /// The key of `slot` in `keys` for a use on `stream`, or a new one from `make` (made on
+    /// the device, or the source engine's host key uploaded, on `stream`) admitted to the
+    /// cache. The cache's lock is held throughout, so each key is made once. Keys that leave
+    /// to make room are freed as [`GpuKeyCache`]'s docs say.
     fn cached_key(
         &self,
         op: &'static str,
         keys: &GpuKeyCache,
         slot: CachedKey,
         stream: &Stream,
-        upload: impl FnOnce() -> Result<GpuSwitchKey>,
+        make: impl FnOnce() -> Result<GpuSwitchKey>,
     ) -> Result<Arc<GpuSwitchKey>> {
         let mut cache = keys.keys.lock();
         if let Some(held) = cache.get_mut(&slot) {
             return held.use_on(op, stream);
         }
-        drop(cache);
-        self.check_admissible(op, keys, slot)?;
-        let mut cache = keys.keys.lock();
-        if let Some(held) = cache.get_mut(&slot) {
-            return held.use_on(op, stream);
-        }
-        let held = DeviceKey::made_on(op, upload()?, stream)?;
+        self.check_admissible(op, keys, &cache, slot)?;
+        let held = DeviceKey::made_on(op, make()?, stream)?;
         let key = Arc::clone(&held.key);
-        let bytes = key.nbytes();
-        if cache.check_fits(bytes).is_err() {
-            // The capacity was lowered meanwhile: the caller gets the key, the cache keeps
-            // nothing (the key is freed when the caller drops it).
-            return Ok(key);
-        }
-        let gone = cache.insert(slot, held, bytes);
+        let gone = cache.insert(slot, held, key.nbytes());
         drop(cache);
         release(gone, stream)?;
         Ok(key)
@@ -563,14 +553,13 @@ impl CudaEngine {
         self.check_cache(OP, keys)?;
         self.check_rotation_input(OP, ct)?;
         // A key that can never fit the cache fails the call before any key is made.
-        for &step in steps {
-            let (canonical, galois_element) = keys.source.galois_element_for_step(step);
-            if canonical != 0 {
-                let slot = CachedKey::Rotation {
-                    galois_element,
-                    step: canonical,
-                };
-                self.check_admissible(OP, keys, slot)?;
+        {
+            let cache = keys.keys.lock();
+            for slot in steps
+                .iter()
+                .filter_map(|&step| keys.source.rotation_slot(step))
+            {
+                self.check_admissible(OP, keys, &cache, slot)?;
             }
         }
         let held = steps
