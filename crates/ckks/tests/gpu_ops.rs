@@ -80,6 +80,14 @@ fn on_both_kernel_paths(fx: &Fixture, mut body: impl FnMut(&str)) {
     }
 }
 
+/// A CPU engine of the fixture's context and secret key (same seed), shared as a key cache's
+/// source.
+fn source_engine() -> Arc<CpuEngine> {
+    Arc::new(
+        CpuEngine::with_seed(Preset::Slots8192Scale40Levels7Int64, SEED).expect("source engine"),
+    )
+}
+
 /// Deterministic, non-trivial message for seed `k`.
 fn message(cpu: &CpuEngine, k: u64) -> Vec<f64> {
     (0..cpu.num_slots())
@@ -1577,9 +1585,7 @@ fn cached_keys_rotate_by_step_and_relinearize_as_the_cpu_engine() {
     let Some(fx) = fixture() else { return };
     let s = &fx.stream;
     // The cache's source: a CPU engine of the fixture's context and secret key (same seed).
-    let src = Arc::new(
-        CpuEngine::with_seed(Preset::Slots8192Scale40Levels7Int64, SEED).expect("source engine"),
-    );
+    let src = source_engine();
     let keys = fx.gpu.key_cache(Arc::clone(&src)).expect("key cache");
     assert_eq!(keys.location(), fx.gpu.location());
     assert_eq!((keys.rotation_keys(), keys.nbytes()), (0, 0));
@@ -1670,9 +1676,7 @@ fn cached_keys_rotate_by_step_and_relinearize_as_the_cpu_engine() {
 fn cached_key_errors_are_typed_and_make_no_key() {
     let Some(fx) = fixture() else { return };
     let s = &fx.stream;
-    let src = Arc::new(
-        CpuEngine::with_seed(Preset::Slots8192Scale40Levels7Int64, SEED).expect("source engine"),
-    );
+    let src = source_engine();
     let keys = fx.gpu.key_cache(Arc::clone(&src)).expect("key cache");
     let ct = fx.up(&fresh(&src, 3, 0));
     // A step ≡ 0 has no key.
@@ -1787,9 +1791,7 @@ fn a_bounded_key_cache_holds_at_most_its_capacity_on_the_device() {
     let Some(fx) = fixture() else { return };
     let s = &fx.stream;
     let g = &fx.gpu;
-    let src = Arc::new(
-        CpuEngine::with_seed(Preset::Slots8192Scale40Levels7Int64, SEED).expect("source engine"),
-    );
+    let src = source_engine();
     let keys = g.key_cache(Arc::clone(&src)).expect("key cache");
     let kb = src.switch_key_bytes();
     assert!(keys
@@ -1963,9 +1965,7 @@ fn keys_made_on_the_device_are_the_cpu_engines_keys() {
     let Some(fx) = fixture() else { return };
     let s = &fx.stream;
     let g = &fx.gpu;
-    let src = Arc::new(
-        CpuEngine::with_seed(Preset::Slots8192Scale40Levels7Int64, SEED).expect("source engine"),
-    );
+    let src = source_engine();
     let keys = g
         .device_key_cache(Arc::clone(&src), s)
         .expect("device key cache");
@@ -2054,9 +2054,7 @@ fn keys_made_on_the_device_are_the_cpu_engines_keys() {
 fn rotations_by_zero_steps_are_copies_without_a_key_switch() {
     let Some(fx) = fixture() else { return };
     let s = &fx.stream;
-    let src = Arc::new(
-        CpuEngine::with_seed(Preset::Slots8192Scale40Levels7Int64, SEED).expect("source engine"),
-    );
+    let src = source_engine();
     let keys = fx.gpu.key_cache(Arc::clone(&src)).expect("key cache");
     let ct = fresh(&src, 9, 3);
     let d = fx.up(&ct);
@@ -2198,9 +2196,7 @@ fn successful_operations_never_wait_in_a_drop() {
     let Some(fx) = fixture() else { return };
     let s = &fx.stream;
     let g = &fx.gpu;
-    let src = Arc::new(
-        CpuEngine::with_seed(Preset::Slots8192Scale40Levels7Int64, SEED).expect("source engine"),
-    );
+    let src = source_engine();
     let keys = g.key_cache(Arc::clone(&src)).expect("key cache");
     let (_, dkey) = fx.rotation_key_by_one();
     let (_, drlk) = fx.relinearization_keys();

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SUPERSEDED by docs/runs/2026-12-05-h200-u/run142.sh (same numbers, new binaries).
 # Run 142 (prepared in the twenty-second session, 2026-12-04 ~22:55 UTC; NOT RUN: the device
 # tool lent no machine in that session either). .gpu/bin/z holds the binaries of 5f9fe57,
 # the twenty-second session's last code: the twenty-first session's review commits (the key cache

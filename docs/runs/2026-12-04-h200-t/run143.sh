@@ -1,4 +1,5 @@
 #!/bin/bash
+# SUPERSEDED by docs/runs/2026-12-05-h200-u/run143.sh (same numbers, new binaries).
 # Run 143 (prepared in the twenty-second session; NOT RUN: no machine lent). Same .gpu/bin/z
 # as run 142 (see its header for how to make it). Carry .gpu.
 # 1. memcheck of the key-cache, span, complex and encode tests; racecheck of the encode tests.
