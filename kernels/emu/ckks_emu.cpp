@@ -537,6 +537,50 @@ int main() {
         launch(dim3{16, L, C}, NTT_THREADS,
                [&] { ntt_fwd_rows(M(out_raw2), M(out_raw2), PR(T), WPP(T.twf), off, n, cs, n, cs); });
         expect_eq("forward NTT, canonical input, no pre-step (two-pass)", out_raw2, want);
+        // Signed int64 input (mode 1), one row read by every limb (in_ys = 0) and components
+        // written a gap apart (out_zs = 2 limbs' worth): the errors of key generation
+        // (decision 0531), on the cluster, global-exchange and two-pass kernels. The gap rows
+        // must stay untouched.
+        {
+            std::vector<u64> e((size_t)C * NN);
+            for (auto& x : e) x = (u64)((i64)(rng() % 63) - 31);
+            e[0] = (u64)(i64)-31;
+            e[1] = 31;
+            const u64 ozs = 2 * cs;
+            std::vector<u64> want_s((size_t)C * ozs, ~0ull);
+            for (unsigned c = 0; c < C; c++)
+                for (unsigned l = 0; l < L; l++) {
+                    const u64 q = QS[off + l];
+                    std::vector<u64> row(NN);
+                    for (unsigned k = 0; k < NN; k++) {
+                        const i64 v = (i64)e[(size_t)c * NN + k];
+                        row[k] = v < 0 ? q - (u64)(-v) % q : (u64)v % q;
+                    }
+                    ref_fwd(row, q, T.psi[off + l]);
+                    std::copy(row.begin(), row.end(), want_s.begin() + (size_t)c * ozs + (size_t)l * NN);
+                }
+            std::vector<u64> s_cl((size_t)C * ozs, ~0ull), s_gs((size_t)C * ozs, ~0ull),
+                s_2p((size_t)C * ozs, ~0ull);
+            launch_cluster(dim3{CL, L, C}, CL_THREADS, [&] {
+                ntt_fwd_cl(P(e), M(s_cl), PR(T), WPP(T.twf), WPP(T.reduce), off, 0, n, n, ozs, 1,
+                           0, off, 0);
+            });
+            expect_eq("forward NTT of signed rows shared by every limb (cluster)", s_cl, want_s);
+            std::vector<unsigned> sctr(2 * L * C, 0u);
+            launch_cluster(dim3{CL, L, C}, GS_THREADS, [&] {
+                ntt_fwd_gs(P(e), M(s_gs), PR(T), WPP(T.twf), WPP(T.reduce), off, 0, n, n, ozs, 1, 0,
+                           off, 0, sctr.data());
+            });
+            expect_eq("forward NTT of signed rows shared by every limb (global exchange)", s_gs,
+                      want_s);
+            launch(dim3{16, L, C}, NTT_THREADS, [&] {
+                ntt_fwd_cols(P(e), M(s_2p), PR(T), WPP(T.twf), WPP(T.reduce), off, 0, n, n, ozs, 1,
+                             0, off, 0);
+            });
+            launch(dim3{16, L, C}, NTT_THREADS,
+                   [&] { ntt_fwd_rows(M(s_2p), M(s_2p), PR(T), WPP(T.twf), off, n, ozs, n, ozs); });
+            expect_eq("forward NTT of signed rows shared by every limb (two-pass)", s_2p, want_s);
+        }
     }
     // 2. key switch of a rotation at prime offset 6 (L = 2 Q rows + P), g = 3.
     for (int mode = 0; mode < 2; mode++) {

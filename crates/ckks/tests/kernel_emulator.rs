@@ -101,6 +101,9 @@ fn kernels_pass_the_host_emulator() {
     // Every kernel family reported, not just an early exit with status 0.
     for check in [
         "forward NTT 2 x 3 limbs (global exchange)",
+        "forward NTT of signed rows shared by every limb (cluster)",
+        "forward NTT of signed rows shared by every limb (global exchange)",
+        "forward NTT of signed rows shared by every limb (two-pass)",
         "forward NTT 2 x 3 limbs (paired blocks)",
         "inverse NTT round trip (paired blocks)",
         "ModUp as a work queue (global exchange)",
