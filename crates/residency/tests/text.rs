@@ -230,3 +230,64 @@ fn decision_parse_errors() {
         "{e}"
     );
 }
+
+/// Mutates `text` at char `at`: drops `cut` chars and inserts `ins`.
+fn mutate(text: &str, at: usize, cut: usize, ins: &str) -> String {
+    let chars: Vec<char> = text.chars().collect();
+    let at = at % (chars.len() + 1);
+    let end = (at + cut).min(chars.len());
+    chars[..at]
+        .iter()
+        .chain(ins.chars().collect::<Vec<_>>().iter())
+        .chain(&chars[end..])
+        .collect()
+}
+
+/// Tokens that stress a parser: numbers past u64 and i64, quotes and escapes, comments,
+/// separators, empty lines and non-ASCII text.
+const NASTY: [&str; 14] = [
+    "18446744073709551616",
+    "99999999999999999999999999",
+    "-1",
+    "\"",
+    "\\",
+    "\\\"",
+    "#",
+    "\n",
+    "\n\n",
+    ":",
+    "@",
+    "cuda:4294967296",
+    "sim:-3",
+    "é\u{1F600}",
+];
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig::with_cases(512))]
+
+    /// Parsing never panics: arbitrary text, and valid plan and decision listings with a
+    /// stretch replaced by arbitrary or hostile text, each come back as a value or a typed
+    /// error; whatever parses prints back to text that parses to the same value.
+    #[test]
+    fn parsers_never_panic_and_what_parses_round_trips(
+        noise in ".{0,200}",
+        at in 0usize..4000,
+        cut in 0usize..12,
+        pick in 0usize..NASTY.len(),
+        use_noise in proptest::bool::ANY,
+    ) {
+        let (snapshot, request, policy, _) = seed();
+        let decision = decide(&snapshot, &request, &policy, None).unwrap().to_string();
+        let plan = odd_plan().to_string();
+        let ins = if use_noise { noise.as_str() } else { NASTY[pick] };
+        for text in [noise.clone(), mutate(&plan, at, cut, ins), mutate(&decision, at, cut, ins)] {
+            if let Ok(p) = parse_plan(&text) {
+                proptest::prop_assert_eq!(parse_plan(&p.to_string()).unwrap(), p);
+            }
+            if let Ok(d) = parse_decision(&text) {
+                proptest::prop_assert_eq!(parse_decision(&d.to_string()).unwrap(), d);
+            }
+            let _ = text.trim().parse::<ResidencyLocation>();
+        }
+    }
+}
