@@ -17,7 +17,7 @@ use crate::kernels::{
     add_assign_limb, apply_automorphism_limb, automorphism_index_map, mul_acc_limb,
     mul_assign_limb, mul_scalar_limb, negate_limb, rescale_limb, sub_assign_limb,
 };
-use crate::keycache::{CachedKey, KeyLru};
+use crate::keycache::{trace_evictions, traced_admission, CachedKey, KeyLru};
 use crate::keys::{KeySwitchKey, PublicKey, RelinearizationKey, RotationKey, SecretKey};
 use crate::params::{CkksConfig, Preset};
 use crate::sampling::{self, Csprng, EncryptionSamples};
@@ -689,7 +689,10 @@ impl CpuEngine {
                 // keeps nothing.
                 return Ok(key);
             }
-            cache.insert(slot, held, bytes)
+            traced_admission("host", slot, bytes, HostKey::nbytes, || {
+                let gone = cache.insert(slot, held, bytes);
+                (gone, cache.bytes())
+            })
         };
         drop(gone);
         Ok(key)
@@ -737,6 +740,7 @@ impl CpuEngine {
     /// that caller lets go. Returns the keys that left, least recently used first.
     pub fn set_key_cache_capacity(&self, capacity: Option<u64>) -> Vec<CachedKey> {
         let gone = self.keys.lock().set_capacity(capacity);
+        trace_evictions(&"host", &gone, HostKey::nbytes);
         gone.into_iter().map(|(k, _)| k).collect()
     }
 
@@ -763,6 +767,7 @@ impl CpuEngine {
     /// Returns the keys that left, least recently used first.
     pub fn clear_key_cache(&self) -> Vec<CachedKey> {
         let gone = self.keys.lock().clear();
+        trace_evictions(&"host", &gone, HostKey::nbytes);
         gone.into_iter().map(|(k, _)| k).collect()
     }
 

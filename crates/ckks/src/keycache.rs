@@ -46,6 +46,48 @@ impl fmt::Display for CachedKey {
     }
 }
 
+/// Runs `admit` (which admits `slot`, `bytes` long, and returns the keys that left and the
+/// bytes held afterwards) inside a `ckks.key_cache.admit` span (design rule 7: `location`,
+/// `slot`, `bytes`, `held`), each key that left recorded as a `ckks.key_cache.evict` child.
+pub(crate) fn traced_admission<V>(
+    location: impl std::fmt::Display,
+    slot: CachedKey,
+    bytes: u64,
+    bytes_of: impl Fn(&V) -> u64,
+    admit: impl FnOnce() -> (Vec<(CachedKey, V)>, u64),
+) -> Vec<(CachedKey, V)> {
+    let span = tracing::debug_span!(
+        "ckks.key_cache.admit",
+        location = %location,
+        slot = %slot,
+        bytes = bytes,
+        held = tracing::field::Empty,
+    );
+    let _entered = span.enter();
+    let (gone, held) = admit();
+    span.record("held", held);
+    trace_evictions(&location, &gone, bytes_of);
+    gone
+}
+
+/// Records each key that left a cache as a `ckks.key_cache.evict` span (`location`, `slot`,
+/// `bytes`).
+pub(crate) fn trace_evictions<V>(
+    location: &impl std::fmt::Display,
+    gone: &[(CachedKey, V)],
+    bytes_of: impl Fn(&V) -> u64,
+) {
+    for (slot, v) in gone {
+        tracing::debug_span!(
+            "ckks.key_cache.evict",
+            location = %location,
+            slot = %slot,
+            bytes = bytes_of(v),
+        )
+        .in_scope(|| ());
+    }
+}
+
 /// One held key: the value, its exact bytes and when it was last used.
 #[derive(Debug)]
 struct Entry<V> {

@@ -1888,11 +1888,15 @@ fn a_bounded_key_cache_holds_at_most_its_capacity_on_the_device() {
     assert_eq!(keys.keys(), vec![rot(-7), rot(8)]);
     assert_eq!(keys.nbytes(), 2 * kb);
 
-    // A lower capacity lets the oldest go; one below a key refuses every first use.
-    assert_eq!(
-        keys.set_capacity(Some(kb), s).expect("lower"),
-        vec![rot(-7)]
-    );
+    // A lower capacity lets the oldest go (one `ckks.key_cache.evict` span naming it); one
+    // below a key refuses every first use.
+    let cap = capture::Capture::default();
+    let left = cap.during(|| keys.set_capacity(Some(kb), s).expect("lower"));
+    assert_eq!(left, vec![rot(-7)]);
+    let evict = cap.one("ckks.key_cache.evict");
+    assert_eq!(evict.field("location"), g.location().to_string());
+    assert_eq!(evict.field("slot"), rot(-7).to_string());
+    assert_eq!(evict.field("bytes"), kb.to_string());
     assert_eq!(
         keys.set_capacity(Some(kb - 1), s).expect("lower"),
         vec![rot(8)]

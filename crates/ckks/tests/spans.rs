@@ -66,6 +66,18 @@ fn operations_are_spanned_with_location_level_bytes_and_parameters() {
         engine.galois_element_for_step(-3).0.to_string()
     );
 
+    // The new key enters the engine's key cache: one admission span, nothing left.
+    let admit = cap.one("ckks.key_cache.admit");
+    assert_eq!(admit.parent.as_deref(), Some("ckks.rotate_by_step"));
+    let (canonical, g) = engine.galois_element_for_step(-3);
+    assert_eq!(
+        admit.field("slot"),
+        format!("rotation key for step {canonical} (Galois element {g})")
+    );
+    assert_eq!(admit.field("bytes"), engine.switch_key_bytes().to_string());
+    assert_eq!(admit.field("held"), engine.switch_key_bytes().to_string());
+    assert!(cap.spans().iter().all(|s| s.name != "ckks.key_cache.evict"));
+
     let rs = cap.one("ckks.rescale_to_next_level");
     assert_eq!(rs.field("level"), rotated.level().to_string());
     let dec = cap.one("ckks.decrypt_message");
@@ -84,8 +96,11 @@ fn operations_are_spanned_with_location_level_bytes_and_parameters() {
     for s in cap.spans() {
         for f in s.fields.keys() {
             assert!(
-                ["location", "level", "bytes", "slots", "step", "basis", "keys", "k", "to_level"]
-                    .contains(&f.as_str()),
+                [
+                    "location", "level", "bytes", "slots", "step", "basis", "keys", "k",
+                    "to_level", "slot", "held"
+                ]
+                .contains(&f.as_str()),
                 "span {} records field {f}",
                 s.name
             );
@@ -135,4 +150,42 @@ fn capturing_spans_does_not_change_results() {
     let traced = cap.during(run);
     assert!(!cap.spans().is_empty());
     assert_eq!(plain, traced);
+}
+
+#[test]
+fn keys_leaving_a_bounded_cache_are_spanned() {
+    let engine = CpuEngine::with_seed(Preset::Slots8192Scale40Levels7Int64, [6; 32]).unwrap();
+    let kb = engine.switch_key_bytes();
+    engine.set_key_cache_capacity(Some(kb));
+    let ct = engine
+        .encrypt_message(&message(engine.num_slots()))
+        .unwrap();
+    let _ = engine.rotate_by_step(&ct, 1).unwrap();
+    let cap = Capture::default();
+    cap.during(|| {
+        let _ = engine.rotate_by_step(&ct, 2).unwrap();
+        engine.clear_key_cache();
+    });
+    let slot = |step: i64| {
+        let (canonical, g) = engine.galois_element_for_step(step);
+        format!("rotation key for step {canonical} (Galois element {g})")
+    };
+    // Step 2's key enters, step 1's leaves inside the admission; the clear lets step 2's go.
+    let admit = cap.one("ckks.key_cache.admit");
+    assert_eq!(admit.field("slot"), slot(2));
+    assert_eq!(admit.field("held"), kb.to_string());
+    let evicted: Vec<_> = cap
+        .spans()
+        .into_iter()
+        .filter(|s| s.name == "ckks.key_cache.evict")
+        .collect();
+    assert_eq!(evicted.len(), 2, "{evicted:?}");
+    assert_eq!(evicted[0].field("slot"), slot(1));
+    assert_eq!(evicted[0].parent.as_deref(), Some("ckks.key_cache.admit"));
+    assert_eq!(evicted[1].field("slot"), slot(2));
+    assert_eq!(evicted[1].parent, None);
+    for e in &evicted {
+        assert_eq!(e.field("bytes"), kb.to_string());
+        assert_eq!(e.field("location"), "host");
+    }
 }

@@ -45,7 +45,7 @@ use super::{
     GpuSecretKey, GpuSwitchKey, Result,
 };
 use crate::engine::CpuEngine;
-use crate::keycache::{CachedKey, KeyLru};
+use crate::keycache::{trace_evictions, traced_admission, CachedKey, KeyLru};
 
 /// Rotation and relinearization keys of one secret key (a [`CpuEngine`]'s) on one device,
 /// made and uploaded on first use (see the module docs). Made by [`CudaEngine::key_cache`];
@@ -159,6 +159,11 @@ impl DeviceKey {
         })
     }
 
+    /// The key's device bytes.
+    fn nbytes(&self) -> u64 {
+        self.key.nbytes()
+    }
+
     /// The key, for a use on `stream`. The first use on a stream other than the making one
     /// makes that stream wait for the key's making (a stream wait, not a host wait): a copy
     /// from pageable memory or a generation may still run when the making call returns.
@@ -230,6 +235,7 @@ impl GpuKeyCache {
     /// error is returned.
     pub fn set_capacity(&self, capacity: Option<u64>, stream: &Stream) -> Result<Vec<CachedKey>> {
         let gone = self.keys.lock().set_capacity(capacity);
+        trace_evictions(&self.location(), &gone, DeviceKey::nbytes);
         release(gone, stream)
     }
 
@@ -239,6 +245,7 @@ impl GpuKeyCache {
     /// first driver error is returned.
     pub fn clear(&self, stream: &Stream) -> Result<()> {
         let gone = self.keys.lock().clear();
+        trace_evictions(&self.location(), &gone, DeviceKey::nbytes);
         release(gone, stream).map(drop)
     }
 }
@@ -440,7 +447,16 @@ impl CudaEngine {
         self.check_admissible(op, keys, &cache, slot)?;
         let held = DeviceKey::made_on(op, make()?, stream)?;
         let key = Arc::clone(&held.key);
-        let gone = cache.insert(slot, held, key.nbytes());
+        let gone = traced_admission(
+            self.location(),
+            slot,
+            key.nbytes(),
+            DeviceKey::nbytes,
+            || {
+                let gone = cache.insert(slot, held, key.nbytes());
+                (gone, cache.bytes())
+            },
+        );
         drop(cache);
         release(gone, stream)?;
         Ok(key)
