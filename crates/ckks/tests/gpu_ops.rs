@@ -1974,6 +1974,17 @@ fn keys_made_on_the_device_are_the_cpu_engines_keys() {
         .device_key_cache(Arc::clone(&src), s)
         .expect("device key cache");
     assert!(keys.makes_keys_on_device());
+    // A source of another context is refused before its secret key goes up.
+    let other = Arc::new(
+        CpuEngine::with_seed(Preset::Slots8192Scale30Levels9Int64, SEED).expect("other engine"),
+    );
+    assert!(matches!(
+        g.device_key_cache(other, s),
+        Err(CudaBackendError::Ckks(CkksError::ContextMismatch {
+            op: "device_key_cache",
+            ..
+        }))
+    ));
     let host_words =
         |k: &RotationKey| -> Vec<u64> { k.view().expect("host key").iter().copied().collect() };
     on_both_kernel_paths(&fx, |path| {
