@@ -1079,6 +1079,53 @@ impl CudaEngine {
     }
 }
 
+/// `ksk_sample`'s parameters: the sampling key's four words, the CDT, the primes, digits,
+/// rows, the key's words, the errors' scratch.
+fn ksk_sample_args(
+    key: [u64; 4],
+    cdt: u64,
+    primes: u64,
+    digits: usize,
+    rows: usize,
+    out: u64,
+    err: u64,
+) -> [Arg; 10] {
+    [
+        Arg::U64(key[0]),
+        Arg::U64(key[1]),
+        Arg::U64(key[2]),
+        Arg::U64(key[3]),
+        Arg::U64(cdt),
+        Arg::U64(primes),
+        Arg::U32(digits as u32),
+        Arg::U32(rows as u32),
+        Arg::U64(out),
+        Arg::U64(err),
+    ]
+}
+
+/// `ksk_finish`'s parameters: the key's words, the secret key's rows, the primes, P mod q per
+/// row, the digit masks, rows, the Galois element (0: relinearization).
+fn ksk_finish_args(
+    out: u64,
+    sk: u64,
+    primes: u64,
+    p_mod_q: u64,
+    digit_mask: u64,
+    rows: usize,
+    g: u64,
+) -> [Arg; 7] {
+    [
+        Arg::U64(out),
+        Arg::U64(sk),
+        Arg::U64(primes),
+        Arg::U64(p_mod_q),
+        Arg::U64(digit_mask),
+        Arg::U32(rows as u32),
+        Arg::U64(g),
+    ]
+}
+
 /// Threads of `ksk_sample` per launch block (`SAMPLE_THREADS`).
 const KSK_SAMPLE_THREADS: u32 = 512;
 
@@ -1123,18 +1170,15 @@ impl CudaEngine {
             (threads.div_ceil(KSK_SAMPLE_THREADS), 1, 1),
             KSK_SAMPLE_THREADS,
             stream,
-            &[
-                Arg::U64(key[0]),
-                Arg::U64(key[1]),
-                Arg::U64(key[2]),
-                Arg::U64(key[3]),
-                Arg::U64(dev_ptr(&e.cdt)),
-                Arg::U64(dev_ptr(&e.primes)),
-                Arg::U32(digits as u32),
-                Arg::U32(rows as u32),
-                Arg::U64(outp),
-                Arg::U64(errp),
-            ],
+            &ksk_sample_args(
+                key,
+                dev_ptr(&e.cdt),
+                dev_ptr(&e.primes),
+                digits,
+                rows,
+                outp,
+                errp,
+            ),
         )?;
         // Digit d's signed error, the same row for every prime (in_ys = 0), lifted and
         // transformed onto component 0 of digit d (out_zs: one digit of the key).
@@ -1145,15 +1189,15 @@ impl CudaEngine {
             ((n as u32) / EW, rows as u32, digits as u32),
             EW,
             stream,
-            &[
-                Arg::U64(outp),
-                Arg::U64(sk.buf.ptr()),
-                Arg::U64(dev_ptr(&e.primes)),
-                Arg::U64(dev_ptr(&e.p_mod_q)),
-                Arg::U64(dev_ptr32(&e.digit_mask)),
-                Arg::U32(rows as u32),
-                Arg::U64(g),
-            ],
+            &ksk_finish_args(
+                outp,
+                sk.buf.ptr(),
+                dev_ptr(&e.primes),
+                dev_ptr(&e.p_mod_q),
+                dev_ptr32(&e.digit_mask),
+                rows,
+                g,
+            ),
         )?;
         if let Some(rec) = chain {
             self.submit_chain(op, rec, stream)?;
@@ -1245,6 +1289,64 @@ mod tests {
     fn montgomery_constants_are_right() {
         for q in [1_099_510_054_913u64, 1_152_921_504_606_846_883] {
             assert_eq!(q.wrapping_mul(neg_inv64(q)), u64::MAX);
+        }
+    }
+
+    /// The `.param` types of kernel `entry` in the PTX, in order (`u64` / `u32`).
+    fn ptx_params(entry: &str) -> Vec<String> {
+        let start = ENCODE_PTX
+            .find(&format!(".entry {entry}("))
+            .unwrap_or_else(|| panic!("no entry {entry}"));
+        let list = &ENCODE_PTX[start..];
+        let list = &list[..list.find(')').unwrap_or(list.len())];
+        list.lines()
+            .filter_map(|l| l.trim().strip_prefix(".param ."))
+            .map(|l| l.split_whitespace().next().unwrap_or("").to_string())
+            .collect()
+    }
+
+    fn widths(args: &[Arg]) -> Vec<String> {
+        args.iter()
+            .map(|a| match a {
+                Arg::U64(_) => "u64".to_string(),
+                Arg::U32(_) => "u32".to_string(),
+            })
+            .collect()
+    }
+
+    #[test]
+    fn key_generation_arguments_match_the_kernel_signatures() {
+        let sample = ksk_sample_args([1, 2, 3, 4], 5, 6, 8, 9, 7, 8);
+        assert_eq!(widths(&sample), ptx_params("ksk_sample"));
+        let finish = ksk_finish_args(1, 2, 3, 4, 5, 9, 27);
+        assert_eq!(widths(&finish), ptx_params("ksk_finish"));
+        // An older kernel, to show the reader works: enc_lift (p, rows, primes, prime_off).
+        assert_eq!(ptx_params("enc_lift"), ["u64", "u64", "u64", "u32"]);
+    }
+
+    #[test]
+    fn key_generation_tables_follow_the_context() {
+        let ctx = crate::context::Context::new(
+            crate::params::CkksConfig::from_preset(
+                crate::params::Preset::Slots8192Scale40Levels7Int64,
+            )
+            .expect("preset"),
+        )
+        .expect("context");
+        let rows = ctx.tables.len();
+        let pmq = keygen_p_mod_q(&ctx);
+        assert_eq!(pmq.len(), rows);
+        assert_eq!(&pmq[..ctx.nq], &ctx.p_mod_q[..]);
+        assert!(
+            pmq[ctx.nq..].iter().all(|&x| x == 0),
+            "no digit holds a P row"
+        );
+        let masks = keygen_digit_masks(&ctx);
+        assert_eq!(masks.len(), ctx.digits.len());
+        for (mask, ids) in masks.iter().zip(&ctx.digits) {
+            for r in 0..rows {
+                assert_eq!((mask >> r) & 1 == 1, ids.contains(&r), "row {r} of {ids:?}");
+            }
         }
     }
 
