@@ -448,8 +448,8 @@ impl CpuEngine {
                 let k = half / 2;
                 a.par_chunks_mut(n).enumerate().for_each(|(id, row)| {
                     let stream = (k * rows + id) as u64;
-                    let q = ctx.modulus(id).value();
-                    row.copy_from_slice(&sampling::switch_key_uniform_row(&key, stream, q, n));
+                    let m = ctx.modulus(id);
+                    row.copy_from_slice(&sampling::switch_key_uniform_row(&key, stream, m, n));
                 });
             });
         words

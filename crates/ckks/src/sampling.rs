@@ -183,13 +183,14 @@ pub fn gaussian_from_word(cdt: &[u64], u: u64) -> i64 {
 /// `d · rows + r` (below `2^32`).
 pub const KEYGEN_STREAM_E: u64 = 1 << 32;
 
-/// Uniform residue in `[0, q)` from two 64-bit words: `(hi · 2^64 + lo) mod q`. The simple
-/// modular method with 64 extra bits (NIST SP 800-90A Rev. 1, A.5.3): its distance from
-/// uniform is below `q / 2^128 < 2^-68`, and no coefficient needs a retry, so each is a pure
-/// function of its two words (one ChaCha20 block gives four coefficients on the device).
+/// Uniform residue in `[0, q)` from two 64-bit words: `(hi · 2^64 + lo) mod q`
+/// ([`Modulus::reduce_wide`]). The simple modular method with 64 extra bits (NIST SP 800-90A
+/// Rev. 1, A.5.3): its distance from uniform is below `q / 2^128 < 2^-68`, and no coefficient
+/// needs a retry, so each is a pure function of its two words (one ChaCha20 block gives four
+/// coefficients on the device).
 #[must_use]
-pub fn uniform_from_words(q: u64, lo: u64, hi: u64) -> u64 {
-    ((u128::from(hi) << 64 | u128::from(lo)) % u128::from(q)) as u64
+pub fn uniform_from_words(m: &Modulus, lo: u64, hi: u64) -> u64 {
+    m.reduce_wide(u128::from(hi) << 64 | u128::from(lo))
 }
 
 /// The 32-byte sampling key of one key-switching key (decision 0531): words 0-3 of stream
@@ -213,14 +214,14 @@ pub fn switch_key_sampling_key(
     derive(&per_secret, galois_element)
 }
 
-/// Row `r` of digit `d`'s uniform part `a` of a key-switching key (`n` residues mod `q`, the
+/// Row `r` of digit `d`'s uniform part `a` of a key-switching key (`n` residues mod `m`, the
 /// NTT-domain words as stored): coefficient `k` from words `2k` (low) and `2k + 1` (high) of
 /// stream `d · rows + r` under `key` ([`uniform_from_words`]).
 #[must_use]
-pub fn switch_key_uniform_row(key: &[u8; 32], stream: u64, q: u64, n: usize) -> Vec<u64> {
+pub fn switch_key_uniform_row(key: &[u8; 32], stream: u64, m: &Modulus, n: usize) -> Vec<u64> {
     keyed_words(key, stream, 2 * n)
         .chunks_exact(2)
-        .map(|w| uniform_from_words(q, w[0], w[1]))
+        .map(|w| uniform_from_words(m, w[0], w[1]))
         .collect()
 }
 
@@ -295,14 +296,18 @@ mod tests {
     #[test]
     fn uniform_from_words_is_the_128_bit_residue() {
         // 2^64 ≡ 1 and 2^128 ≡ 1 (mod 17), since 2^8 ≡ 1.
-        assert_eq!(uniform_from_words(17, 5, 0), 5);
-        assert_eq!(uniform_from_words(17, 0, 1), 1);
-        assert_eq!(uniform_from_words(17, u64::MAX, u64::MAX), 0);
+        let m17 = Modulus::new(17).expect("modulus");
+        assert_eq!(uniform_from_words(&m17, 5, 0), 5);
+        assert_eq!(uniform_from_words(&m17, 0, 1), 1);
+        assert_eq!(uniform_from_words(&m17, u64::MAX, u64::MAX), 0);
         let q = (1u64 << 60) - 93; // any modulus: the map is plain arithmetic
-        assert_eq!(
-            uniform_from_words(q, 7, 3),
-            ((3u128 << 64 | 7) % u128::from(q)) as u64
-        );
+        let m = Modulus::new(q).expect("modulus");
+        for (lo, hi) in [(7, 3), (u64::MAX, u64::MAX), (0, q), (q - 1, u64::MAX - 5)] {
+            assert_eq!(
+                uniform_from_words(&m, lo, hi),
+                ((u128::from(hi) << 64 | u128::from(lo)) % u128::from(q)) as u64
+            );
+        }
     }
 
     #[test]
@@ -330,13 +335,14 @@ mod tests {
         }
         // Row words: coefficient k from words 2k, 2k + 1 of stream d * rows + r.
         let q = 1_073_750_017u64;
-        let row = switch_key_uniform_row(&key, 11, q, 4096);
+        let m = Modulus::new(q).expect("modulus");
+        let row = switch_key_uniform_row(&key, 11, &m, 4096);
         for k in [0usize, 1, 7, 4095] {
             let (lo, hi) = (
                 keyed_word(&key, 11, 2 * k as u64),
                 keyed_word(&key, 11, 2 * k as u64 + 1),
             );
-            assert_eq!(row[k], uniform_from_words(q, lo, hi), "coefficient {k}");
+            assert_eq!(row[k], uniform_from_words(&m, lo, hi), "coefficient {k}");
         }
         assert!(row.iter().all(|&x| x < q));
         let mean = row.iter().map(|&x| x as f64).sum::<f64>() / row.len() as f64;

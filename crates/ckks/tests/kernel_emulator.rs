@@ -17,6 +17,7 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
+use fhelium_ckks::arith::Modulus;
 use fhelium_ckks::encoding::Encoder;
 use fhelium_ckks::kernels::automorphism_ntt_index_map;
 use fhelium_ckks::sampling::{self, Csprng, EncryptionSamples};
@@ -218,9 +219,10 @@ fn encode_vectors() -> Vec<u8> {
     put_u64(&mut out, primes);
     for d in 0..digits {
         for (r, &q) in (0u64..).zip(&primes) {
+            let m = Modulus::new(q).expect("modulus");
             put_u64(
                 &mut out,
-                sampling::switch_key_uniform_row(&kkey, d * rows + r, q, n),
+                sampling::switch_key_uniform_row(&kkey, d * rows + r, &m, n),
             );
         }
     }
