@@ -166,7 +166,7 @@ pub fn ternary_from_word(key: &[u8; 32], index: u64, u: u64) -> i64 {
     let mut u = u;
     let mut j = 0u64;
     while u == u64::MAX {
-        u = keyed_word(key, STREAM_V_RETRY + index, j);
+        u = keyed_word(key, STREAM_V_RETRY.wrapping_add(index), j);
         j += 1;
     }
     (u % 3) as i64 - 1
@@ -229,7 +229,7 @@ pub fn switch_key_uniform_row(key: &[u8; 32], stream: u64, m: &Modulus, n: usize
 /// [`KEYGEN_STREAM_E`]` + d` under `key` ([`gaussian_from_word`]).
 #[must_use]
 pub fn switch_key_error(key: &[u8; 32], digit: u64, cdt: &[u64], n: usize) -> Vec<i64> {
-    keyed_words(key, KEYGEN_STREAM_E + digit, n)
+    keyed_words(key, KEYGEN_STREAM_E.wrapping_add(digit), n)
         .into_iter()
         .map(|u| gaussian_from_word(cdt, u))
         .collect()
@@ -292,6 +292,19 @@ impl Drop for EncryptionSamples {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn stream_ids_near_the_top_wrap_instead_of_panicking() {
+        // Public entry points with any index or digit: the stream id wraps (as rand_chacha's
+        // 64-bit stream id does), no overflow panic in debug builds.
+        let key = [1u8; 32];
+        let _ = ternary_from_word(&key, u64::MAX, u64::MAX);
+        let cdt = cdt_table(3.19);
+        assert_ne!(
+            switch_key_error(&key, u64::MAX, &cdt, 64),
+            switch_key_error(&key, 0, &cdt, 64)
+        );
+    }
 
     #[test]
     fn uniform_from_words_is_the_128_bit_residue() {
