@@ -203,7 +203,9 @@ impl GpuKeyCache {
     }
 
     /// Device bytes of every key held (18 MiB per key at the seed preset); never more than
-    /// the capacity. Keys that left and that a caller still holds are the caller's.
+    /// the capacity. Keys that left and that a caller still holds are the caller's; the
+    /// secret key a [`CudaEngine::device_key_cache`] keeps on the device (1.1 MiB at the seed
+    /// preset) is not a cached key and is not counted.
     #[must_use]
     pub fn nbytes(&self) -> u64 {
         self.keys.lock().bytes()
