@@ -1155,6 +1155,14 @@ impl CudaEngine {
                 reason: format!("{g} is not a Galois element of N = {n}"),
             });
         }
+        // The key switch takes keys of one prime per digit (as `upload_ksk` checks), and
+        // `ksk_finish`'s digit masks hold 32 rows.
+        if digits != self.nq || rows > 32 {
+            return Err(CudaBackendError::Unsupported {
+                op,
+                reason: format!("key of {digits} digits x {rows} rows"),
+            });
+        }
         let out = self.alloc(op, digits * 2 * rows * n, stream)?;
         let err = self.alloc(op, digits * n, stream)?;
         let (outp, errp) = (out.ptr(), err.ptr());
