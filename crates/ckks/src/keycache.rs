@@ -163,6 +163,15 @@ impl<V> KeyLru<V> {
         })
     }
 
+    /// The first held value `pick` accepts, not counted as a use.
+    #[cfg_attr(not(feature = "cuda"), allow(dead_code))]
+    pub(crate) fn find_mut(&mut self, pick: impl Fn(&V) -> bool) -> Option<&mut V> {
+        self.entries
+            .values_mut()
+            .map(|e| &mut e.value)
+            .find(|v| pick(v))
+    }
+
     /// Whether a key of `bytes` can be admitted at all: `Err(capacity)` when it is larger
     /// than the whole capacity. Checked before the key is made, so a refusal changes nothing.
     pub(crate) fn check_fits(&self, bytes: u64) -> Result<(), u64> {
@@ -407,6 +416,19 @@ mod tests {
                 proptest::prop_assert_eq!(c.keys_by_age(), order);
             }
         }
+    }
+
+    #[test]
+    fn find_mut_changes_no_order() {
+        let mut c = KeyLru::default();
+        c.insert(rot(5), 50u32, 1);
+        c.insert(rot(25), 250u32, 1);
+        if let Some(v) = c.find_mut(|v| *v == 50) {
+            *v = 51;
+        }
+        assert!(c.find_mut(|v| *v == 7).is_none());
+        assert_eq!(c.keys_by_age(), vec![rot(5), rot(25)], "not a use");
+        assert_eq!(c.remove(&rot(5)), Some(51));
     }
 
     #[test]

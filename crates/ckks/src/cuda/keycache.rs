@@ -61,10 +61,10 @@ use crate::keycache::{trace_evictions, traced_admission, CachedKey, KeyLru};
 ///
 /// **Freeing.** A key that leaves (eviction, [`GpuKeyCache::clear`], a lower capacity) and
 /// that no caller still holds is freed in stream order on the stream of the call that let it
-/// go when every use of it was on that stream; when it was also used on another stream,
-/// freeing it waits for the device first (the cache does not know how far other streams
-/// are). A key a caller holds (from `CudaEngine::cached_*_key`) is freed when that caller
-/// drops it; so is one that leaves while the same call still needs it (hoisted rotations
+/// go when every use of it was on that stream; when it was also used on another stream, or
+/// handed to a caller by `CudaEngine::cached_*_key` (who may use it anywhere), freeing it
+/// waits for the device first (the cache does not know how far other streams are). A key a
+/// caller still holds is freed when that caller drops it; so is one that leaves while the same call still needs it (hoisted rotations
 /// through a cache smaller than their keys), after waiting for the device at the end of the
 /// call. Dropping the cache frees the keys nobody else holds, after waiting for the device.
 #[derive(Debug)]
@@ -252,6 +252,24 @@ impl GpuKeyCache {
     }
 }
 
+/// The stream mark of a key handed to a caller (`cached_*_key`): the caller may use it on any
+/// stream, so freeing it always waits for the device.
+const ANY_STREAM: usize = usize::MAX;
+
+impl GpuKeyCache {
+    /// Marks `key` (just returned by `cached_*_key`) as handed out: the caller may enqueue
+    /// work reading it on any stream and drop its handle before that work ends, so when the
+    /// cache lets it go later, freeing it waits for the device.
+    fn handed_out(&self, key: &Arc<GpuSwitchKey>) {
+        let mut cache = self.keys.lock();
+        if let Some(held) = cache.find_mut(|h| Arc::ptr_eq(&h.key, key)) {
+            if !held.streams.contains(&ANY_STREAM) {
+                held.streams.push(ANY_STREAM);
+            }
+        }
+    }
+}
+
 /// Frees the keys that left a cache during a call on `stream` (see [`GpuKeyCache`]'s docs):
 /// in stream order when `stream` is the only stream that used a key, after waiting for the
 /// device when another one did, not at all when a caller still holds it. Returns the keys,
@@ -370,7 +388,9 @@ impl CudaEngine {
     ) -> Result<Arc<GpuSwitchKey>> {
         const OP: &str = "cached_rotation_key";
         self.check_cache(OP, keys)?;
-        self.cached_rotation(OP, keys, step, stream)
+        let key = self.cached_rotation(OP, keys, step, stream)?;
+        keys.handed_out(&key);
+        Ok(key)
     }
 
     fn cached_rotation(
@@ -480,7 +500,9 @@ impl CudaEngine {
     ) -> Result<Arc<GpuSwitchKey>> {
         const OP: &str = "cached_relinearization_key";
         self.check_cache(OP, keys)?;
-        self.cached_relinearization(OP, keys, stream)
+        let key = self.cached_relinearization(OP, keys, stream)?;
+        keys.handed_out(&key);
+        Ok(key)
     }
 
     fn cached_relinearization(
