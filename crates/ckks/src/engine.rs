@@ -46,6 +46,10 @@ pub struct CpuEngine {
     keygen_cdt: Vec<u64>,
     /// Rotation and relinearization keys made on first use (`crate::keycache`).
     keys: Mutex<KeyLru<HostKey>>,
+    /// One gate per key slot ever made: the thread that makes a key holds its gate, so threads
+    /// asking for the same new key at once wait for that one instead of each making it (one
+    /// small entry per distinct key).
+    key_gates: Mutex<std::collections::HashMap<CachedKey, Arc<Mutex<()>>>>,
     location: ResidencyLocation,
     memory: Memory,
     /// Reused key-switch scratch blocks (see `engine/keyswitch.rs`).
@@ -144,6 +148,7 @@ impl CpuEngine {
             secret_key,
             public_key,
             keys: Mutex::new(KeyLru::default()),
+            key_gates: Mutex::new(std::collections::HashMap::new()),
             location,
             memory,
             scratch: keyswitch::Scratch::default(),
@@ -662,8 +667,9 @@ impl CpuEngine {
     }
 
     /// The cached key of `slot`, or a new one from `make` admitted to the cache. The key is
-    /// made outside the lock (tens of milliseconds); when two threads race, the first one
-    /// admitted is kept and returned to both. Keys that leave are dropped outside the lock.
+    /// made outside the cache's lock (tens of milliseconds: other keys stay available) but
+    /// under the slot's gate, so threads asking for the same new key wait for the one that
+    /// makes it and find it in the cache. Keys that leave are dropped outside the lock.
     fn cached_key<K>(
         &self,
         op: &'static str,
@@ -676,6 +682,12 @@ impl CpuEngine {
             return Ok(k);
         }
         self.check_key_admissible(op, slot)?;
+        let gate = Arc::clone(self.key_gates.lock().entry(slot).or_default());
+        let _making = gate.lock();
+        // Another thread may have made it while this one waited at the gate.
+        if let Some(k) = self.keys.lock().get_mut(&slot).and_then(|k| pick(k)) {
+            return Ok(k);
+        }
         let key = Arc::new(make()?);
         let gone = {
             let mut cache = self.keys.lock();

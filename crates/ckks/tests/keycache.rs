@@ -5,8 +5,11 @@
 //! is a function of the engine's seed, the secret key and the Galois element only. A small
 //! ring (N = 2^12) keeps the keys cheap.
 
+mod capture;
+
 use std::sync::Arc;
 
+use capture::Capture;
 use fhelium_ckks::{CachedKey, Ciphertext, CkksConfig, CkksError, CpuEngine};
 use fhelium_residency::ResidencyLocation;
 use num_complex::Complex64;
@@ -224,12 +227,19 @@ fn a_key_larger_than_the_capacity_is_refused_and_changes_nothing() {
 }
 
 #[test]
-fn threads_asking_for_the_same_key_get_one_key() {
+fn threads_asking_for_the_same_key_get_one_key_made_once() {
     let e = small_engine(4);
     e.set_key_cache_capacity(Some(4 * e.switch_key_bytes()));
+    let cap = Capture::default();
+    let start = std::sync::Barrier::new(4);
     let keys: Vec<_> = std::thread::scope(|s| {
         let handles: Vec<_> = (0..4)
-            .map(|_| s.spawn(|| e.rotation_key(3).expect("key")))
+            .map(|_| {
+                s.spawn(|| {
+                    start.wait();
+                    cap.during(|| e.rotation_key(3).expect("key"))
+                })
+            })
             .collect();
         handles
             .into_iter()
@@ -237,6 +247,13 @@ fn threads_asking_for_the_same_key_get_one_key() {
             .collect()
     });
     assert!(keys.iter().all(|k| Arc::ptr_eq(k, &keys[0])));
+    // One thread made it; the others waited at the key's gate and found it in the cache.
+    let made = cap
+        .spans()
+        .iter()
+        .filter(|s| s.name == "ckks.create_rotation_key")
+        .count();
+    assert_eq!(made, 1, "the key was made {made} times");
     assert_eq!(e.cached_keys(), vec![rot(&e, 3)]);
     assert_eq!(e.key_cache_bytes(), e.switch_key_bytes());
 }
