@@ -1005,6 +1005,21 @@ impl GpuCiphertext {
 }
 
 impl GpuPlaintext {
+    /// A CPU-engine plaintext (RNS rows) with this value's metadata over `words`.
+    fn with_words(&self, words: Words) -> Plaintext {
+        Plaintext {
+            words,
+            context: self.context,
+            n: KERNEL_N,
+            level: self.level,
+            scale: self.scale,
+            domain: self.domain,
+            basis: self.basis,
+            representation: PlaintextRepresentation::Rns,
+            prime_ids: self.prime_ids.clone(),
+        }
+    }
+
     fn ptr(&self) -> u64 {
         self.buf.ptr()
     }
@@ -1045,19 +1060,7 @@ macro_rules! adoptable {
 }
 
 adoptable!(GpuCiphertext, Ciphertext, GpuCiphertext::with_words);
-adoptable!(GpuPlaintext, Plaintext, |pt: &GpuPlaintext, words| {
-    Plaintext {
-        words,
-        context: pt.context,
-        n: KERNEL_N,
-        level: pt.level,
-        scale: pt.scale,
-        domain: pt.domain,
-        basis: pt.basis,
-        representation: PlaintextRepresentation::Rns,
-        prime_ids: pt.prime_ids.clone(),
-    }
-});
+adoptable!(GpuPlaintext, Plaintext, GpuPlaintext::with_words);
 
 impl GpuSwitchKey {
     /// The Galois element of a rotation key; `None` for a relinearization key.

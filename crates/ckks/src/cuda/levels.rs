@@ -17,7 +17,7 @@ use super::{
     dev_ptr, drv, Arg, CkksError, CudaEngine, FwdNtt, GpuCiphertext, GpuPlaintext, Result, Words,
     EW_THREADS, K, KERNEL_N,
 };
-use crate::values::{Domain, Plaintext, PlaintextRepresentation};
+use crate::values::{Domain, Plaintext};
 
 impl CudaEngine {
     /// Forward NTT of every row of a device plaintext (coefficient → NTT); level, scale,
@@ -135,17 +135,7 @@ impl CudaEngine {
         drv(OP, stream.synchronize())?;
         let mut host = vec![0u64; pt.buf.len()];
         drv(OP, pt.buf.copy_to(&mut host[..]))?;
-        Ok(Plaintext {
-            words: Words::from_vec(host, ResidencyLocation::PageableHost),
-            context: pt.context,
-            n: KERNEL_N,
-            level: pt.level,
-            scale: pt.scale,
-            domain: pt.domain,
-            basis: pt.basis,
-            representation: PlaintextRepresentation::Rns,
-            prime_ids: pt.prime_ids.clone(),
-        })
+        Ok(pt.with_words(Words::from_vec(host, ResidencyLocation::PageableHost)))
     }
 
     /// Drops leading rows down to `level` (at least the current level, at most the last
