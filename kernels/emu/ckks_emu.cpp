@@ -573,6 +573,21 @@ int main() {
             });
             expect_eq("forward NTT of signed rows shared by every limb (global exchange)", s_gs,
                       want_s);
+            // As a queue of work items (ntt_fwd_gq: the engine's path when the limbs exceed
+            // one cooperative wave, as a key's digits x rows do); its state must come back
+            // zeroed.
+            std::vector<u64> s_gq((size_t)C * ozs, ~0ull);
+            std::vector<unsigned> sqs(2 + 2 * (size_t)L * C, 0u);
+            launch_cluster(dim3{CL, 1, 1}, GS_THREADS, [&] {
+                ntt_fwd_gq(P(e), M(s_gq), PR(T), WPP(T.twf), WPP(T.reduce), off, 0, n, n, ozs, 1,
+                           0, off, 0, L, C, sqs.data());
+            });
+            expect_eq("forward NTT of signed rows shared by every limb (work queue)", s_gq, want_s);
+            for (unsigned v : sqs)
+                if (v != 0) {
+                    std::printf("FAIL ntt_fwd_gq left its queue state nonzero (signed rows)\n");
+                    std::exit(1);
+                }
             launch(dim3{16, L, C}, NTT_THREADS, [&] {
                 ntt_fwd_cols(P(e), M(s_2p), PR(T), WPP(T.twf), WPP(T.reduce), off, 0, n, n, ozs, 1,
                              0, off, 0);

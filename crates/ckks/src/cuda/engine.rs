@@ -2409,8 +2409,10 @@ impl CudaEngine {
         ((KERNEL_N as u32) / EW_THREADS, limbs as u32, comps as u32)
     }
 
-    /// Forward NTT of `rows x comps` rows (grid y = row, z = component) as `f` describes:
-    /// one cluster launch, or the column pass then the row pass in place on `f.dst`.
+    /// Forward NTT of `rows x comps` rows (grid y = row, z = component) as `f` describes: on
+    /// [`NttKernels::GlobalSync`] one `ntt_fwd_gs` launch, or `ntt_fwd_gq` when the rows are
+    /// more than one cooperative wave holds; else one cluster launch, or the column pass then
+    /// the row pass in place on `f.dst`.
     fn ntt_fwd(
         &self,
         op: &'static str,
@@ -2423,8 +2425,11 @@ impl CudaEngine {
         let args = f.args(primes, twf, dev_ptr(&self.reduce));
         let yz = (rows as u32, comps as u32);
         let kernels = self.ntt_kernels();
+        // More limbs than one cooperative wave holds (a key's digits x rows): the same
+        // phases as a queue of work items, which needs no co-residency.
         if kernels == NttKernels::GlobalSync
-            && self.launch_gs(op, K::NttFwdGs, yz, stream, &args)?
+            && (self.launch_gs(op, K::NttFwdGs, yz, stream, &args)?
+                || self.launch_gq(op, yz, stream, &args)?)
         {
             return Ok(());
         }
@@ -2507,14 +2512,16 @@ impl CudaEngine {
     }
 
     /// Forward NTT of signed int64 rows (`mode` 1: each word lifted modulo the row's prime):
-    /// component z reads the one row `src + z·N` for every prime `0..rows` and writes rows of
-    /// N at `dst + z·out_zs` (words). Key generation's errors (one per digit, on every row).
+    /// component z reads the one row `src + z·N` for every prime `prime_off..prime_off + rows`
+    /// and writes rows of N at `dst + z·out_zs` (words). Key generation's errors (one per
+    /// digit, on every row) and an encoded message's coefficients (one component).
     #[allow(clippy::too_many_arguments)]
-    fn ntt_forward_signed_rows(
+    pub(super) fn ntt_forward_signed_rows(
         &self,
         op: &'static str,
         src: u64,
         dst: u64,
+        prime_off: usize,
         rows: usize,
         comps: usize,
         out_zs: usize,
@@ -2526,7 +2533,7 @@ impl CudaEngine {
             in_zs: n,
             out_zs: out_zs as u64,
             mode: 1,
-            ..FwdNtt::dense(src, dst, 0, rows)
+            ..FwdNtt::dense(src, dst, prime_off, rows)
         };
         self.ntt_fwd(op, &f, rows, comps, stream)
     }
