@@ -600,25 +600,35 @@ mod tests {
         }
     }
 
+    /// The examples' engine on cuda:0, or `None` (the test skips) when the machine has no
+    /// CUDA device, unless FHELIUM_REQUIRE_GPU=1.
+    #[cfg(feature = "cuda")]
+    fn cuda_or_skip() -> Option<Setup> {
+        let required = std::env::var("FHELIUM_REQUIRE_GPU").is_ok_and(|v| v == "1");
+        match Engine::open(DeviceChoice::Cuda(0), DEFAULT_PRESET, DEFAULT_SEED) {
+            Ok(s) => Some(s),
+            Err(e) => {
+                assert!(!required, "FHELIUM_REQUIRE_GPU=1 but {e}");
+                eprintln!("skipped: {e}");
+                None
+            }
+        }
+    }
+
     /// The CUDA backend relinearizes with a key made on the device, and its product decrypts
     /// to the CPU engine's bit for bit (same seed: the same key word for word).
     #[test]
     #[cfg(feature = "cuda")]
     fn cuda_relinearization_with_a_device_made_key_equals_the_cpu_engines() {
-        let required = std::env::var("FHELIUM_REQUIRE_GPU").is_ok_and(|v| v == "1");
-        let gpu = match Engine::open(DeviceChoice::Cuda(0), DEFAULT_PRESET, DEFAULT_SEED) {
-            Ok(s) => s,
-            Err(e) => {
-                assert!(!required, "FHELIUM_REQUIRE_GPU=1 but {e}");
-                eprintln!("skipped: {e}");
-                return;
-            }
-        };
+        let Some(gpu) = cuda_or_skip() else { return };
         let Engine::Cuda(backend) = &gpu.engine else {
             panic!("cuda:0 opened {}", gpu.engine.describe());
         };
         assert!(backend.keys.makes_keys_on_device());
-        assert!(backend.keys.keys().is_empty(), "no key before the first relinearization");
+        assert!(
+            backend.keys.keys().is_empty(),
+            "no key before the first relinearization"
+        );
         let cpu = Engine::open(DeviceChoice::Cpu, DEFAULT_PRESET, DEFAULT_SEED).expect("cpu");
         let (g, c) = (&gpu.engine, &cpu.engine);
         let n = c.num_slots();
@@ -633,10 +643,16 @@ mod tests {
             .expect("decrypt cpu");
         let r = g.relinearize(&prod).expect("cuda relinearize");
         assert_eq!(r.location(), ResidencyLocation::Cuda(0));
-        assert_eq!(backend.keys.keys().len(), 1, "the key was made once, on the device");
+        assert_eq!(
+            backend.keys.keys().len(),
+            1,
+            "the key was made once, on the device"
+        );
         let got = g.decrypt_message(&r).expect("decrypt gpu");
         assert!(
-            got.iter().zip(&want).all(|(p, q)| p.to_bits() == q.to_bits()),
+            got.iter()
+                .zip(&want)
+                .all(|(p, q)| p.to_bits() == q.to_bits()),
             "the device-made key's product differs from the CPU engine's"
         );
         let err = got
@@ -652,15 +668,7 @@ mod tests {
     #[test]
     #[cfg(feature = "cuda")]
     fn cuda_hoisted_rotations_equal_the_cpu_engines() {
-        let required = std::env::var("FHELIUM_REQUIRE_GPU").is_ok_and(|v| v == "1");
-        let gpu = match Engine::open(DeviceChoice::Cuda(0), DEFAULT_PRESET, DEFAULT_SEED) {
-            Ok(s) => s,
-            Err(e) => {
-                assert!(!required, "FHELIUM_REQUIRE_GPU=1 but {e}");
-                eprintln!("skipped: {e}");
-                return;
-            }
-        };
+        let Some(gpu) = cuda_or_skip() else { return };
         let cpu = Engine::open(DeviceChoice::Cpu, DEFAULT_PRESET, DEFAULT_SEED).expect("cpu");
         let (g, c) = (&gpu.engine, &cpu.engine);
         let n = c.num_slots();
