@@ -229,18 +229,32 @@ __device__ __forceinline__ void butterfly(C64& x, C64& y, C64 w, bool inverse) {
     x.im = __dadd_rn(x.im, ti);
 }
 
-// Row tile s[r * 128 + b] holds bit-reversed-order point j = (row0 + r) * 128 + b; stages of
-// half-span h = 1..64. Each thread loads its seven twiddles before the first stage (seven
-// independent loads in flight instead of one latency per stage).
-__device__ __forceinline__ void row_stages(C64* s, const C64* __restrict__ roots, bool inverse) {
-    const u32 tid = threadIdx.x;
-    const u32 r = tid / 64, bpos = tid % 64;
+// The FFT kernels issue every global load a thread needs (data, twiddles, twist or slot
+// tables) before waiting on any of them: one memory latency per kernel instead of one per
+// dependent group (data, then the twiddles after the tile's barrier, then the tail's table).
+// E_PER_THREAD points per thread in the load and store loops.
+#define E_PER_THREAD (E_TILE_WORDS / E_THREADS)
+
+// The seven twiddles of an FFT thread, one per stage (row_twiddles, col_twiddles).
+struct FftTw {
     C64 w[7];
+};
+__device__ __forceinline__ FftTw row_twiddles(const C64* __restrict__ roots) {
+    const u32 bpos = threadIdx.x % 64;
+    FftTw t;
 #pragma unroll
     for (u32 st = 0; st < 7; st++) {
         const u32 h = 1u << st;
-        w[st] = roots[(bpos % h) * (E_N / (2 * h))];
+        t.w[st] = roots[(bpos % h) * (E_N / (2 * h))];
     }
+    return t;
+}
+
+// Row tile s[r * 128 + b] holds bit-reversed-order point j = (row0 + r) * 128 + b; stages of
+// half-span h = 1..64 with the thread's twiddles `tw` (row_twiddles).
+__device__ __forceinline__ void row_stages(C64* s, const FftTw& tw, bool inverse) {
+    const u32 tid = threadIdx.x;
+    const u32 r = tid / 64, bpos = tid % 64;
 #pragma unroll
     for (u32 st = 0; st < 7; st++) {
         const u32 h = 1u << st;
@@ -249,26 +263,31 @@ __device__ __forceinline__ void row_stages(C64* s, const C64* __restrict__ roots
         const u32 b = (bpos / h) * 2 * h + jj;
         C64 x = s[r * E_SUB + b];
         C64 y = s[r * E_SUB + b + h];
-        butterfly(x, y, w[st], inverse);
+        butterfly(x, y, tw.w[st], inverse);
         s[r * E_SUB + b] = x;
         s[r * E_SUB + b + h] = y;
     }
     __syncthreads();
 }
 
-// Column tile s[a * 8 + c] holds point j = a * 128 + c0 + c; stages of half-span
-// h = 128 * h', h' = 1..64 (twiddles loaded up front, as in row_stages).
-__device__ __forceinline__ void col_stages(C64* s, const C64* __restrict__ roots, u32 c0,
-                                           bool inverse) {
-    const u32 tid = threadIdx.x;
-    const u32 c = tid % E_TILE, bpos = tid / E_TILE;
-    C64 w[7];
+// The seven twiddles of a column-pass thread of the block holding columns c0 ...
+__device__ __forceinline__ FftTw col_twiddles(const C64* __restrict__ roots, u32 c0) {
+    const u32 c = threadIdx.x % E_TILE, bpos = threadIdx.x / E_TILE;
+    FftTw t;
 #pragma unroll
     for (u32 st = 0; st < 7; st++) {
         const u32 hp = 1u << st;
         const u32 k = (bpos % hp) * E_SUB + c0 + c;
-        w[st] = roots[k * (E_N / (2 * E_SUB * hp))];
+        t.w[st] = roots[k * (E_N / (2 * E_SUB * hp))];
     }
+    return t;
+}
+
+// Column tile s[a * 8 + c] holds point j = a * 128 + c0 + c; stages of half-span
+// h = 128 * h', h' = 1..64, with the thread's twiddles `tw` (col_twiddles).
+__device__ __forceinline__ void col_stages(C64* s, const FftTw& tw, bool inverse) {
+    const u32 tid = threadIdx.x;
+    const u32 c = tid % E_TILE, bpos = tid / E_TILE;
 #pragma unroll
     for (u32 st = 0; st < 7; st++) {
         const u32 hp = 1u << st;
@@ -277,7 +296,7 @@ __device__ __forceinline__ void col_stages(C64* s, const C64* __restrict__ roots
         const u32 a = (bpos / hp) * 2 * hp + jj;
         C64 x = s[a * E_TILE + c];
         C64 y = s[(a + hp) * E_TILE + c];
-        butterfly(x, y, w[st], inverse);
+        butterfly(x, y, tw.w[st], inverse);
         s[a * E_TILE + c] = x;
         s[(a + hp) * E_TILE + c] = y;
     }
@@ -307,22 +326,30 @@ enc_rows_sample(const double* __restrict__ msg, u32 len, u32 cplx, const u32* __
     }
     __shared__ C64 s[E_TILE_WORDS];
     const u32 row0 = blockIdx.x * E_TILE;
-    for (u32 idx = threadIdx.x; idx < E_TILE_WORDS; idx += E_THREADS) {
-        const u32 i = brev_n(row0 * E_SUB + idx);
-        const u32 t = slot_of[i];
-        const u32 sl = t & ~CONJ_BIT;
+    const FftTw tw = row_twiddles(roots);
+    u32 t[E_PER_THREAD];
+#pragma unroll
+    for (u32 e = 0; e < E_PER_THREAD; e++)
+        t[e] = slot_of[brev_n(row0 * E_SUB + threadIdx.x + e * E_THREADS)];
+#pragma unroll
+    for (u32 e = 0; e < E_PER_THREAD; e++) {
+        const u32 sl = t[e] & ~CONJ_BIT;
         C64 v;
         v.re = 0.0;
         v.im = 0.0;
         if (sl < len) {
             const double im = cplx ? msg[2 * sl + 1] : 0.0;
             v.re = cplx ? msg[2 * sl] : msg[sl];
-            v.im = (t & CONJ_BIT) ? -im : im;
+            v.im = (t[e] & CONJ_BIT) ? -im : im;
         }
-        s[idx] = v;
+        s[threadIdx.x + e * E_THREADS] = v;
     }
-    row_stages(s, roots, false);
-    for (u32 idx = threadIdx.x; idx < E_TILE_WORDS; idx += E_THREADS) fft[row0 * E_SUB + idx] = s[idx];
+    row_stages(s, tw, false);
+#pragma unroll
+    for (u32 e = 0; e < E_PER_THREAD; e++) {
+        const u32 idx = threadIdx.x + e * E_THREADS;
+        fft[row0 * E_SUB + idx] = s[idx];
+    }
 }
 
 // Encode, column pass: the last seven stages, then a_k = Re(x_k * conj(twist_k)) * inv_n and
@@ -333,19 +360,27 @@ enc_cols(const C64* __restrict__ fft, const C64* __restrict__ roots,
          const C64* __restrict__ twist, double inv_n, double scale, i64* __restrict__ p) {
     __shared__ C64 s[E_TILE_WORDS];
     const u32 c0 = blockIdx.x * E_TILE;
-    for (u32 idx = threadIdx.x; idx < E_TILE_WORDS; idx += E_THREADS) {
-        const u32 a = idx / E_TILE, c = idx % E_TILE;
-        s[idx] = fft[a * E_SUB + c0 + c];
+    // Point e of the thread: tile word idx = tid + e * E_THREADS, j = (idx / 8) * 128 + c0 +
+    // idx % 8; its data, its twist factor and the twiddles, all loaded first.
+    C64 x[E_PER_THREAD], z[E_PER_THREAD];
+    u32 j[E_PER_THREAD];
+#pragma unroll
+    for (u32 e = 0; e < E_PER_THREAD; e++) {
+        const u32 idx = threadIdx.x + e * E_THREADS;
+        j[e] = (idx / E_TILE) * E_SUB + c0 + idx % E_TILE;
+        x[e] = fft[j[e]];
+        z[e] = twist[j[e]];
     }
-    col_stages(s, roots, c0, false);
-    for (u32 idx = threadIdx.x; idx < E_TILE_WORDS; idx += E_THREADS) {
-        const u32 a = idx / E_TILE, c = idx % E_TILE;
-        const u32 j = a * E_SUB + c0 + c;
-        const C64 x = s[idx];
-        const C64 z = twist[j];
-        const double re = __dsub_rn(__dmul_rn(x.re, z.re), __dmul_rn(x.im, -z.im));
+    const FftTw tw = col_twiddles(roots, c0);
+#pragma unroll
+    for (u32 e = 0; e < E_PER_THREAD; e++) s[threadIdx.x + e * E_THREADS] = x[e];
+    col_stages(s, tw, false);
+#pragma unroll
+    for (u32 e = 0; e < E_PER_THREAD; e++) {
+        const C64 y = s[threadIdx.x + e * E_THREADS];
+        const double re = __dsub_rn(__dmul_rn(y.re, z[e].re), __dmul_rn(y.im, -z[e].im));
         const double ak = __dmul_rn(re, inv_n);
-        p[j] = (i64)round(__dmul_rn(ak, scale));
+        p[j[e]] = (i64)round(__dmul_rn(ak, scale));
     }
 }
 
@@ -524,7 +559,10 @@ dec_rows(const u64* __restrict__ tmp, const u64* __restrict__ c0,
     const EncPrime pa = primes[prime_off];
     const EncPrime pb = primes[prime_off + 1];
     const u32 row0 = blockIdx.x * E_TILE;
-    for (u32 idx = threadIdx.x; idx < E_TILE_WORDS; idx += E_THREADS) {
+    const FftTw tw = row_twiddles(roots);
+#pragma unroll
+    for (u32 e = 0; e < E_PER_THREAD; e++) {
+        const u32 idx = threadIdx.x + e * E_THREADS;
         const u32 i = brev_n(row0 * E_SUB + idx);
         const u64 v0 = e_add(tmp[i], c0[i], pa.q);
         const u64 w1 = e_add(tmp[E_N + i], c0[E_N + i], pb.q);
@@ -535,8 +573,12 @@ dec_rows(const u64* __restrict__ tmp, const u64* __restrict__ c0,
         v.im = __dmul_rn(z.im, a);
         s[idx] = v;
     }
-    row_stages(s, roots, true);
-    for (u32 idx = threadIdx.x; idx < E_TILE_WORDS; idx += E_THREADS) fft[row0 * E_SUB + idx] = s[idx];
+    row_stages(s, tw, true);
+#pragma unroll
+    for (u32 e = 0; e < E_PER_THREAD; e++) {
+        const u32 idx = threadIdx.x + e * E_THREADS;
+        fft[row0 * E_SUB + idx] = s[idx];
+    }
 }
 
 // Decode, column pass: last seven stages of the inverse FFT, then slot s = slot_of[j]
@@ -548,20 +590,29 @@ dec_cols(const C64* __restrict__ fft, const C64* __restrict__ roots,
          const u32* __restrict__ slot_of, double scale, double* __restrict__ out, u32 cplx) {
     __shared__ C64 s[E_TILE_WORDS];
     const u32 c0 = blockIdx.x * E_TILE;
-    for (u32 idx = threadIdx.x; idx < E_TILE_WORDS; idx += E_THREADS) {
-        const u32 a = idx / E_TILE, c = idx % E_TILE;
-        s[idx] = fft[a * E_SUB + c0 + c];
+    // The thread's points (as enc_cols), their slots and the twiddles, all loaded first.
+    C64 x[E_PER_THREAD];
+    u32 t[E_PER_THREAD];
+#pragma unroll
+    for (u32 e = 0; e < E_PER_THREAD; e++) {
+        const u32 idx = threadIdx.x + e * E_THREADS;
+        const u32 j = (idx / E_TILE) * E_SUB + c0 + idx % E_TILE;
+        x[e] = fft[j];
+        t[e] = slot_of[j];
     }
-    col_stages(s, roots, c0, true);
-    for (u32 idx = threadIdx.x; idx < E_TILE_WORDS; idx += E_THREADS) {
-        const u32 a = idx / E_TILE, c = idx % E_TILE;
-        const u32 t = slot_of[a * E_SUB + c0 + c];
-        if (t & CONJ_BIT) continue;
+    const FftTw tw = col_twiddles(roots, c0);
+#pragma unroll
+    for (u32 e = 0; e < E_PER_THREAD; e++) s[threadIdx.x + e * E_THREADS] = x[e];
+    col_stages(s, tw, true);
+#pragma unroll
+    for (u32 e = 0; e < E_PER_THREAD; e++) {
+        if (t[e] & CONJ_BIT) continue;
+        const C64 y = s[threadIdx.x + e * E_THREADS];
         if (cplx) {
-            out[2 * t] = __ddiv_rn(s[idx].re, scale);
-            out[2 * t + 1] = __ddiv_rn(s[idx].im, scale);
+            out[2 * t[e]] = __ddiv_rn(y.re, scale);
+            out[2 * t[e] + 1] = __ddiv_rn(y.im, scale);
         } else {
-            out[t] = __ddiv_rn(s[idx].re, scale);
+            out[t[e]] = __ddiv_rn(y.re, scale);
         }
     }
 }
