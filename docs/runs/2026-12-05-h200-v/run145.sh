@@ -7,7 +7,9 @@
 #     launch; predicted -2 to -4 us);
 #   - the examples' CUDA backend with device-made keys (examples_lib: a new test);
 #   - 3-component NTTs (24 limbs at level 0, more than one cooperative wave) now on ntt_fwd_gq
-#     as well.
+#     as well;
+#   - the encode / decode FFT kernels (enc_rows_sample, enc_cols, dec_rows, dec_cols) issuing
+#     all their global loads before the first wait (predicted -0.5 to -1.5 us per kernel).
 # gpu_oplat_z: the binary of d2e3db9 (runs 142-144) for the A/B.
 # 1. correctness: gpu_ops, gpu_encrypt, example_parity, examples_lib, cuda_lib, gpu_memory,
 #    the three examples; 2. ncu kernel durations of key generation and encode;
@@ -26,6 +28,10 @@ r examples_lib $W/examples_lib --test-threads=1
 r cuda_lib $W/cuda_lib --test-threads=1
 r gpu_memory $W/gpu_memory --test-threads=1
 for ex in automatic_residency basic_ckks explicit_residency; do (timeout 60 $W/$ex --device cuda:0; echo "$ex exit=$?") > $OUT/logs/$ex.txt 2>&1; tail -1 $OUT/logs/$ex.txt; done
+CS=/usr/local/cuda/bin/compute-sanitizer
+r memcheck-encdec $CS --tool memcheck $W/gpu_encrypt --test-threads=1 decrypt_message_on_the_device complex_messages plaintexts_encoded encrypt_message_on_the_device
+r racecheck-encdec $CS --tool racecheck $W/gpu_encrypt --test-threads=1 decrypt_message_on_the_device complex_messages plaintexts_encoded
+r memcheck-keys $CS --tool memcheck $W/gpu_ops --test-threads=1 keys_made_on_the_device
 NCU=$(ls /usr/local/cuda/bin/ncu 2>/dev/null || command -v ncu)
 (timeout 90 $NCU --clock-control none --metrics gpu__time_duration.sum,launch__grid_size --csv --launch-count 40 -k regex:"ksk_|ntt_fwd" $W/gpu_ops --test-threads=1 keys_made_on_the_device > $OUT/logs/ncu_keygen.csv 2> $OUT/logs/ncu_keygen.err; echo "ncu keygen rc=$?")
 (timeout 90 $NCU --clock-control none --metrics gpu__time_duration.sum,launch__grid_size --csv --launch-count 40 -k regex:"enc_|ntt_fwd" $W/gpu_encrypt --test-threads=1 plaintexts_encoded > $OUT/logs/ncu_encode.csv 2> $OUT/logs/ncu_encode.err; echo "ncu encode rc=$?")
@@ -35,6 +41,6 @@ export FHELIUM_BENCH_DEVICE=0
 for n in z1 v1 z2 v2; do
   b=$W/gpu_oplat; [ "${n#z}" != "$n" ] && b=$W/gpu_oplat_z
   timeout 60 $b --nocapture --test-threads=1 > $OUT/logs/oplat-$n.log 2>&1; echo "$n rc=$?"
-  grep -E '^(rotate_with_key|coefficient_to_ntt|ntt_to_coefficient|relinearize|encrypt_message|decrypt_message|multiply_ct_ct|rotation_key_on_device|encode_for_multiplication) ' $OUT/logs/oplat-$n.log | tr -s ' ' | cut -d' ' -f1-4,7-8
+  grep -E '^(rotate_with_key|coefficient_to_ntt|ntt_to_coefficient|relinearize|encrypt_message|decrypt_message|multiply_ct_ct|rotation_key_on_device|encode_for_multiplication|encrypt_complex_message|decrypt_complex_message) ' $OUT/logs/oplat-$n.log | tr -s ' ' | cut -d' ' -f1-4,7-8
 done
 tar czf $OUT/logs.tgz -C $OUT/logs . && rm -rf $OUT/logs
