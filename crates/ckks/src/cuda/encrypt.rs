@@ -27,8 +27,8 @@ use num_complex::Complex64;
 use parking_lot::Mutex;
 
 use super::{
-    dev_ptr, drv, launch_raw, Arg, CudaBackendError, CudaEngine, GpuCiphertext, GpuPlaintext,
-    GpuPublicKey, GpuSecretKey, GpuSwitchKey, Kernel, Result, KERNEL_N,
+    dev_ptr, drv, graphs, launch_raw, Arg, CudaBackendError, CudaEngine, GpuCiphertext,
+    GpuPlaintext, GpuPublicKey, GpuSecretKey, GpuSwitchKey, Kernel, Result, KERNEL_N,
 };
 use crate::arith::Modulus;
 use crate::context::Context;
@@ -874,7 +874,19 @@ impl CudaEngine {
             vrows,
             err,
         };
+        let fft = job.is_some();
         self.launch_encode(op, job, Some(sampler), stream)?;
+        // In a chain, the FFT's column pass (the last node so far, the message's p) runs beside
+        // v's NTT, v̂·pk and the inverse NTT, which need only the sampler's v (the node
+        // before it); enc_add_err joins the two branches.
+        let cols = if fft {
+            graphs::recorded().and_then(|len| len.checked_sub(1))
+        } else {
+            None
+        };
+        if let Some(c) = cols {
+            graphs::next_after(c.checked_sub(1), None);
+        }
         self.ntt_forward_raw(op, vrows, vhat, level, limbs, 1, stream)?;
         let out = self.alloc(op, 2 * limbs * n, stream)?;
         self.launch_enc(
@@ -902,6 +914,7 @@ impl CudaEngine {
             2,
             stream,
         )?;
+        graphs::next_after(None, cols);
         self.launch_enc(
             op,
             EncK::AddErr,

@@ -422,6 +422,7 @@ fn launch_raw_as(
         cooperative,
         args: held,
         len: args.len(),
+        deps: graphs::Deps::default(),
     };
     if graphs::record(node) {
         return Ok(());

@@ -129,6 +129,16 @@ fn pick<'a, N, A: PartialEq>(
 /// Most launches one chain holds (encrypt_message: six).
 pub(super) const MAX_CHAIN: usize = 8;
 
+/// The edges of a chain node other than the line's: by default a node hangs on the node
+/// recorded before it; `after` makes it hang on an earlier node instead (a branch: the nodes
+/// between run beside it), `join` adds a full edge from another earlier node (where a branch
+/// comes back). Node indices count from the chain's first node.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug, Default)]
+pub(super) struct Deps {
+    pub(super) after: Option<u8>,
+    pub(super) join: Option<u8>,
+}
+
 /// One recorded launch of a chain.
 #[derive(Clone, Copy)]
 pub(super) struct Node {
@@ -140,6 +150,9 @@ pub(super) struct Node {
     pub(super) cooperative: bool,
     pub(super) args: [Arg; MAX_ARGS],
     pub(super) len: usize,
+    /// Set by [`record`] from [`next_after`] (launched on their own, nodes go in order, which
+    /// every chain's dependencies allow).
+    pub(super) deps: Deps,
 }
 
 /// The kernels that start with `grid_dep_wait` (kernels/ckks.cu): in a chain graph they hang
@@ -173,13 +186,41 @@ impl Node {
             block: self.block,
             cooperative: self.cooperative,
             waits: self.waits(),
+            deps: self.deps,
         }
     }
 }
 
+/// This thread's recording: the launches so far, and the edges of the next one.
+struct Chain {
+    nodes: Vec<Node>,
+    next: Deps,
+}
+
 thread_local! {
     // The launches recorded on this thread while a `Recording` is alive.
-    static RECORDING: RefCell<Option<Vec<Node>>> = const { RefCell::new(None) };
+    static RECORDING: RefCell<Option<Chain>> = const { RefCell::new(None) };
+}
+
+/// How many launches this thread's recording holds; `None` when it is not recording.
+pub(super) fn recorded() -> Option<usize> {
+    RECORDING.with(|r| r.borrow().as_ref().map(|c| c.nodes.len()))
+}
+
+/// The next launch this thread records hangs on node `after` instead of the node before it
+/// (when given) and also on node `join` (when given). An index that is not an earlier node of
+/// the recording is ignored (the line's edge stays), and so is everything when the thread is
+/// not recording (launches go in order on their stream).
+pub(super) fn next_after(after: Option<usize>, join: Option<usize>) {
+    RECORDING.with(|r| {
+        if let Some(c) = r.borrow_mut().as_mut() {
+            let earlier = |i: usize| (i < c.nodes.len()).then(|| u8::try_from(i).ok()).flatten();
+            c.next = Deps {
+                after: after.and_then(earlier),
+                join: join.and_then(earlier),
+            };
+        }
+    });
 }
 
 /// While alive, this thread's kernel launches are recorded for one chain instead of enqueued
@@ -195,7 +236,10 @@ impl Recording {
             if r.is_some() {
                 return None;
             }
-            *r = Some(Vec::with_capacity(MAX_CHAIN));
+            *r = Some(Chain {
+                nodes: Vec::with_capacity(MAX_CHAIN),
+                next: Deps::default(),
+            });
             Some(Self(PhantomData))
         })
     }
@@ -204,6 +248,7 @@ impl Recording {
     pub(super) fn finish(self) -> Vec<Node> {
         RECORDING
             .with(|r| r.borrow_mut().take())
+            .map(|c| c.nodes)
             .unwrap_or_default()
     }
 }
@@ -216,10 +261,11 @@ impl Drop for Recording {
 
 /// Records `node` when this thread is recording (`true`); `false` when it is not, and the
 /// caller launches it now.
-pub(super) fn record(node: Node) -> bool {
+pub(super) fn record(mut node: Node) -> bool {
     RECORDING.with(|r| match r.borrow_mut().as_mut() {
-        Some(list) => {
-            list.push(node);
+        Some(c) => {
+            node.deps = std::mem::take(&mut c.next);
+            c.nodes.push(node);
             true
         }
         None => false,
@@ -234,6 +280,7 @@ struct NodeShape {
     block: u32,
     cooperative: bool,
     waits: bool,
+    deps: Deps,
 }
 
 /// What one chain graph launches: its nodes' shapes and the stream.
@@ -558,9 +605,10 @@ fn set_cooperative(node: cu::CUgraphNode) -> bool {
     rc == cu::cudaError_enum::CUDA_SUCCESS
 }
 
-/// Builds and instantiates a chain graph of `params` (one kernel node per entry, in a line;
-/// `nodes` gives each node's launch kind), and how many of its edges are programmatic; `None`
-/// when the driver refuses a step (nothing is left allocated).
+/// Builds and instantiates a chain graph of `params` (one kernel node per entry, each hanging
+/// on the one before it or on its `deps`; `nodes` gives each node's launch kind and edges),
+/// and how many of its edges are programmatic; `None` when the driver refuses a step (nothing
+/// is left allocated).
 fn build_chain(params: &[cu::CUDA_KERNEL_NODE_PARAMS], nodes: &[Node]) -> Option<(ChainSlot, u64)> {
     let ok = |rc: cu::CUresult| rc == cu::cudaError_enum::CUDA_SUCCESS;
     let mut graph: cu::CUgraph = std::ptr::null_mut();
@@ -587,7 +635,7 @@ fn build_chain(params: &[cu::CUDA_KERNEL_NODE_PARAMS], nodes: &[Node]) -> Option
             return fail(graph);
         }
         if i > 0 {
-            let from = handles[i - 1];
+            let from = handles[n.deps.after.map_or(i - 1, usize::from).min(i - 1)];
             // A programmatic edge: the node may launch once every block of its predecessor
             // has exited (output port CU_GRAPH_KERNEL_NODE_PORT_PROGRAMMATIC = 1, type
             // CU_GRAPH_DEPENDENCY_TYPE_PROGRAMMATIC = 1); its kernel's grid_dep_wait then
@@ -609,6 +657,12 @@ fn build_chain(params: &[cu::CUDA_KERNEL_NODE_PARAMS], nodes: &[Node]) -> Option
             } else {
                 // SAFETY: as above, one full (default) edge.
                 if !ok(unsafe { cu::cuGraphAddDependencies(graph, &from, &node, 1) }) {
+                    return fail(graph);
+                }
+            }
+            if let Some(j) = n.deps.join.map(usize::from).filter(|&j| j < i) {
+                // SAFETY: as above; a full edge from the earlier node j (live, in `handles`).
+                if !ok(unsafe { cu::cuGraphAddDependencies(graph, &handles[j], &node, 1) }) {
                     return fail(graph);
                 }
             }
@@ -706,7 +760,46 @@ mod tests {
             cooperative: false,
             args,
             len: 1,
+            deps: Deps::default(),
         }
+    }
+
+    #[test]
+    fn recorded_edges_go_to_the_next_launch_only_and_name_earlier_nodes() {
+        assert_eq!(recorded(), None, "not recording");
+        next_after(Some(0), Some(0)); // not recording: nothing to set, nothing breaks
+        let rec = Recording::start().expect("no recording runs");
+        assert!(record(node("a", 0)));
+        assert!(record(node("b", 1)));
+        assert_eq!(recorded(), Some(2));
+        next_after(Some(0), None);
+        assert!(record(node("c", 2)));
+        next_after(None, Some(1));
+        assert!(record(node("d", 3)));
+        // The edges went to d only.
+        assert!(record(node("d2", 4)));
+        // Not an earlier node (5 is e itself once recorded, 9 does not exist): ignored.
+        next_after(Some(9), Some(5));
+        assert!(record(node("e", 5)));
+        let deps: Vec<Deps> = rec.finish().iter().map(|n| n.deps).collect();
+        let d = |after: Option<u8>, join: Option<u8>| Deps { after, join };
+        assert_eq!(
+            deps,
+            vec![
+                d(None, None),
+                d(None, None),
+                d(Some(0), None),
+                d(None, Some(1)),
+                d(None, None),
+                d(None, None),
+            ]
+        );
+        // The edges are part of a chain's shape: the same kernels in another topology are
+        // another graph.
+        let mut a = node("x", 0);
+        let b = node("x", 0);
+        a.deps.after = Some(0);
+        assert_ne!(a.shape(), b.shape());
     }
 
     #[test]
