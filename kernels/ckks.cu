@@ -1655,7 +1655,8 @@ GS_KERNEL ntt_inv_gs(NTT_INV_PARAMS, unsigned* sync_ctr) {
 // component 1 as tile lines 8-15 (columns in the column phase, rows in the row phase), so a
 // block's row-phase twiddles are those of 8 rows, each read for both components (half the
 // twiddle lines of ntt_fwd_gs / ntt_inv_gs per block). Grid (2 CL, limbs, 1), GS_THREADS
-// threads, cooperative. Input canonical (the engine's values), output canonical; dense
+// threads, cooperative. Launched with GS_THREADS / 2 threads, a block is group 0 alone: one
+// component over 2 CL blocks per limb (twice the blocks of ntt_fwd_gs / ntt_inv_gs), no gate. Input canonical (the engine's values), output canonical; dense
 // layout: limb y of component z at z * zs + y * ys.
 // Each component is a pipeline of its own (decision 0503, "Components in turn"): threads
 // 0-127 (group 0) work on component 0, threads 128-255 (group 1) on component 1, each group
@@ -1787,7 +1788,7 @@ GS_KERNEL ntt_fwd_gp(const u64* __restrict__ in, u64* __restrict__ out,
             limb[a * SUB + col] = x0;
             limb[(a + 1) * SUB + col] = x1;
         }
-        if (th.g == 0) gate_open();
+        if (th.g == 0 && blockDim.x == GS_THREADS) gate_open();  // no group 1: no gate
     }
     pair_sync(th, ctr, target);  // every column of component g of the limb is in out
     const uint32_t lo = th.tid % 16, hi = th.tid / 16;
@@ -1851,7 +1852,7 @@ GS_KERNEL ntt_inv_gp(const u64* __restrict__ in, u64* __restrict__ out,
         inv8<Loose>(x, tw7(tw, SUB + row), q);
 #pragma unroll
         for (int e = 0; e < 8; e++) limb[lines.roff(hi) + lo + 16 * e] = x[e];
-        if (th.g == 0) gate_open();
+        if (th.g == 0 && blockDim.x == GS_THREADS) gate_open();  // no group 1: no gate
     }
     pair_sync(th, ctr, target);  // every row of component g of the limb is in out
     {

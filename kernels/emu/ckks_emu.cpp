@@ -139,10 +139,13 @@ static void launch_cluster(dim3 grid, unsigned threads, const std::function<void
     blockDim = dim3{threads, 1, 1};
     std::vector<std::barrier<>*> bars;
     for (unsigned b = 0; b < nb; b++) bars.push_back(new std::barrier<>((std::ptrdiff_t)threads));
-    // Named barriers 1 and 2 of each block (threads 0-255, 256-511).
+    // Named barriers 1 and 2 of each block: its halves (threads 0-255, 256-511 of the
+    // cluster kernels; 0-127, 128-255 of the paired kernels), or a 128-thread block of the
+    // paired kernels as group 0 alone (one barrier of all its threads).
+    const unsigned half = threads == 128 ? threads : threads / 2;
     std::vector<std::barrier<>*> hbars;
     for (unsigned i = 0; i < 2 * nb; i++)
-        hbars.push_back(new std::barrier<>((std::ptrdiff_t)(threads / 2)));
+        hbars.push_back(new std::barrier<>((std::ptrdiff_t)half));
     std::vector<std::barrier<>*> gates;
     for (unsigned b = 0; b < nb; b++) gates.push_back(new std::barrier<>((std::ptrdiff_t)threads));
     std::barrier<> cbar((std::ptrdiff_t)(threads * nb));
@@ -151,7 +154,7 @@ static void launch_cluster(dim3 grid, unsigned threads, const std::function<void
         for (unsigned t = 0; t < threads; t++) {
             ts.emplace_back([&, b, t] {
                 g_bar = bars[b];
-                g_hbar = hbars[2 * b + t / (threads / 2)];
+                g_hbar = hbars[2 * b + t / half];
                 g_gate = gates[b];
                 g_cbar = &cbar;
                 threadIdx = dim3{t, 0, 0};
@@ -512,6 +515,32 @@ int main() {
                                                : 0u)) {
                     std::printf("FAIL paired counter %zu: %u after 6 launches from %u\n", i,
                                 pctr[i], pctr0[i]);
+                    std::exit(1);
+                }
+            // One component (the engine's single polynomials: v in encryption, decryption's
+            // rows): the same kernels with GS_THREADS / 2 threads, group 0 alone, 2 CL blocks
+            // per limb; component 1's words must stay untouched, only component 0's counters
+            // move.
+            std::vector<unsigned> c1(2 * (GP_CTR2 + L), 0u);
+            std::vector<u64> o1(a.size(), ~0ull), b1(a.size(), ~0ull);
+            const size_t one = (size_t)L * NN;
+            std::vector<u64> want1(a.size(), ~0ull), a1(a.size(), ~0ull);
+            std::copy(want.begin(), want.begin() + one, want1.begin());
+            std::copy(a.begin(), a.begin() + one, a1.begin());
+            for (int rep = 0; rep < 2; rep++) {
+                launch_cluster(dim3{2 * CL, L, 1}, GS_THREADS / 2, [&] {
+                    ntt_fwd_gp(P(a), M(o1), PR(T), WPP(T.twf), off, n, cs, c1.data());
+                });
+                expect_eq("forward NTT 1 x 3 limbs (paired kernel, one group)", o1, want1);
+                launch_cluster(dim3{2 * CL, L, 1}, GS_THREADS / 2, [&] {
+                    ntt_inv_gp(P(o1), M(b1), PR(T), WPP(T.twi), POSTP(T.n_inv), off, n, cs,
+                               c1.data());
+                });
+                expect_eq("inverse NTT round trip 1 x 3 limbs (paired kernel, one group)", b1, a1);
+            }
+            for (size_t i = 0; i < c1.size(); i++)
+                if (c1[i] != (i % 2 == 1 && i < 2 * L ? 8u * CL : 0u)) {  // 4 launches x 2 CL
+                    std::printf("FAIL one-group counter %zu: %u after 4 launches\n", i, c1[i]);
                     std::exit(1);
                 }
         }

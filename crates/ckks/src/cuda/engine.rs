@@ -1552,26 +1552,37 @@ impl CudaEngine {
         stream: &Stream,
         args: &[Arg],
     ) -> Result<bool> {
-        self.launch_synced(op, kernel, (CL_BLOCKS, yz.0, yz.1), stream, args)
+        self.launch_synced(
+            op,
+            kernel,
+            (CL_BLOCKS, yz.0, yz.1),
+            GS_THREADS,
+            stream,
+            args,
+        )
     }
 
-    /// Launches a paired NTT kernel (`ntt_fwd_gp` / `ntt_inv_gp`: both components of each of
-    /// `limbs` limbs, 2 x CL_BLOCKS blocks per limb) as [`Self::launch_gs`] does, counting it
-    /// in `paired_launches`; `Ok(false)`: nothing enqueued (also for more than `GP_CTR2`
-    /// limbs), the caller runs the `*_gs` kernel.
+    /// Launches a paired NTT kernel (`ntt_fwd_gp` / `ntt_inv_gp`: the `comps` (1 or 2)
+    /// components of each of `limbs` limbs, 2 x CL_BLOCKS blocks per limb, 128 threads per
+    /// component) as [`Self::launch_gs`] does, counting it in `paired_launches`; `Ok(false)`:
+    /// nothing enqueued (also for more than `GP_CTR2` limbs or other component counts), the
+    /// caller runs the `*_gs` kernel. One component takes half the blocks' threads and spreads
+    /// a limb over twice the SMs the `*_gs` kernels use.
     fn launch_gp(
         &self,
         op: &'static str,
         kernel: K,
         limbs: usize,
+        comps: usize,
         stream: &Stream,
         args: &[Arg],
     ) -> Result<bool> {
-        if limbs > GP_CTR2 {
+        if limbs > GP_CTR2 || !(1..=2).contains(&comps) {
             return Ok(false);
         }
-        let launched =
-            self.launch_synced(op, kernel, (2 * CL_BLOCKS, limbs as u32, 1), stream, args)?;
+        let block = GS_THREADS / 2 * comps as u32;
+        let grid = (2 * CL_BLOCKS, limbs as u32, 1);
+        let launched = self.launch_synced(op, kernel, grid, block, stream, args)?;
         if launched {
             self.paired_launches
                 .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
@@ -1584,22 +1595,34 @@ impl CudaEngine {
     /// counters and the blocks one wave of the device; `Ok(false)` otherwise, when the stream
     /// has no barrier state (more than MAX_SYNC_STREAMS streams) or when the driver refused
     /// (nothing enqueued).
+    #[allow(clippy::too_many_arguments)]
     fn launch_synced(
         &self,
         op: &'static str,
         kernel: K,
         grid: (u32, u32, u32),
+        block: u32,
         stream: &Stream,
         args: &[Arg],
     ) -> Result<bool> {
         let limbs = grid.1 as usize * grid.2 as usize;
+        // gs_capacity counts blocks of GS_THREADS; smaller blocks fit at least as many.
         if limbs > SYNC_SLOTS || grid.0 as usize * limbs > self.gs_capacity as usize {
             return Ok(false);
         }
         let Some(ctr) = self.sync_state(op, stream)? else {
             return Ok(false);
         };
-        self.try_launch(op, kernel, grid, stream, args, &[Arg::U64(ctr)], true)
+        self.try_launch(
+            op,
+            kernel,
+            grid,
+            block,
+            stream,
+            args,
+            &[Arg::U64(ctr)],
+            true,
+        )
     }
 
     /// Launches `ntt_fwd_gq` over the `yz` limbs of a forward NTT with `args` (those of
@@ -1629,6 +1652,7 @@ impl CudaEngine {
             op,
             K::NttFwdGq,
             (blocks, 1, 1),
+            GS_THREADS,
             stream,
             args,
             &[Arg::U32(yz.0), Arg::U32(yz.1), Arg::U64(qs)],
@@ -1636,7 +1660,7 @@ impl CudaEngine {
         )
     }
 
-    /// Launches `kernel` (GS_THREADS threads) with `args` followed by `extra`; `Ok(false)`
+    /// Launches `kernel` (`block` threads) with `args` followed by `extra`; `Ok(false)`
     /// when they are more than a launch takes or the driver refused (nothing enqueued: the
     /// caller runs another kernel).
     #[allow(clippy::too_many_arguments)]
@@ -1645,6 +1669,7 @@ impl CudaEngine {
         op: &'static str,
         kernel: K,
         grid: (u32, u32, u32),
+        block: u32,
         stream: &Stream,
         args: &[Arg],
         extra: &[Arg],
@@ -1663,7 +1688,7 @@ impl CudaEngine {
             self.kernels[kernel as usize],
             KERNELS[kernel as usize],
             grid,
-            GS_THREADS,
+            block,
             stream,
             &all[..len],
             cooperative,
@@ -2426,6 +2451,37 @@ impl CudaEngine {
         let args = f.args(primes, twf, dev_ptr(&self.reduce));
         let yz = (rows as u32, comps as u32);
         let kernels = self.ntt_kernels();
+        // One component of canonical dense rows (no lift, no automorphism, no pre-step): the
+        // paired kernel with one group per block, 16 blocks per limb instead of 8.
+        let plain = f.canonical
+            && f.mode == 0
+            && f.ginv == 0
+            && f.src_by_z == 0
+            && f.in_ys == KERNEL_N as u64
+            && f.out_ys == f.in_ys
+            && f.src_off == f.prime_off;
+        if kernels == NttKernels::GlobalSync
+            && comps == 1
+            && plain
+            && self.launch_gp(
+                op,
+                K::NttFwdGp,
+                rows,
+                1,
+                stream,
+                &[
+                    Arg::U64(f.src),
+                    Arg::U64(f.dst),
+                    Arg::U64(primes),
+                    Arg::U64(twf),
+                    Arg::U32(f.prime_off),
+                    Arg::U64(f.in_ys),
+                    Arg::U64(f.in_zs),
+                ],
+            )?
+        {
+            return Ok(());
+        }
         // More limbs than one cooperative wave holds (a key's digits x rows): the same
         // phases as a queue of work items, which needs no co-residency.
         if kernels == NttKernels::GlobalSync
@@ -2490,8 +2546,9 @@ impl CudaEngine {
         self.launch(op, K::NttInvCols, grid, NTT_THREADS, stream, &cargs[..clen])
     }
 
-    /// Forward NTT of `comps x limbs` dense rows from `src` (row stride N, component stride
-    /// `limbs * N`) to `dst`, prime ids starting at `prime_off`.
+    /// Forward NTT of `comps x limbs` dense rows of canonical residues (engine values, the
+    /// sampler's v rows) from `src` (row stride N, component stride `limbs * N`) to `dst`,
+    /// prime ids starting at `prime_off`.
     #[allow(clippy::too_many_arguments)]
     fn ntt_forward_raw(
         &self,
@@ -2503,13 +2560,11 @@ impl CudaEngine {
         comps: usize,
         stream: &Stream,
     ) -> Result<()> {
-        self.ntt_fwd(
-            op,
-            &FwdNtt::dense(src, dst, prime_off, limbs),
-            limbs,
-            comps,
-            stream,
-        )
+        let f = FwdNtt {
+            canonical: true,
+            ..FwdNtt::dense(src, dst, prime_off, limbs)
+        };
+        self.ntt_fwd(op, &f, limbs, comps, stream)
     }
 
     /// Forward NTT of signed int64 rows (`mode` 1: each word lifted modulo the row's prime):
@@ -2561,13 +2616,13 @@ impl CudaEngine {
             ys: n,
             zs: limbs as u64 * n,
         };
-        // Two components by paired blocks (ntt_inv_gp), else the *_gs path.
-        let paired = comps == 2
-            && self.ntt_kernels() == NttKernels::GlobalSync
+        // One or two components by paired blocks (ntt_inv_gp), else the *_gs path.
+        let paired = self.ntt_kernels() == NttKernels::GlobalSync
             && self.launch_gp(
                 op,
                 K::NttInvGp,
                 limbs,
+                comps,
                 stream,
                 &[
                     Arg::U64(src),
@@ -2624,6 +2679,7 @@ impl CudaEngine {
                 OP,
                 K::NttFwdGp,
                 ct.num_limbs(),
+                2,
                 stream,
                 &[
                     Arg::U64(f.src),
