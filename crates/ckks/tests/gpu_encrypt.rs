@@ -13,7 +13,7 @@ mod common;
 use common::{assert_same_plaintext, assert_same_words};
 
 use fhelium_ckks::cuda::{
-    CudaBackendError, CudaEngine, GpuCiphertext, GpuPublicKey, GpuSecretKey, SlotValues,
+    CudaBackendError, CudaEngine, GpuCiphertext, GpuPublicKey, GpuSecretKey, NttKernels, SlotValues,
 };
 use fhelium_ckks::{Ciphertext, CkksError, CpuEngine, ModulusBasis, Plaintext, Preset};
 use num_complex::Complex64;
@@ -115,12 +115,20 @@ fn encrypt_message_on_the_device_matches_the_cpu_word_for_word() {
                 .expect("cpu encrypt");
             fx.gpu.poison_pool(POISON_WORDS, s).expect("poison");
             let chains = fx.gpu.chain_launches();
+            let paired = fx.gpu.paired_ntt_launches();
             let got = fx
                 .gpu
                 .encrypt_message_with_sampling_key(m, &pk, &k, s)
                 .expect("gpu encrypt_message");
             let what = format!("encrypt_message ({what}, graphs {graphs})");
             assert_same_words(&what, &fx.down(&got), &want);
+            // v's forward NTT (one component, one group per block) and the inverse NTT of
+            // both components run the paired kernels on the default kernel path.
+            assert_eq!(
+                fx.gpu.paired_ntt_launches() - paired,
+                2 * u64::from(fx.gpu.ntt_kernels() == NttKernels::GlobalSync),
+                "{what}: paired NTT launches"
+            );
             assert_eq!(
                 fx.gpu.chain_launches() - chains,
                 u64::from(fx.gpu.graph_launches()),
@@ -281,11 +289,19 @@ fn decrypt_message_on_the_device_matches_the_cpu_bit_for_bit() {
         let dev = fx.gpu.upload_ciphertext(ct, s).expect("upload");
         fx.gpu.poison_pool(POISON_WORDS, s).expect("poison");
         let chains = fx.gpu.chain_launches();
+        let paired = fx.gpu.paired_ntt_launches();
         let got = fx.gpu.decrypt_message(&dev, &sk, s).expect("gpu decrypt");
         assert_eq!(
             fx.gpu.chain_launches() - chains,
             u64::from(fx.gpu.graph_launches()),
             "decrypt_message {what}: its five launches as one chain graph"
+        );
+        // The two tail rows' forward and inverse NTTs: one component each, on the paired
+        // kernels with one group per block (the default kernel path).
+        assert_eq!(
+            fx.gpu.paired_ntt_launches() - paired,
+            2 * u64::from(fx.gpu.ntt_kernels() == NttKernels::GlobalSync),
+            "decrypt_message {what}: paired NTT launches"
         );
         assert_eq!(got.len(), want.len(), "{what}: slot count");
         if let Some(i) = (0..got.len()).find(|&i| got[i].to_bits() != want[i].to_bits()) {

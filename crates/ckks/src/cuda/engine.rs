@@ -1417,9 +1417,10 @@ impl CudaEngine {
         WAITED_DROPS.with(std::cell::Cell::get)
     }
 
-    /// How many NTT operations on a two-component value ran as one paired-block kernel
-    /// (`ntt_fwd_gp` / `ntt_inv_gp`, [`NttKernels::GlobalSync`]) since the engine was made; a
-    /// launch the device or driver refused ran the `*_gs` kernels instead and is not counted.
+    /// How many NTTs (of a two-component value, or of one polynomial's canonical rows) ran as
+    /// one paired-block kernel (`ntt_fwd_gp` / `ntt_inv_gp`, [`NttKernels::GlobalSync`]) since
+    /// the engine was made; a launch the device or driver refused ran the `*_gs` kernels
+    /// instead and is not counted.
     #[must_use]
     pub fn paired_ntt_launches(&self) -> u64 {
         self.paired_launches
