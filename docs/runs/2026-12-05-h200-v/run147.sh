@@ -1,8 +1,8 @@
 #!/bin/bash
 # Run 147 (twenty-fourth session): .gpu/bin/w = the commit in .gpu/bin/w/COMMIT (26154f2, run
 # 146's code; only gpu_ops' expected paired-launch count changed: 30 with relinearize's d2).
-# 1. gpu_ops (30), gpu_encrypt (8); 2. FHElium built and timed in this call, then gpu_oplat
-# three times (issue 7's table). Carry [".gpu/bin/w", ".peer"].
+# 1. gpu_ops (30; gpu_encrypt passed on the same code in run 146); 2. FHElium built and timed in this call, then gpu_oplat
+# twice (issue 7's table). Carry [".gpu/bin/w", ".peer"].
 set -u
 export FHELIUM_REQUIRE_GPU=1
 W=.gpu/bin/w
@@ -11,10 +11,9 @@ r() { local name=$1; shift; local t0=$(date +%s); timeout 200 "$@" > $OUT/logs/$
 nvidia-smi --query-gpu=name,driver_version,clocks.max.sm --format=csv,noheader
 cat $W/COMMIT
 r gpu_ops $W/gpu_ops --test-threads=1
-r gpu_encrypt $W/gpu_encrypt --test-threads=1
 echo "== peer"; t0=$(date +%s); timeout 260 bash .peer/build-and-time.sh .peer > $OUT/logs/peer-run.log 2>&1; echo "peer rc=$? ($(( $(date +%s)-t0 )) s)"
 cat $OUT/peer-oplat.txt 2>/dev/null | head -14
 export FHELIUM_PEER_OPLAT=$OUT/peer-oplat.txt FHELIUM_BENCH_DEVICE=0
-for n in w1 w2 w3; do timeout 60 $W/gpu_oplat --nocapture --test-threads=1 > $OUT/logs/oplat-$n.log 2>&1; echo "$n rc=$?"; grep -E '^[a-z_0-9]+ +[0-9]' $OUT/logs/oplat-$n.log | head -16 | tr -s ' ' | cut -d' ' -f1-2,5-8; done
+for n in w1 w2; do timeout 60 $W/gpu_oplat --nocapture --test-threads=1 > $OUT/logs/oplat-$n.log 2>&1; echo "$n rc=$?"; grep -E '^[a-z_0-9]+ +[0-9]' $OUT/logs/oplat-$n.log | head -16 | tr -s ' ' | cut -d' ' -f1-2,5-8; done
 rm -f $OUT/logs/peer-build.log
 tar czf $OUT/logs.tgz -C $OUT/logs . && rm -rf $OUT/logs
