@@ -2452,8 +2452,9 @@ impl CudaEngine {
         let args = f.args(primes, twf, dev_ptr(&self.reduce));
         let yz = (rows as u32, comps as u32);
         let kernels = self.ntt_kernels();
-        // One component of canonical dense rows (no lift, no automorphism, no pre-step): the
-        // paired kernel with one group per block, 16 blocks per limb instead of 8.
+        // One or two components of canonical dense rows (no lift, no automorphism, no
+        // pre-step): the paired kernel, 16 blocks per limb (one group per block for one
+        // component) instead of the *_gs kernels' 8.
         let plain = f.canonical
             && f.mode == 0
             && f.ginv == 0
@@ -2462,13 +2463,12 @@ impl CudaEngine {
             && f.out_ys == f.in_ys
             && f.src_off == f.prime_off;
         if kernels == NttKernels::GlobalSync
-            && comps == 1
             && plain
             && self.launch_gp(
                 op,
                 K::NttFwdGp,
                 rows,
-                1,
+                comps,
                 stream,
                 &[
                     Arg::U64(f.src),
@@ -2673,28 +2673,8 @@ impl CudaEngine {
             canonical: true,
             ..FwdNtt::dense(ct.ptr(), dev_ptr(&out), ct.prime_ids[0], ct.num_limbs())
         };
-        // A ciphertext's two components by paired blocks (ntt_fwd_gp), else the *_gs path.
-        let paired = ct.components == 2
-            && self.ntt_kernels() == NttKernels::GlobalSync
-            && self.launch_gp(
-                OP,
-                K::NttFwdGp,
-                ct.num_limbs(),
-                2,
-                stream,
-                &[
-                    Arg::U64(f.src),
-                    Arg::U64(f.dst),
-                    Arg::U64(dev_ptr(&self.primes)),
-                    Arg::U64(dev_ptr(&self.twf)),
-                    Arg::U32(f.prime_off),
-                    Arg::U64(f.in_ys),
-                    Arg::U64(f.in_zs),
-                ],
-            )?;
-        if !paired {
-            self.ntt_fwd(OP, &f, ct.num_limbs(), ct.components, stream)?;
-        }
+        // Two components by paired blocks (ntt_fwd_gp), three by the *_gs path (ntt_fwd).
+        self.ntt_fwd(OP, &f, ct.num_limbs(), ct.components, stream)?;
         let mut r = self.like(ct, out);
         r.domain = Domain::Ntt;
         Ok(r)
