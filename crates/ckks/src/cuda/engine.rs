@@ -2437,8 +2437,9 @@ impl CudaEngine {
     }
 
     /// Forward NTT of `rows x comps` rows (grid y = row, z = component) as `f` describes: on
-    /// [`NttKernels::GlobalSync`] one `ntt_fwd_gs` launch, or `ntt_fwd_gq` when the rows are
-    /// more than one cooperative wave holds; else one cluster launch, or the column pass then
+    /// [`NttKernels::GlobalSync`] one `ntt_fwd_gp` launch for one or two components of plain
+    /// canonical rows, else one `ntt_fwd_gs` launch, or `ntt_fwd_gq` when the rows are more
+    /// than one cooperative wave holds; otherwise one cluster launch, or the column pass then
     /// the row pass in place on `f.dst`.
     fn ntt_fwd(
         &self,
