@@ -5,6 +5,8 @@
 //!
 //! - [`automatic`]: FHElium example 14, automatic residency ([`run_automatic`]);
 //! - [`explicit`]: FHElium example 13, an explicit plan with a device lease ([`run_explicit`]);
+//! - [`matrix`]: an encrypted 16 x 16 matrix product whose rotation keys are streamed
+//!   through a device budget far below its working set ([`matrix::run_matrix`]);
 //! - [`multi`]: a batch of the seed's stages split over several devices ([`run_multi`]);
 //! - [`engine`]: `--device cpu | sim:N | cuda:N` to an engine and a memory layer;
 //! - [`timeline`]: Chrome trace-event JSON and SVG memory charts of a run;
@@ -22,6 +24,7 @@ pub mod cli;
 pub mod engine;
 mod error;
 pub mod explicit;
+pub mod matrix;
 pub mod multi;
 pub mod table;
 pub mod timeline;

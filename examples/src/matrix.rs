@@ -1,0 +1,799 @@
+//! An encrypted matrix product whose rotation keys do not fit the device (`matrix_residency`,
+//! `docs/tutorials/matrix-residency.md`): C = A·B for d x d matrices, A in plaintext and B
+//! encrypted column by column (the shape of FHElium Benchmark v1's "PT x CT 16 x 16" case),
+//! under a device budget far below the working set, so the residency controller streams the
+//! d - 1 rotation keys (18 MiB each) through the device one at a time.
+//!
+//! # The program
+//! 1. Column j of B is encrypted with its d entries repeated over every slot (slot t holds
+//!    B[t mod d][j]); diagonal k of A (`diag_k[i] = A[i][(i - k) mod d]`, repeated the same
+//!    way) is encoded as an operation-ready plaintext; rotation keys for steps 1..d-1. Every
+//!    value is adopted at pageable host as a replicable value.
+//! 2. Rotation by k moves slot t - k to slot t, so
+//!    `sum_k diag_k ⊙ rot_k(col_j) = (A·B)[:, j]` in every slot: per column d - 1 rotations,
+//!    d NTTs and plaintext products, accumulated in the NTT domain; one inverse NTT and one
+//!    rescale at the end.
+//! 3. **Key-major schedule**: step k needs only key k (and diagonal k) beside the inputs, so
+//!    the device holds the d inputs, the d accumulators (a reservation held for the whole
+//!    product), one step's workspace and one or two keys. Each step is one request through
+//!    [`ResidencyController::use_request`] (decision, scope, strict lease); with prefetch on,
+//!    the next step's key and diagonal are admitted by a second decision and scope while the
+//!    current step computes (on CUDA their copies run on the transfer stream), so the budget
+//!    holds two keys. The LRU policy reclaims the finished step's key and diagonal, which
+//!    keep their host replica: every key crosses to the device once.
+//! 4. The accumulators are brought back to the coefficient domain and rescaled, downloaded,
+//!    decrypted and compared with the f64 product in every slot.
+//!
+//! The column-major order of FHElium's benchmark (all d - 1 rotations of one column at once,
+//! hoisted over one ModUp) needs every key on the device at the same time: 270 MiB for
+//! d = 16, against the ~110 MiB this schedule asks for.
+
+use std::fmt::Write as _;
+use std::time::{Duration, Instant};
+
+use fhelium_ckks::{Ciphertext, ModulusBasis, Plaintext, RotationKey};
+use fhelium_cuda::Resident;
+use fhelium_residency::{
+    DeterministicTieredLRU, MemoryReservation, ReplicaMode, ResidencyAction, ResidencyDecision,
+    ResidencyHandle, ResidencyLocation, ResidencyPlanReport, ResidencyRequest,
+    ResidencyRequirement, PAGEABLE_HOST,
+};
+use fhelium_runtime::{
+    ConsumerStreams, Handle, ResidencyController, ResidencyManager, TransferStreams,
+};
+
+use crate::automatic::AutomaticOptions;
+use crate::engine::Engine;
+use crate::timeline::Timeline;
+use crate::{error_stats, format_budget, format_bytes, ErrorStats, ExampleError, Table};
+
+/// Default matrix dimension (FHElium Benchmark v1's 16 x 16).
+pub const DEFAULT_DIM: usize = 16;
+
+/// Largest dimension the example accepts (63 rotation keys, 1.1 GiB of keys at the default
+/// preset).
+pub const MAX_DIM: usize = 64;
+
+/// The matrix case's correctness bound on every decrypted slot (FHElium's matrix limit).
+pub const MATRIX_MAX_ERROR: f64 = 3e-5;
+
+/// The workspace reservation label of a step.
+pub const STEP_WORKSPACE_LABEL: &str = "step workspace";
+
+/// The held reservation that charges the accumulators.
+pub const ACCUMULATOR_LABEL: &str = "accumulators";
+
+/// Options of one run.
+#[derive(Clone, Copy, Debug)]
+pub struct MatrixOptions {
+    /// Engine, device, preset and seed.
+    pub engine: AutomaticOptions,
+    /// Matrix dimension d: a power of two, 2..=[`MAX_DIM`], at most the slot count.
+    pub dim: usize,
+    /// Admit step k + 1's key while step k computes (the budget then holds two keys).
+    pub prefetch: bool,
+    /// Device budget in bytes; `None` derives the smallest budget the schedule needs
+    /// ([`MatrixCharges::device_budget`]).
+    pub device_budget: Option<u64>,
+}
+
+impl Default for MatrixOptions {
+    fn default() -> Self {
+        Self {
+            engine: AutomaticOptions::default(),
+            dim: DEFAULT_DIM,
+            prefetch: true,
+            device_budget: None,
+        }
+    }
+}
+
+/// Managed charges (max(nbytes, storage_nbytes)) of the run and the budget derived from them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct MatrixCharges {
+    /// One encrypted column of B.
+    pub input: u64,
+    /// One operation-ready diagonal of A.
+    pub diagonal: u64,
+    /// One rotation key.
+    pub key: u64,
+    /// The held accumulator reservation: d x input (level-0 NTT-domain ciphertexts).
+    pub accumulators: u64,
+    /// A step's workspace reservation: 3 x input (rotated, NTT, product).
+    pub workspace: u64,
+    /// Everything at once: inputs, diagonals, keys and accumulators.
+    pub working_set: u64,
+    /// The smallest budget of the schedule: inputs + accumulators + workspace + (key +
+    /// diagonal) x (2 with prefetch, else 1).
+    pub derived_budget: u64,
+    /// The budget the run used (the derived one unless the options set another).
+    pub device_budget: u64,
+}
+
+/// A copy the manager made, from a transition report.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MatrixTransfer {
+    /// The value copied.
+    pub handle: ResidencyHandle,
+    /// Source location.
+    pub from: ResidencyLocation,
+    /// Destination location.
+    pub to: ResidencyLocation,
+    /// Charged bytes moved.
+    pub bytes: u64,
+}
+
+/// One step of the key-major schedule.
+#[derive(Debug)]
+pub struct MatrixStep {
+    /// Step k: diagonal k, rotation by k (none at step 0).
+    pub step: usize,
+    /// The admitted decision of the step's request.
+    pub decision: ResidencyDecision,
+    /// The report of the step's scope (entry transitions, then exit).
+    pub report: ResidencyPlanReport,
+    /// The prefetch of step k + 1's key and diagonal, when made: decision and report.
+    pub prefetch: Option<(ResidencyDecision, ResidencyPlanReport)>,
+    /// Wall time of the step's compute (d columns).
+    pub compute: Duration,
+}
+
+/// Everything the matrix flow produced.
+#[derive(Debug)]
+pub struct MatrixOutcome {
+    /// The managed device location.
+    pub device: ResidencyLocation,
+    /// Engine description.
+    pub engine: &'static str,
+    /// Matrix dimension.
+    pub dim: usize,
+    /// Whether the next key was prefetched.
+    pub prefetch: bool,
+    /// Charges and budget.
+    pub charges: MatrixCharges,
+    /// Encrypted columns of B, by column.
+    pub inputs: Vec<ResidencyHandle>,
+    /// Diagonals of A, by diagonal index.
+    pub diagonals: Vec<ResidencyHandle>,
+    /// Rotation keys, `keys[k - 1]` for step k.
+    pub keys: Vec<ResidencyHandle>,
+    /// The steps, in order.
+    pub steps: Vec<MatrixStep>,
+    /// Every copy the manager made, in order.
+    pub transfers: Vec<MatrixTransfer>,
+    /// The highest managed charge (used + reserved) at the device.
+    pub peak_charged: u64,
+    /// The memory layer's highest allocated bytes at the device (managed values and the
+    /// engine's results and temporaries).
+    pub allocator_peak: u64,
+    /// Decryption error of every column against the f64 product.
+    pub errors: Vec<ErrorStats>,
+    /// Wall time of the steps and the finish (residency work + compute).
+    pub wall: Duration,
+    /// Sum of the steps' compute phases and the finish.
+    pub compute: Duration,
+    /// Whether the manager was closed at the end.
+    pub closed: bool,
+}
+
+impl MatrixOutcome {
+    /// Largest decryption error over the columns.
+    #[must_use]
+    pub fn max_error(&self) -> f64 {
+        self.errors.iter().map(|e| e.max_abs).fold(0.0, f64::max)
+    }
+
+    /// Copies of `handle` into the device.
+    #[must_use]
+    pub fn copies_to_device(&self, handle: &ResidencyHandle) -> usize {
+        self.transfers
+            .iter()
+            .filter(|t| t.handle == *handle && t.to == self.device)
+            .count()
+    }
+
+    /// Bytes copied into the device, in all.
+    #[must_use]
+    pub fn bytes_to_device(&self) -> u64 {
+        self.transfers
+            .iter()
+            .filter(|t| t.to == self.device)
+            .map(|t| t.bytes)
+            .sum()
+    }
+
+    /// Logical multiply-accumulates (d^3) per second of the whole run (`wall`).
+    #[must_use]
+    pub fn mac_rate(&self) -> f64 {
+        #[allow(clippy::cast_precision_loss)] // d <= 64
+        let macs = (self.dim * self.dim * self.dim) as f64;
+        macs / self.wall.as_secs_f64().max(1e-9)
+    }
+
+    /// The per-step table, the device accounting and the summary lines.
+    #[must_use]
+    pub fn render(&self) -> String {
+        let c = &self.charges;
+        let d = self.dim;
+        let mut out = String::new();
+        let _ = writeln!(
+            out,
+            "Encrypted {d}x{d} matrix product (plaintext A x encrypted B, diagonal method) on {} ({})",
+            self.device, self.engine
+        );
+        let _ = writeln!(
+            out,
+            "Working set: {d} columns x {}, {d} diagonals x {}, {} rotation keys x {}, {d} accumulators x {} = {}",
+            format_bytes(c.input),
+            format_bytes(c.diagonal),
+            d - 1,
+            format_bytes(c.key),
+            format_bytes(c.input),
+            format_bytes(c.working_set)
+        );
+        #[allow(clippy::cast_precision_loss)] // display only
+        let share = 100.0 * c.device_budget as f64 / c.working_set as f64;
+        let _ = writeln!(
+            out,
+            "Device budget: {} ({share:.0}% of the working set); schedule: key-major, {}",
+            format_bytes(c.device_budget),
+            if self.prefetch {
+                "next key prefetched during each step"
+            } else {
+                "no prefetch"
+            }
+        );
+        out.push('\n');
+        let mut t = Table::new([
+            "step",
+            "reclaim",
+            "enter",
+            "prefetch reclaim",
+            "prefetch enter",
+            "copied in",
+            "compute",
+        ]);
+        for s in &self.steps {
+            let copied: u64 = copies(&s.report)
+                .chain(s.prefetch.iter().flat_map(|(_, r)| copies(r)))
+                .filter(|x| x.to == self.device)
+                .map(|x| x.bytes)
+                .sum();
+            let (pr, pe) = s.prefetch.as_ref().map_or_else(
+                || ("-".to_owned(), "-".to_owned()),
+                |(dd, _)| {
+                    (
+                        dd.plan().reclaim().len().to_string(),
+                        dd.plan().enter().len().to_string(),
+                    )
+                },
+            );
+            t.row([
+                s.step.to_string(),
+                s.decision.plan().reclaim().len().to_string(),
+                s.decision.plan().enter().len().to_string(),
+                pr,
+                pe,
+                format_bytes(copied),
+                format!("{:.1} ms", s.compute.as_secs_f64() * 1e3),
+            ]);
+        }
+        out.push_str(&t.render());
+        out.push('\n');
+        let mut t = Table::new([
+            "location",
+            "budget",
+            "peak charged",
+            "allocator peak",
+            "copies in",
+            "bytes in",
+        ]);
+        let n_in = self
+            .transfers
+            .iter()
+            .filter(|x| x.to == self.device)
+            .count();
+        t.row([
+            self.device.to_string(),
+            format_budget(Some(c.device_budget)),
+            format_bytes(self.peak_charged),
+            format_bytes(self.allocator_peak),
+            n_in.to_string(),
+            format_bytes(self.bytes_to_device()),
+        ]);
+        out.push_str(&t.render());
+        let once = self.keys.iter().all(|k| self.copies_to_device(k) == 1);
+        let _ = writeln!(
+            out,
+            "\nRotation keys copied to the device: {} of {} exactly once ({} in all)",
+            self.keys
+                .iter()
+                .filter(|k| self.copies_to_device(k) == 1)
+                .count(),
+            self.keys.len(),
+            format_bytes(c.key * self.keys.len() as u64)
+        );
+        if !once {
+            let _ = writeln!(out, "(some key crossed more than once)");
+        }
+        let rms = self
+            .errors
+            .iter()
+            .map(|e| e.rms * e.rms)
+            .sum::<f64>()
+            .sqrt()
+            / (self.errors.len().max(1) as f64).sqrt();
+        let _ = writeln!(
+            out,
+            "Result: {d} columns, max error {} (limit {}), rms {}",
+            crate::format_sci(self.max_error()),
+            crate::format_sci(MATRIX_MAX_ERROR),
+            crate::format_sci(rms)
+        );
+        let _ = writeln!(
+            out,
+            "Time: {:.1} ms ({:.1} ms computing); {:.0} logical MAC/s ({} MACs)",
+            self.wall.as_secs_f64() * 1e3,
+            self.compute.as_secs_f64() * 1e3,
+            self.mac_rate(),
+            d * d * d
+        );
+        out
+    }
+}
+
+/// The copies in a plan report: ensures and moves that were not no-ops.
+fn copies(report: &ResidencyPlanReport) -> impl Iterator<Item = MatrixTransfer> + '_ {
+    report.transitions().iter().filter_map(|t| {
+        let p = t.parts();
+        let copying = matches!(
+            t.action(),
+            ResidencyAction::EnsureResident { .. } | ResidencyAction::MoveResident { .. }
+        );
+        match (copying && !t.no_op(), p.source, p.destination) {
+            (true, Some(from), Some(to)) if from != to => Some(MatrixTransfer {
+                handle: t.action().handle().clone(),
+                from,
+                to,
+                bytes: p.storage_nbytes.max(p.logical_nbytes),
+            }),
+            _ => None,
+        }
+    })
+}
+
+/// Adopts every value at pageable host as a replicable value.
+fn adopt_all<T: Resident>(
+    manager: &ResidencyManager,
+    values: Vec<T>,
+) -> Result<Vec<Handle<T>>, ExampleError> {
+    values
+        .into_iter()
+        .map(|v| Ok(manager.adopt(v, Some(PAGEABLE_HOST), ReplicaMode::Replicable)?))
+        .collect()
+}
+
+fn charge<T: Resident>(v: &T) -> u64 {
+    v.nbytes().max(v.storage_nbytes())
+}
+
+/// Checks the dimension: a power of two in 2..=[`MAX_DIM`], and (once the engine is open)
+/// at most its slot count.
+///
+/// # Errors
+/// [`ExampleError::InvalidArgument`] naming `--dim`.
+pub fn check_dim(dim: usize, slots: Option<usize>) -> Result<(), ExampleError> {
+    let reason = if !(2..=MAX_DIM).contains(&dim) || !dim.is_power_of_two() {
+        format!("{dim} is not a power of two in 2..={MAX_DIM}")
+    } else if let Some(s) = slots.filter(|s| dim > *s) {
+        format!("{dim} rows do not fit the preset's {s} slots")
+    } else {
+        return Ok(());
+    };
+    Err(ExampleError::InvalidArgument {
+        argument: "--dim",
+        reason,
+    })
+}
+
+/// The cleartext A (row-major, d x d), entries in [-0.25, 0.25].
+#[must_use]
+pub fn matrix_a(dim: usize) -> Vec<f64> {
+    #[allow(clippy::cast_precision_loss)] // small indices
+    (0..dim * dim)
+        .map(|x| {
+            let (i, k) = ((x / dim) as f64, (x % dim) as f64);
+            0.25 * (0.7 * i + 1.3 * k + 0.1).sin()
+        })
+        .collect()
+}
+
+/// The cleartext B (row-major, d x d), entries in [-0.25, 0.25].
+#[must_use]
+pub fn matrix_b(dim: usize) -> Vec<f64> {
+    #[allow(clippy::cast_precision_loss)] // small indices
+    (0..dim * dim)
+        .map(|x| {
+            let (k, j) = ((x / dim) as f64, (x % dim) as f64);
+            0.25 * (0.9 * k - 0.4 * j + 0.2).cos()
+        })
+        .collect()
+}
+
+/// The f64 product A·B (row-major).
+#[must_use]
+pub fn product(a: &[f64], b: &[f64], dim: usize) -> Vec<f64> {
+    let mut c = vec![0.0; dim * dim];
+    for i in 0..dim {
+        for j in 0..dim {
+            c[i * dim + j] = (0..dim).map(|k| a[i * dim + k] * b[k * dim + j]).sum();
+        }
+    }
+    c
+}
+
+/// Diagonal k of A repeated over `slots`: slot t holds A[i][(i - k) mod d], i = t mod d.
+#[must_use]
+pub fn diagonal_slots(a: &[f64], dim: usize, k: usize, slots: usize) -> Vec<f64> {
+    (0..slots)
+        .map(|t| {
+            let i = t % dim;
+            a[i * dim + (i + dim - k) % dim]
+        })
+        .collect()
+}
+
+/// Column j of a row-major d x d matrix repeated over `slots`: slot t holds m[t mod d][j].
+#[must_use]
+pub fn column_slots(m: &[f64], dim: usize, j: usize, slots: usize) -> Vec<f64> {
+    (0..slots).map(|t| m[(t % dim) * dim + j]).collect()
+}
+
+/// The values of the run, before adoption.
+struct Values {
+    inputs: Vec<Ciphertext>,
+    diagonals: Vec<Plaintext>,
+    keys: Vec<RotationKey>,
+}
+
+fn prepare(engine: &Engine, a: &[f64], b: &[f64], dim: usize) -> Result<Values, ExampleError> {
+    let slots = engine.num_slots();
+    let inputs = (0..dim)
+        .map(|j| engine.encrypt_message(&column_slots(b, dim, j, slots)))
+        .collect::<Result<Vec<_>, _>>()?;
+    let diagonals = (0..dim)
+        .map(|k| {
+            engine.prepare_plaintext_for_multiplication(
+                &engine.encode(&diagonal_slots(a, dim, k, slots), 0, None)?,
+                ModulusBasis::Q,
+            )
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    let keys = (1..dim)
+        .map(|k| {
+            #[allow(clippy::cast_possible_wrap)] // k < MAX_DIM
+            engine.create_rotation_key(k as i64, engine.secret_key())
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    Ok(Values {
+        inputs,
+        diagonals,
+        keys,
+    })
+}
+
+/// Step k of column j: `acc + diag_k ⊙ NTT(rot_k(col))` (step 0: `diag_0 ⊙ NTT(col)`).
+fn step_column(
+    engine: &Engine,
+    timeline: &Timeline,
+    compute: &fhelium_cuda::Stream,
+    col: &Ciphertext,
+    key: Option<&RotationKey>,
+    diag: &Plaintext,
+    acc: Option<&Ciphertext>,
+) -> Result<Ciphertext, ExampleError> {
+    let ntt = match key {
+        Some(key) => {
+            let rotated = timeline.op(compute, "rotate_with_key", || {
+                engine.rotate_with_key(col, key)
+            })?;
+            timeline.op(compute, "coefficient_to_ntt", || {
+                engine.coefficient_domain_to_ntt_domain(&rotated)
+            })?
+        }
+        None => timeline.op(compute, "coefficient_to_ntt", || {
+            engine.coefficient_domain_to_ntt_domain(col)
+        })?,
+    };
+    let prod = timeline.op(compute, "multiply_plaintext", || {
+        engine.multiply_plaintext(&ntt, diag)
+    })?;
+    drop(ntt);
+    match acc {
+        Some(acc) => timeline.op(compute, "add", || engine.add(acc, &prod)),
+        None => Ok(prod),
+    }
+}
+
+/// Runs the matrix flow (see the module docs).
+///
+/// # Errors
+/// [`ExampleError::InvalidArgument`] for a bad dimension; [`ExampleError::DeviceUnavailable`];
+/// any engine, memory, manager or controller error (a budget too small for a step fails its
+/// decision with the planner's reason, before anything moves). Columns beyond the error bound
+/// are reported in the outcome (the binary fails).
+#[allow(clippy::too_many_lines)] // one straight-line program
+pub fn run_matrix(
+    options: &MatrixOptions,
+    timeline: &Timeline,
+) -> Result<MatrixOutcome, ExampleError> {
+    let dim = options.dim;
+    check_dim(dim, None)?;
+    let eo = &options.engine;
+    let setup = Engine::open(eo.device, eo.preset, eo.seed)?;
+    let (engine, memory, dev) = (&setup.engine, &setup.memory, setup.device);
+    let slots = engine.num_slots();
+    check_dim(dim, Some(slots))?;
+    let (a, b) = (matrix_a(dim), matrix_b(dim));
+
+    let prep = timeline.host_span("prepare values");
+    let values = prepare(engine, &a, &b, dim)?;
+    drop(prep);
+    let input = charge(&values.inputs[0]);
+    let diagonal = charge(&values.diagonals[0]);
+    let key = charge(&values.keys[0]);
+    let d64 = dim as u64;
+    let accumulators = d64 * input;
+    let workspace = 3 * input;
+    let resident_keys = if options.prefetch { 2 } else { 1 };
+    let derived_budget = d64 * input + accumulators + workspace + resident_keys * (key + diagonal);
+    let charges = MatrixCharges {
+        input,
+        diagonal,
+        key,
+        accumulators,
+        workspace,
+        working_set: d64 * (input + diagonal) + (d64 - 1) * key + accumulators,
+        derived_budget,
+        device_budget: options.device_budget.unwrap_or(derived_budget),
+    };
+
+    let manager = ResidencyManager::builder(memory.clone())
+        .budget(dev, charges.device_budget)
+        .build()?;
+    timeline.set_budgets(&manager);
+    let input_h = adopt_all(&manager, values.inputs)?;
+    let diag_h = adopt_all(&manager, values.diagonals)?;
+    let key_h = adopt_all(&manager, values.keys)?;
+    timeline.sample(&manager, "adopt");
+
+    let policy = DeterministicTieredLRU::with_fallback_tiers([(dev, vec![PAGEABLE_HOST])])?;
+    let controller = ResidencyController::with_policy(&manager, policy);
+    let transfer_stream = memory.stream(&dev)?;
+    let compute = memory.stream(&dev)?;
+    timeline.name_stream(&transfer_stream, "transfer");
+    timeline.name_stream(&compute, "compute");
+    let mut transfer = TransferStreams::new();
+    transfer.insert(dev, transfer_stream);
+    let mut consumers = ConsumerStreams::new();
+    consumers.insert(dev, compute.clone());
+
+    let started = Instant::now();
+    let acc_reservation = manager.reserve(dev, accumulators, ACCUMULATOR_LABEL)?;
+    timeline.sample(&manager, "reserve accumulators");
+    let step_handles = |k: usize| -> Vec<ResidencyHandle> {
+        let mut hs: Vec<ResidencyHandle> = input_h.iter().map(|h| h.raw().clone()).collect();
+        hs.push(diag_h[k].raw().clone());
+        if k > 0 {
+            hs.push(key_h[k - 1].raw().clone());
+        }
+        hs
+    };
+    let mut acc: Vec<Option<Ciphertext>> = (0..dim).map(|_| None).collect();
+    let mut steps = Vec::with_capacity(dim);
+    let mut transfers = Vec::new();
+    let mut compute_total = Duration::ZERO;
+    for k in 0..dim {
+        let request = ResidencyRequest::new(
+            &format!("matrix/step-{k}"),
+            step_handles(k)
+                .into_iter()
+                .map(|h| ResidencyRequirement::new(h, dev))
+                .collect::<Vec<_>>(),
+            [MemoryReservation::new(
+                dev,
+                workspace,
+                STEP_WORKSPACE_LABEL,
+            )?],
+        )?;
+        let span = timeline.host_span("decide + scope + lease");
+        let admitted = controller.use_request(&request, &consumers, &transfer)?;
+        drop(span);
+        timeline.sample(&manager, "step admitted");
+        let decision = admitted.decision().clone();
+        // The next step's key and diagonal, admitted while this step computes.
+        let prefetch = if options.prefetch && k + 1 < dim {
+            let next = ResidencyRequest::new(
+                &format!("matrix/prefetch-{}", k + 1),
+                vec![
+                    ResidencyRequirement::new(key_h[k].raw().clone(), dev),
+                    ResidencyRequirement::new(diag_h[k + 1].raw().clone(), dev),
+                ],
+                [],
+            )?;
+            let span = timeline.host_span("prefetch");
+            let d = controller.decide(&next)?;
+            let scope = controller.scope(&d, &transfer)?;
+            let report = scope.close()?;
+            drop(span);
+            timeline.sample(&manager, "prefetched");
+            Some((d, report))
+        } else {
+            None
+        };
+        engine.wait_for(&compute)?;
+        let diag = admitted.value(&diag_h[k], dev)?;
+        let step_key = match k {
+            0 => None,
+            _ => Some(admitted.value(&key_h[k - 1], dev)?),
+        };
+        let t0 = Instant::now();
+        for (j, slot) in acc.iter_mut().enumerate() {
+            let col = admitted.value(&input_h[j], dev)?;
+            let next = step_column(
+                engine,
+                timeline,
+                &compute,
+                col,
+                step_key,
+                diag,
+                slot.as_ref(),
+            )?;
+            *slot = Some(next);
+        }
+        compute.synchronize()?;
+        let took = t0.elapsed();
+        compute_total += took;
+        let report = admitted.close()?;
+        timeline.sample(&manager, "step closed");
+        transfers.extend(copies(&report));
+        if let Some((_, r)) = &prefetch {
+            transfers.extend(copies(r));
+        }
+        steps.push(MatrixStep {
+            step: k,
+            decision,
+            report,
+            prefetch,
+            compute: took,
+        });
+    }
+
+    // The inputs, diagonals and keys are done: the device keeps only the accumulators.
+    let inputs: Vec<ResidencyHandle> = input_h.iter().map(|h| h.raw().clone()).collect();
+    let diagonals: Vec<ResidencyHandle> = diag_h.iter().map(|h| h.raw().clone()).collect();
+    let keys: Vec<ResidencyHandle> = key_h.iter().map(|h| h.raw().clone()).collect();
+    for h in inputs.iter().chain(&diagonals).chain(&keys) {
+        manager.discard(h)?;
+    }
+    timeline.sample(&manager, "discard inputs, diagonals, keys");
+    let finish = manager.reserve(dev, workspace, "finish workspace")?;
+    let t0 = Instant::now();
+    let mut outputs = Vec::with_capacity(dim);
+    for slot in &mut acc {
+        let a = slot.take().ok_or_else(|| ExampleError::Check {
+            what: "every column accumulated",
+            expected: "an accumulator".to_owned(),
+            found: "none".to_owned(),
+        })?;
+        let coeff = timeline.op(&compute, "ntt_to_coefficient", || {
+            engine.ntt_domain_to_coefficient_domain(&a)
+        })?;
+        drop(a);
+        outputs.push(timeline.op(&compute, "rescale_to_next_level", || {
+            engine.rescale_to_next_level(&coeff)
+        })?);
+    }
+    compute.synchronize()?;
+    compute_total += t0.elapsed();
+    let wall = started.elapsed();
+    finish.release()?;
+
+    let c = product(&a, &b, dim);
+    let mut errors = Vec::with_capacity(dim);
+    for (j, out) in outputs.into_iter().enumerate() {
+        let on_host = out.materialize(memory, &PAGEABLE_HOST, None)?.wait()?;
+        drop(out);
+        let got = engine.decrypt_message(&on_host)?;
+        errors.push(error_stats(&got, &column_slots(&c, dim, j, slots)));
+    }
+    acc_reservation.release()?;
+    manager.poll()?;
+    let snapshot = manager.snapshot()?;
+    let peak_charged = snapshot.location(dev).map_or(
+        0,
+        fhelium_residency::ResidencyLocationSnapshot::peak_charged_bytes,
+    );
+    let allocator_peak = memory.usage(&dev).map_or(0, |u| u.peak_bytes);
+    manager.close(true, false)?;
+    let closed = matches!(
+        manager.state_version(),
+        Err(fhelium_runtime::RuntimeError::Closed { .. })
+    );
+    Ok(MatrixOutcome {
+        device: dev,
+        engine: engine.describe(),
+        dim,
+        prefetch: options.prefetch,
+        charges,
+        inputs,
+        diagonals,
+        keys,
+        steps,
+        transfers,
+        peak_charged,
+        allocator_peak,
+        errors,
+        wall,
+        compute: compute_total,
+        closed,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The diagonal method on cleartexts: rotating column j by k (slot t takes slot t - k)
+    /// and weighting by diagonal k sums to column j of A·B in every slot.
+    #[test]
+    fn the_diagonal_method_reproduces_the_product_in_every_slot() {
+        for dim in [2, 4, 16] {
+            let slots = 64;
+            let (a, b) = (matrix_a(dim), matrix_b(dim));
+            let c = product(&a, &b, dim);
+            for j in 0..dim {
+                let col = column_slots(&b, dim, j, slots);
+                let mut sum = vec![0.0; slots];
+                for k in 0..dim {
+                    let diag = diagonal_slots(&a, dim, k, slots);
+                    for t in 0..slots {
+                        sum[t] += diag[t] * col[(t + slots - k) % slots];
+                    }
+                }
+                let want = column_slots(&c, dim, j, slots);
+                for t in 0..slots {
+                    assert!(
+                        (sum[t] - want[t]).abs() < 1e-12,
+                        "dim {dim} col {j} slot {t}"
+                    );
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn bad_dimensions_name_the_argument() {
+        for dim in [0, 1, 3, 12, 128] {
+            assert!(
+                matches!(
+                    check_dim(dim, None),
+                    Err(ExampleError::InvalidArgument {
+                        argument: "--dim",
+                        ..
+                    })
+                ),
+                "{dim}"
+            );
+        }
+        assert!(
+            matches!(
+                check_dim(16, Some(8)),
+                Err(ExampleError::InvalidArgument { argument: "--dim", ref reason })
+                    if reason.contains("8 slots")
+            ),
+            "more rows than slots"
+        );
+        assert!(check_dim(16, Some(8192)).is_ok() && check_dim(64, None).is_ok());
+    }
+}

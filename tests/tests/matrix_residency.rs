@@ -1,0 +1,269 @@
+//! The matrix example (`matrix_residency`) on `sim:0`: its charges, every step's decision and
+//! prefetch, the device accounting and the result, with every expected figure derived from
+//! the CKKS sizes of the preset and the schedule (never copied from the program's output).
+#![allow(clippy::unwrap_used)]
+
+use fhelium_ckks::CkksConfig;
+use fhelium_examples::matrix::{run_matrix, MatrixOptions, MatrixOutcome, MATRIX_MAX_ERROR};
+use fhelium_examples::{ExampleError, Timeline};
+use fhelium_residency::{ResidencyAction, ResidencyDecision, ResidencyHandle, ResidencyLocation};
+use fhelium_runtime::RuntimeError;
+
+const SIM0: ResidencyLocation = ResidencyLocation::Sim(0);
+
+/// (input, diagonal, key) charges from the preset: a fresh ciphertext is 2 components x nq
+/// limbs x N words, a diagonal one component over Q, a key nq digits x 2 x (nq + np) rows.
+fn sizes(options: &MatrixOptions) -> (u64, u64, u64) {
+    let c = CkksConfig::from_preset(options.engine.preset).unwrap();
+    let (n, nq, np) = (
+        1u64 << c.log_n,
+        c.q_primes.len() as u64,
+        c.p_primes.len() as u64,
+    );
+    (2 * nq * n * 8, nq * n * 8, nq * (nq + np) * 2 * n * 8)
+}
+
+fn run(dim: usize, prefetch: bool, budget: Option<u64>) -> Result<MatrixOutcome, ExampleError> {
+    let options = MatrixOptions {
+        dim,
+        prefetch,
+        device_budget: budget,
+        ..MatrixOptions::default()
+    };
+    run_matrix(&options, &Timeline::disabled())
+}
+
+fn derived_budget(dim: usize, prefetch: bool) -> u64 {
+    let (input, diagonal, key) = sizes(&MatrixOptions::default());
+    let d = dim as u64;
+    d * input + d * input + 3 * input + if prefetch { 2 } else { 1 } * (key + diagonal)
+}
+
+fn sorted(mut v: Vec<ResidencyHandle>) -> Vec<ResidencyHandle> {
+    v.sort_by_key(ResidencyHandle::short_id);
+    v
+}
+
+fn entered(d: &ResidencyDecision) -> Vec<ResidencyHandle> {
+    sorted(
+        d.plan()
+            .enter()
+            .iter()
+            .map(|a| a.handle().clone())
+            .collect(),
+    )
+}
+
+/// The handles a decision reclaims at sim:0, each by dropping the device replica (the value
+/// keeps its pageable one: nothing is copied back).
+fn reclaimed(d: &ResidencyDecision) -> Vec<ResidencyHandle> {
+    for e in d.evictions() {
+        assert!(e.released_location.is_device());
+        assert!(
+            matches!(e.action, ResidencyAction::DropResident { .. }),
+            "reclaim by drop, found {:?}",
+            e.action
+        );
+    }
+    sorted(
+        d.evictions()
+            .iter()
+            .map(|e| e.action.handle().clone())
+            .collect(),
+    )
+}
+
+/// What step k's finished predecessor leaves cached: diagonal k - 1 and key k - 1 (step 0
+/// has no key).
+fn previous(o: &MatrixOutcome, k: usize) -> Vec<ResidencyHandle> {
+    let mut v = vec![o.diagonals[k - 1].clone()];
+    if k >= 2 {
+        v.push(o.keys[k - 2].clone());
+    }
+    sorted(v)
+}
+
+fn check_common(o: &MatrixOutcome, dim: usize, prefetch: bool, device: ResidencyLocation) {
+    let (input, diagonal, key) = sizes(&MatrixOptions::default());
+    let d = dim as u64;
+    let c = &o.charges;
+    assert_eq!((c.input, c.diagonal, c.key), (input, diagonal, key));
+    assert_eq!(c.accumulators, d * input);
+    assert_eq!(c.workspace, 3 * input);
+    assert_eq!(
+        c.working_set,
+        d * (input + diagonal) + (d - 1) * key + d * input
+    );
+    assert_eq!(c.device_budget, derived_budget(dim, prefetch));
+    assert!(c.device_budget < c.working_set);
+    assert_eq!((o.dim, o.device, o.prefetch), (dim, device, prefetch));
+    assert_eq!(
+        (o.inputs.len(), o.diagonals.len(), o.keys.len()),
+        (dim, dim, dim - 1)
+    );
+
+    // Every value crossed to the device exactly once, and nothing came back.
+    for h in o.inputs.iter().chain(&o.diagonals).chain(&o.keys) {
+        assert_eq!(o.copies_to_device(h), 1, "{}", h.short_id());
+    }
+    assert!(o
+        .transfers
+        .iter()
+        .all(|t| t.to == device && t.from.is_host()));
+    assert_eq!(
+        o.bytes_to_device(),
+        d * input + d * diagonal + (d - 1) * key
+    );
+
+    // Step 0 admits the inputs and diagonal 0 and reclaims nothing.
+    assert_eq!(o.steps.len(), dim);
+    let mut want = o.inputs.clone();
+    want.push(o.diagonals[0].clone());
+    assert_eq!(entered(&o.steps[0].decision), sorted(want));
+    assert!(reclaimed(&o.steps[0].decision).is_empty());
+
+    // The budget is never exceeded, by the manager's charges or by the memory layer's
+    // allocations (managed values, results and temporaries).
+    assert!(o.peak_charged <= c.device_budget);
+    assert!(
+        o.allocator_peak <= c.device_budget,
+        "allocated {} over a budget of {}",
+        o.allocator_peak,
+        c.device_budget
+    );
+    assert_eq!(o.errors.len(), dim);
+    assert!(o.max_error() <= MATRIX_MAX_ERROR, "{}", o.max_error());
+    assert!(o.closed);
+}
+
+/// The default run's decisions: each step's key and diagonal are admitted by the previous
+/// step's prefetch, which reclaims what the step before that used; the steps then enter
+/// nothing, and the budget is exactly full at every prefetch.
+fn check_prefetch_run(o: &MatrixOutcome, device: ResidencyLocation) {
+    let dim = o.dim;
+    check_common(o, dim, true, device);
+    for (k, s) in o.steps.iter().enumerate() {
+        assert_eq!(s.step, k);
+        if k > 0 {
+            assert!(entered(&s.decision).is_empty(), "step {k} was prefetched");
+            assert!(reclaimed(&s.decision).is_empty(), "step {k}");
+        }
+        match &s.prefetch {
+            None => assert_eq!(k, dim - 1, "only the last step prefetches nothing"),
+            Some((p, _)) => {
+                assert_eq!(
+                    entered(p),
+                    sorted(vec![o.keys[k].clone(), o.diagonals[k + 1].clone()]),
+                    "prefetch during step {k}"
+                );
+                let want = if k == 0 { Vec::new() } else { previous(o, k) };
+                assert_eq!(reclaimed(p), want, "prefetch during step {k}");
+            }
+        }
+    }
+    assert_eq!(o.peak_charged, o.charges.device_budget);
+    let render = o.render();
+    let once = format!("{} of {} exactly once", dim - 1, dim - 1);
+    assert!(render.contains(&once), "{render}");
+}
+
+/// The default run: 16 x 16 with prefetch on sim:0.
+#[test]
+fn prefetch_streams_every_key_through_the_device_once() {
+    let o = run(16, true, None).unwrap();
+    check_prefetch_run(&o, SIM0);
+}
+
+/// Without prefetch the budget holds one key: each step admits its own key and diagonal and
+/// reclaims its predecessor's.
+#[test]
+fn without_prefetch_each_step_admits_its_key_and_reclaims_the_last() {
+    let dim = 4;
+    let o = run(dim, false, None).unwrap();
+    check_common(&o, dim, false, SIM0);
+    for (k, s) in o.steps.iter().enumerate().skip(1) {
+        assert!(s.prefetch.is_none());
+        assert_eq!(
+            entered(&s.decision),
+            sorted(vec![o.keys[k - 1].clone(), o.diagonals[k].clone()]),
+            "step {k}"
+        );
+        assert_eq!(reclaimed(&s.decision), previous(&o, k), "step {k}");
+    }
+}
+
+/// One byte below the schedule's budget, a prefetch cannot be admitted: the run fails with
+/// the planner's reason naming the device, and the error says which request.
+#[test]
+fn a_budget_one_byte_short_fails_with_the_plan_that_cannot_fit() {
+    let dim = 4;
+    let e = run(dim, true, Some(derived_budget(dim, true) - 1)).unwrap_err();
+    match e {
+        ExampleError::Runtime(RuntimeError::Plan {
+            ref plan_name,
+            ref reason,
+            ..
+        }) => {
+            assert!(plan_name.starts_with("matrix/prefetch-"), "{plan_name}");
+            assert!(
+                reason.contains("sim:0") && reason.contains("bytes"),
+                "{reason}"
+            );
+        }
+        other => panic!("expected an infeasible plan, found {other}"),
+    }
+    // Far below: the held accumulator reservation itself is refused, naming the bytes.
+    let e = run(dim, true, Some(1 << 20)).unwrap_err();
+    assert!(
+        matches!(
+            e,
+            ExampleError::Runtime(RuntimeError::Budget { location, requested_bytes, .. })
+                if location == SIM0 && requested_bytes == 4 * sizes(&MatrixOptions::default()).0
+        ),
+        "{e}"
+    );
+}
+
+/// A bad dimension fails before any engine or manager exists.
+#[test]
+fn a_bad_dimension_names_the_argument() {
+    for dim in [1, 6, 128] {
+        assert!(matches!(
+            run(dim, true, None),
+            Err(ExampleError::InvalidArgument {
+                argument: "--dim",
+                ..
+            })
+        ));
+    }
+}
+
+/// On cuda:0 (feature `cuda`; skipped without a device unless FHELIUM_REQUIRE_GPU=1): the same
+/// decisions, and, the CUDA engine being word for word the CPU engine's, every column's error
+/// statistics equal the CPU run's bit for bit.
+#[cfg(feature = "cuda")]
+#[test]
+fn on_cuda_the_same_schedule_gives_the_cpu_engines_result_bit_for_bit() {
+    let required = std::env::var("FHELIUM_REQUIRE_GPU").is_ok_and(|v| v == "1");
+    let mut options = MatrixOptions::default();
+    options.engine.device = fhelium_examples::DeviceChoice::Cuda(0);
+    let o = match run_matrix(&options, &Timeline::disabled()) {
+        Ok(o) => o,
+        Err(ExampleError::DeviceUnavailable { reason, .. }) => {
+            assert!(!required, "FHELIUM_REQUIRE_GPU=1 but {reason}");
+            eprintln!("skipped: {reason}");
+            return;
+        }
+        Err(e) => panic!("{e}"),
+    };
+    eprint!("{}", o.render());
+    check_prefetch_run(&o, ResidencyLocation::Cuda(0));
+    let cpu = run(o.dim, true, None).unwrap();
+    for (j, (g, c)) in o.errors.iter().zip(&cpu.errors).enumerate() {
+        assert_eq!(
+            (g.max_abs.to_bits(), g.rms.to_bits()),
+            (c.max_abs.to_bits(), c.rms.to_bits()),
+            "column {j}"
+        );
+    }
+}
