@@ -6,27 +6,29 @@
 //!
 //! # The program
 //! 1. Column j of B is encrypted with its d entries repeated over every slot (slot t holds
-//!    B[t mod d][j]); diagonal k of A (`diag_k[i] = A[i][(i - k) mod d]`, repeated the same
+//!    `B[t mod d][j]`); diagonal k of A (`diag_k[i] = A[i][(i - k) mod d]`, repeated the same
 //!    way) is encoded as an operation-ready plaintext; rotation keys for steps 1..d-1. Every
 //!    value is adopted at pageable host as a replicable value.
 //! 2. Rotation by k moves slot t - k to slot t, so
 //!    `sum_k diag_k ⊙ rot_k(col_j) = (A·B)[:, j]` in every slot: per column d - 1 rotations,
 //!    d NTTs and plaintext products, accumulated in the NTT domain; one inverse NTT and one
 //!    rescale at the end.
-//! 3. **Key-major schedule**: step k needs only key k (and diagonal k) beside the inputs, so
-//!    the device holds the d inputs, the d accumulators (a reservation held for the whole
-//!    product), one step's workspace and one or two keys. Each step is one request through
-//!    [`ResidencyController::use_request`] (decision, scope, strict lease); with prefetch on,
-//!    the next step's key and diagonal are admitted by a second decision and scope while the
-//!    current step computes (on CUDA their copies run on the transfer stream), so the budget
-//!    holds two keys. The LRU policy reclaims the finished step's key and diagonal, which
-//!    keep their host replica: every key crosses to the device once.
+//! 3. **Key-major schedule** (the default, [`Schedule::KeyMajor`]): step k needs only key k
+//!    (and diagonal k) beside the inputs, so the device holds the d inputs, the d
+//!    accumulators (a reservation held for the whole product), one step's workspace and one
+//!    or two keys. Each step is one request through [`ResidencyController::use_request`]
+//!    (decision, scope, strict lease); with prefetch on, the next step's key and diagonal are
+//!    admitted by a second decision and scope while the current step computes (on CUDA their
+//!    copies run on the transfer stream), so the budget holds two keys. The LRU policy
+//!    reclaims the finished step's key and diagonal, which keep their host replica: every key
+//!    crosses to the device once.
 //! 4. The accumulators are brought back to the coefficient domain and rescaled, downloaded,
 //!    decrypted and compared with the f64 product in every slot.
 //!
-//! The column-major order of FHElium's benchmark (all d - 1 rotations of one column at once,
-//! hoisted over one ModUp) needs every key on the device at the same time: 270 MiB for
-//! d = 16, against the ~110 MiB this schedule asks for.
+//! [`Schedule::ColumnHoisted`] is the order of FHElium's benchmark: step j computes column j
+//! with all d - 1 rotations hoisted over one ModUp. That needs every key on the device at
+//! the same time, plus the d - 1 rotated ciphertexts: 358 MiB for d = 16 against the 108 MiB
+//! of the key-major schedule, for ~1.8x less compute on the CPU engine (decision 0601).
 
 use std::fmt::Write as _;
 use std::time::{Duration, Instant};
@@ -63,6 +65,41 @@ pub const STEP_WORKSPACE_LABEL: &str = "step workspace";
 /// The held reservation that charges the accumulators.
 pub const ACCUMULATOR_LABEL: &str = "accumulators";
 
+/// The order of the product's work.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Schedule {
+    /// Step k applies key k to every column (the device holds one or two keys at a time;
+    /// each rotation does its own ModUp).
+    KeyMajor,
+    /// Step j computes column j with all d - 1 rotations hoisted over one ModUp (FHElium's
+    /// benchmark order; the device holds every key and the d - 1 rotated ciphertexts).
+    ColumnHoisted,
+}
+
+impl std::str::FromStr for Schedule {
+    type Err = ExampleError;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s {
+            "key-major" => Ok(Self::KeyMajor),
+            "column-hoisted" => Ok(Self::ColumnHoisted),
+            _ => Err(ExampleError::InvalidArgument {
+                argument: "--schedule",
+                reason: format!("{s:?} is not key-major or column-hoisted"),
+            }),
+        }
+    }
+}
+
+impl std::fmt::Display for Schedule {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Self::KeyMajor => "key-major",
+            Self::ColumnHoisted => "column-hoisted",
+        })
+    }
+}
+
 /// Options of one run.
 #[derive(Clone, Copy, Debug)]
 pub struct MatrixOptions {
@@ -70,7 +107,10 @@ pub struct MatrixOptions {
     pub engine: AutomaticOptions,
     /// Matrix dimension d: a power of two, 2..=[`MAX_DIM`], at most the slot count.
     pub dim: usize,
-    /// Admit step k + 1's key while step k computes (the budget then holds two keys).
+    /// The order of the work.
+    pub schedule: Schedule,
+    /// Admit step k + 1's new values (key-major: its key and diagonal; column-hoisted: its
+    /// column) while step k computes; the budget then holds them too.
     pub prefetch: bool,
     /// Device budget in bytes; `None` derives the smallest budget the schedule needs
     /// ([`MatrixCharges::device_budget`]).
@@ -82,6 +122,7 @@ impl Default for MatrixOptions {
         Self {
             engine: AutomaticOptions::default(),
             dim: DEFAULT_DIM,
+            schedule: Schedule::KeyMajor,
             prefetch: true,
             device_budget: None,
         }
@@ -99,12 +140,14 @@ pub struct MatrixCharges {
     pub key: u64,
     /// The held accumulator reservation: d x input (level-0 NTT-domain ciphertexts).
     pub accumulators: u64,
-    /// A step's workspace reservation: 3 x input (rotated, NTT, product).
+    /// A step's workspace reservation: key-major 3 x input (rotated, NTT, product);
+    /// column-hoisted (d + 2) x input (the d - 1 rotated ciphertexts, NTT, product, sum).
     pub workspace: u64,
     /// Everything at once: inputs, diagonals, keys and accumulators.
     pub working_set: u64,
-    /// The smallest budget of the schedule: inputs + accumulators + workspace + (key +
-    /// diagonal) x (2 with prefetch, else 1).
+    /// The smallest budget of the schedule. Key-major: d inputs + accumulators + workspace +
+    /// (key + diagonal) x (2 with prefetch, else 1). Column-hoisted: accumulators +
+    /// workspace + every key and diagonal + input x (2 with prefetch, else 1).
     pub derived_budget: u64,
     /// The budget the run used (the derived one unless the options set another).
     pub device_budget: u64,
@@ -123,10 +166,11 @@ pub struct MatrixTransfer {
     pub bytes: u64,
 }
 
-/// One step of the key-major schedule.
+/// One step of the schedule.
 #[derive(Debug)]
 pub struct MatrixStep {
-    /// Step k: diagonal k, rotation by k (none at step 0).
+    /// Step k: key-major, diagonal k and rotation by k (none at step 0); column-hoisted,
+    /// column k.
     pub step: usize,
     /// The admitted decision of the step's request.
     pub decision: ResidencyDecision,
@@ -147,7 +191,9 @@ pub struct MatrixOutcome {
     pub engine: &'static str,
     /// Matrix dimension.
     pub dim: usize,
-    /// Whether the next key was prefetched.
+    /// The order of the work.
+    pub schedule: Schedule,
+    /// Whether each step's new values were prefetched during the step before.
     pub prefetch: bool,
     /// Charges and budget.
     pub charges: MatrixCharges,
@@ -235,12 +281,13 @@ impl MatrixOutcome {
         let share = 100.0 * c.device_budget as f64 / c.working_set as f64;
         let _ = writeln!(
             out,
-            "Device budget: {} ({share:.0}% of the working set); schedule: key-major, {}",
+            "Device budget: {} ({share:.0}% of the working set); schedule: {}, {}",
             format_bytes(c.device_budget),
-            if self.prefetch {
-                "next key prefetched during each step"
-            } else {
-                "no prefetch"
+            self.schedule,
+            match (self.prefetch, self.schedule) {
+                (false, _) => "no prefetch",
+                (true, Schedule::KeyMajor) => "next key prefetched during each step",
+                (true, Schedule::ColumnHoisted) => "next column prefetched during each step",
             }
         );
         out.push('\n');
@@ -432,7 +479,7 @@ pub fn product(a: &[f64], b: &[f64], dim: usize) -> Vec<f64> {
     c
 }
 
-/// Diagonal k of A repeated over `slots`: slot t holds A[i][(i - k) mod d], i = t mod d.
+/// Diagonal k of A repeated over `slots`: slot t holds `A[i][(i - k) mod d]`, i = t mod d.
 #[must_use]
 pub fn diagonal_slots(a: &[f64], dim: usize, k: usize, slots: usize) -> Vec<f64> {
     (0..slots)
@@ -443,7 +490,7 @@ pub fn diagonal_slots(a: &[f64], dim: usize, k: usize, slots: usize) -> Vec<f64>
         .collect()
 }
 
-/// Column j of a row-major d x d matrix repeated over `slots`: slot t holds m[t mod d][j].
+/// Column j of a row-major d x d matrix repeated over `slots`: slot t holds `m[t mod d][j]`.
 #[must_use]
 pub fn column_slots(m: &[f64], dim: usize, j: usize, slots: usize) -> Vec<f64> {
     (0..slots).map(|t| m[(t % dim) * dim + j]).collect()
@@ -515,6 +562,35 @@ fn step_column(
     }
 }
 
+/// Column-hoisted step: all d - 1 rotations of `col` over one ModUp (each equal to its
+/// `rotate_with_key` word for word), then `sum_k diag_k ⊙ NTT(rot_k(col))`. RNS additions are
+/// exact, so both schedules produce the same words.
+fn hoisted_column(
+    engine: &Engine,
+    timeline: &Timeline,
+    compute: &fhelium_cuda::Stream,
+    col: &Ciphertext,
+    keys: &[&RotationKey],
+    diags: &[&Plaintext],
+) -> Result<Ciphertext, ExampleError> {
+    let rotated = timeline.op(compute, "rotate_many_with_keys", || {
+        engine.rotate_many_with_keys(col, keys)
+    })?;
+    let mut acc = step_column(engine, timeline, compute, col, None, diags[0], None)?;
+    for (r, diag) in rotated.into_iter().zip(&diags[1..]) {
+        let ntt = timeline.op(compute, "coefficient_to_ntt", || {
+            engine.coefficient_domain_to_ntt_domain(&r)
+        })?;
+        drop(r);
+        let prod = timeline.op(compute, "multiply_plaintext", || {
+            engine.multiply_plaintext(&ntt, diag)
+        })?;
+        drop(ntt);
+        acc = timeline.op(compute, "add", || engine.add(&acc, &prod))?;
+    }
+    Ok(acc)
+}
+
 /// Runs the matrix flow (see the module docs).
 ///
 /// # Errors
@@ -544,9 +620,17 @@ pub fn run_matrix(
     let key = charge(&values.keys[0]);
     let d64 = dim as u64;
     let accumulators = d64 * input;
-    let workspace = 3 * input;
-    let resident_keys = if options.prefetch { 2 } else { 1 };
-    let derived_budget = d64 * input + accumulators + workspace + resident_keys * (key + diagonal);
+    let ahead = if options.prefetch { 2 } else { 1 };
+    let (workspace, derived_budget) = match options.schedule {
+        Schedule::KeyMajor => (
+            3 * input,
+            d64 * input + accumulators + 3 * input + ahead * (key + diagonal),
+        ),
+        Schedule::ColumnHoisted => (
+            (d64 + 2) * input,
+            accumulators + (d64 + 2) * input + (d64 - 1) * key + d64 * diagonal + ahead * input,
+        ),
+    };
     let charges = MatrixCharges {
         input,
         diagonal,
@@ -581,13 +665,29 @@ pub fn run_matrix(
     let started = Instant::now();
     let acc_reservation = manager.reserve(dev, accumulators, ACCUMULATOR_LABEL)?;
     timeline.sample(&manager, "reserve accumulators");
+    // What step k requires, and which of those the step before did not.
     let step_handles = |k: usize| -> Vec<ResidencyHandle> {
-        let mut hs: Vec<ResidencyHandle> = input_h.iter().map(|h| h.raw().clone()).collect();
-        hs.push(diag_h[k].raw().clone());
-        if k > 0 {
-            hs.push(key_h[k - 1].raw().clone());
+        match options.schedule {
+            Schedule::KeyMajor => {
+                let mut hs: Vec<ResidencyHandle> =
+                    input_h.iter().map(|h| h.raw().clone()).collect();
+                hs.push(diag_h[k].raw().clone());
+                if k > 0 {
+                    hs.push(key_h[k - 1].raw().clone());
+                }
+                hs
+            }
+            Schedule::ColumnHoisted => std::iter::once(input_h[k].raw().clone())
+                .chain(key_h.iter().map(|h| h.raw().clone()))
+                .chain(diag_h.iter().map(|h| h.raw().clone()))
+                .collect(),
         }
-        hs
+    };
+    let new_in_step = |k: usize| -> Vec<ResidencyHandle> {
+        match options.schedule {
+            Schedule::KeyMajor => vec![key_h[k - 1].raw().clone(), diag_h[k].raw().clone()],
+            Schedule::ColumnHoisted => vec![input_h[k].raw().clone()],
+        }
     };
     let mut acc: Vec<Option<Ciphertext>> = (0..dim).map(|_| None).collect();
     let mut steps = Vec::with_capacity(dim);
@@ -611,14 +711,14 @@ pub fn run_matrix(
         drop(span);
         timeline.sample(&manager, "step admitted");
         let decision = admitted.decision().clone();
-        // The next step's key and diagonal, admitted while this step computes.
+        // The next step's new values, admitted while this step computes.
         let prefetch = if options.prefetch && k + 1 < dim {
             let next = ResidencyRequest::new(
                 &format!("matrix/prefetch-{}", k + 1),
-                vec![
-                    ResidencyRequirement::new(key_h[k].raw().clone(), dev),
-                    ResidencyRequirement::new(diag_h[k + 1].raw().clone(), dev),
-                ],
+                new_in_step(k + 1)
+                    .into_iter()
+                    .map(|h| ResidencyRequirement::new(h, dev))
+                    .collect::<Vec<_>>(),
                 [],
             )?;
             let span = timeline.host_span("prefetch");
@@ -632,24 +732,42 @@ pub fn run_matrix(
             None
         };
         engine.wait_for(&compute)?;
-        let diag = admitted.value(&diag_h[k], dev)?;
-        let step_key = match k {
-            0 => None,
-            _ => Some(admitted.value(&key_h[k - 1], dev)?),
-        };
         let t0 = Instant::now();
-        for (j, slot) in acc.iter_mut().enumerate() {
-            let col = admitted.value(&input_h[j], dev)?;
-            let next = step_column(
-                engine,
-                timeline,
-                &compute,
-                col,
-                step_key,
-                diag,
-                slot.as_ref(),
-            )?;
-            *slot = Some(next);
+        match options.schedule {
+            Schedule::KeyMajor => {
+                let diag = admitted.value(&diag_h[k], dev)?;
+                let step_key = match k {
+                    0 => None,
+                    _ => Some(admitted.value(&key_h[k - 1], dev)?),
+                };
+                for (j, slot) in acc.iter_mut().enumerate() {
+                    let col = admitted.value(&input_h[j], dev)?;
+                    let next = step_column(
+                        engine,
+                        timeline,
+                        &compute,
+                        col,
+                        step_key,
+                        diag,
+                        slot.as_ref(),
+                    )?;
+                    *slot = Some(next);
+                }
+            }
+            Schedule::ColumnHoisted => {
+                let keys = key_h
+                    .iter()
+                    .map(|h| admitted.value(h, dev))
+                    .collect::<Result<Vec<_>, _>>()?;
+                let diags = diag_h
+                    .iter()
+                    .map(|h| admitted.value(h, dev))
+                    .collect::<Result<Vec<_>, _>>()?;
+                let col = admitted.value(&input_h[k], dev)?;
+                acc[k] = Some(hoisted_column(
+                    engine, timeline, &compute, col, &keys, &diags,
+                )?);
+            }
         }
         compute.synchronize()?;
         let took = t0.elapsed();
@@ -677,7 +795,7 @@ pub fn run_matrix(
         manager.discard(h)?;
     }
     timeline.sample(&manager, "discard inputs, diagonals, keys");
-    let finish = manager.reserve(dev, workspace, "finish workspace")?;
+    let finish = manager.reserve(dev, 3 * input, "finish workspace")?;
     let t0 = Instant::now();
     let mut outputs = Vec::with_capacity(dim);
     for slot in &mut acc {
@@ -724,6 +842,7 @@ pub fn run_matrix(
         device: dev,
         engine: engine.describe(),
         dim,
+        schedule: options.schedule,
         prefetch: options.prefetch,
         charges,
         inputs,

@@ -4,7 +4,9 @@
 #![allow(clippy::unwrap_used)]
 
 use fhelium_ckks::CkksConfig;
-use fhelium_examples::matrix::{run_matrix, MatrixOptions, MatrixOutcome, MATRIX_MAX_ERROR};
+use fhelium_examples::matrix::{
+    run_matrix, MatrixOptions, MatrixOutcome, Schedule, MATRIX_MAX_ERROR,
+};
 use fhelium_examples::{ExampleError, Timeline};
 use fhelium_residency::{ResidencyAction, ResidencyDecision, ResidencyHandle, ResidencyLocation};
 use fhelium_runtime::RuntimeError;
@@ -24,8 +26,18 @@ fn sizes(options: &MatrixOptions) -> (u64, u64, u64) {
 }
 
 fn run(dim: usize, prefetch: bool, budget: Option<u64>) -> Result<MatrixOutcome, ExampleError> {
+    run_schedule(Schedule::KeyMajor, dim, prefetch, budget)
+}
+
+fn run_schedule(
+    schedule: Schedule,
+    dim: usize,
+    prefetch: bool,
+    budget: Option<u64>,
+) -> Result<MatrixOutcome, ExampleError> {
     let options = MatrixOptions {
         dim,
+        schedule,
         prefetch,
         device_budget: budget,
         ..MatrixOptions::default()
@@ -33,10 +45,19 @@ fn run(dim: usize, prefetch: bool, budget: Option<u64>) -> Result<MatrixOutcome,
     run_matrix(&options, &Timeline::disabled())
 }
 
-fn derived_budget(dim: usize, prefetch: bool) -> u64 {
+/// Key-major: d inputs, d accumulators, 3 ciphertexts of workspace and one key and diagonal
+/// (two with prefetch). Column-hoisted: d accumulators, d + 2 ciphertexts of workspace (the
+/// d - 1 rotations and three more), every key and diagonal, one input (two with prefetch).
+fn derived_budget(schedule: Schedule, dim: usize, prefetch: bool) -> u64 {
     let (input, diagonal, key) = sizes(&MatrixOptions::default());
     let d = dim as u64;
-    d * input + d * input + 3 * input + if prefetch { 2 } else { 1 } * (key + diagonal)
+    let ahead = if prefetch { 2 } else { 1 };
+    match schedule {
+        Schedule::KeyMajor => d * input + d * input + 3 * input + ahead * (key + diagonal),
+        Schedule::ColumnHoisted => {
+            d * input + (d + 2) * input + (d - 1) * key + d * diagonal + ahead * input
+        }
+    }
 }
 
 fn sorted(mut v: Vec<ResidencyHandle>) -> Vec<ResidencyHandle> {
@@ -89,13 +110,21 @@ fn check_common(o: &MatrixOutcome, dim: usize, prefetch: bool, device: Residency
     let c = &o.charges;
     assert_eq!((c.input, c.diagonal, c.key), (input, diagonal, key));
     assert_eq!(c.accumulators, d * input);
-    assert_eq!(c.workspace, 3 * input);
+    let schedule = o.schedule;
+    let workspace = match schedule {
+        Schedule::KeyMajor => 3 * input,
+        Schedule::ColumnHoisted => (d + 2) * input,
+    };
+    assert_eq!(c.workspace, workspace);
     assert_eq!(
         c.working_set,
         d * (input + diagonal) + (d - 1) * key + d * input
     );
-    assert_eq!(c.device_budget, derived_budget(dim, prefetch));
-    assert!(c.device_budget < c.working_set);
+    assert_eq!(c.device_budget, derived_budget(schedule, dim, prefetch));
+    assert_eq!(
+        schedule == Schedule::KeyMajor,
+        c.device_budget < c.working_set
+    );
     assert_eq!((o.dim, o.device, o.prefetch), (dim, device, prefetch));
     assert_eq!(
         (o.inputs.len(), o.diagonals.len(), o.keys.len()),
@@ -115,10 +144,22 @@ fn check_common(o: &MatrixOutcome, dim: usize, prefetch: bool, device: Residency
         d * input + d * diagonal + (d - 1) * key
     );
 
-    // Step 0 admits the inputs and diagonal 0 and reclaims nothing.
+    // Step 0 admits what it needs and reclaims nothing: key-major the inputs and diagonal 0,
+    // column-hoisted column 0, every key and every diagonal.
     assert_eq!(o.steps.len(), dim);
-    let mut want = o.inputs.clone();
-    want.push(o.diagonals[0].clone());
+    let want = match schedule {
+        Schedule::KeyMajor => {
+            let mut v = o.inputs.clone();
+            v.push(o.diagonals[0].clone());
+            v
+        }
+        Schedule::ColumnHoisted => {
+            let mut v = vec![o.inputs[0].clone()];
+            v.extend(o.keys.iter().cloned());
+            v.extend(o.diagonals.iter().cloned());
+            v
+        }
+    };
     assert_eq!(entered(&o.steps[0].decision), sorted(want));
     assert!(reclaimed(&o.steps[0].decision).is_empty());
 
@@ -192,12 +233,66 @@ fn without_prefetch_each_step_admits_its_key_and_reclaims_the_last() {
     }
 }
 
+/// FHElium's order: every key and diagonal enters with column 0 and stays; each prefetch
+/// admits the next column and reclaims the one before the current. The words are the
+/// key-major run's: the decrypted columns' error statistics agree bit for bit.
+#[test]
+fn the_hoisted_column_order_holds_every_key_and_gives_the_same_words() {
+    let dim = 4;
+    let o = run_schedule(Schedule::ColumnHoisted, dim, true, None).unwrap();
+    check_common(&o, dim, true, SIM0);
+    for (k, s) in o.steps.iter().enumerate() {
+        if k > 0 {
+            assert!(entered(&s.decision).is_empty(), "step {k} was prefetched");
+            assert!(reclaimed(&s.decision).is_empty(), "step {k}");
+        }
+        match &s.prefetch {
+            None => assert_eq!(k, dim - 1),
+            Some((p, _)) => {
+                assert_eq!(entered(p), vec![o.inputs[k + 1].clone()], "prefetch {k}");
+                let want = if k == 0 {
+                    Vec::new()
+                } else {
+                    vec![o.inputs[k - 1].clone()]
+                };
+                assert_eq!(reclaimed(p), want, "prefetch during step {k}");
+            }
+        }
+    }
+    assert_eq!(o.peak_charged, o.charges.device_budget);
+    let key_major = run(dim, true, None).unwrap();
+    for (j, (h, k)) in o.errors.iter().zip(&key_major.errors).enumerate() {
+        assert_eq!(
+            (h.max_abs.to_bits(), h.rms.to_bits()),
+            (k.max_abs.to_bits(), k.rms.to_bits()),
+            "column {j}"
+        );
+    }
+    // Under the key-major schedule's budget the hoisted order cannot start.
+    let e = run_schedule(
+        Schedule::ColumnHoisted,
+        dim,
+        true,
+        Some(derived_budget(Schedule::KeyMajor, dim, true)),
+    )
+    .unwrap_err();
+    assert!(
+        matches!(e, ExampleError::Runtime(RuntimeError::Plan { ref plan_name, .. }) if plan_name == "matrix/step-0"),
+        "{e}"
+    );
+}
+
 /// One byte below the schedule's budget, a prefetch cannot be admitted: the run fails with
 /// the planner's reason naming the device, and the error says which request.
 #[test]
 fn a_budget_one_byte_short_fails_with_the_plan_that_cannot_fit() {
     let dim = 4;
-    let e = run(dim, true, Some(derived_budget(dim, true) - 1)).unwrap_err();
+    let e = run(
+        dim,
+        true,
+        Some(derived_budget(Schedule::KeyMajor, dim, true) - 1),
+    )
+    .unwrap_err();
     match e {
         ExampleError::Runtime(RuntimeError::Plan {
             ref plan_name,

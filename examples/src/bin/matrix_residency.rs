@@ -6,7 +6,8 @@
 //! `--device cpu` (default) runs the CPU engine with the simulated device `sim:0`; `cuda:N`
 //! (feature `cuda`) the CUDA engine. `--dim` changes the dimension, `--budget-mib` the device
 //! budget (default: the smallest the schedule needs), `--no-prefetch` admits each key only
-//! when its step starts. Prints each step's decision, the device accounting and the result's
+//! when its step starts, `--schedule column-hoisted` runs FHElium's order instead (every key
+//! on the device at once, each column's 15 rotations over one ModUp). Prints each step's decision, the device accounting and the result's
 //! error against the f64 product; exits non-zero when a step cannot be admitted, a check
 //! fails or a slot's error exceeds 3e-5.
 
@@ -28,7 +29,11 @@ struct Cli {
     /// Device budget in MiB (default: the smallest the schedule needs).
     #[arg(long)]
     budget_mib: Option<u64>,
-    /// Admit each step's key when the step starts instead of during the previous step.
+    /// key-major (one key at a time on the device) or column-hoisted (FHElium's order: every
+    /// key on the device, each column's rotations over one ModUp).
+    #[arg(long, default_value = "key-major")]
+    schedule: String,
+    /// Admit each step's new values when the step starts instead of during the previous step.
     #[arg(long)]
     no_prefetch: bool,
 }
@@ -43,11 +48,13 @@ fn run(cli: &Cli) -> Result<(), ExampleError> {
             })
         })
         .transpose()?;
+    let schedule = cli.schedule.parse()?;
     let outcome = cli.args.run("matrix residency", |engine, timeline| {
         run_matrix(
             &MatrixOptions {
                 engine: *engine,
                 dim: cli.dim,
+                schedule,
                 prefetch: !cli.no_prefetch,
                 device_budget,
             },
