@@ -443,6 +443,18 @@ pub fn check_dim(dim: usize, slots: Option<usize>) -> Result<(), ExampleError> {
     })
 }
 
+/// `--budget-mib`: mebibytes to bytes.
+///
+/// # Errors
+/// [`ExampleError::InvalidArgument`] naming `--budget-mib` when the bytes overflow 64 bits.
+pub fn budget_from_mib(mib: u64) -> Result<u64, ExampleError> {
+    mib.checked_mul(1 << 20)
+        .ok_or_else(|| ExampleError::InvalidArgument {
+            argument: "--budget-mib",
+            reason: format!("{mib} MiB does not fit in 64 bits of bytes"),
+        })
+}
+
 /// The cleartext A (row-major, d x d), entries in [-0.25, 0.25].
 #[must_use]
 pub fn matrix_a(dim: usize) -> Vec<f64> {
@@ -889,6 +901,18 @@ mod tests {
                 }
             }
         }
+    }
+
+    #[test]
+    fn budgets_in_mib_convert_or_name_the_argument() {
+        assert_eq!(budget_from_mib(108).ok(), Some(108 * 1_048_576));
+        assert!(matches!(
+            budget_from_mib(u64::MAX >> 19),
+            Err(ExampleError::InvalidArgument {
+                argument: "--budget-mib",
+                ..
+            })
+        ));
     }
 
     #[test]

@@ -15,7 +15,9 @@ use std::process::ExitCode;
 
 use clap::Parser;
 use fhelium_examples::cli::ExampleArgs;
-use fhelium_examples::matrix::{run_matrix, MatrixOptions, DEFAULT_DIM, MATRIX_MAX_ERROR};
+use fhelium_examples::matrix::{
+    budget_from_mib, run_matrix, MatrixOptions, DEFAULT_DIM, MATRIX_MAX_ERROR,
+};
 use fhelium_examples::ExampleError;
 
 /// Encrypted matrix product with rotation keys streamed through a small device budget.
@@ -39,15 +41,7 @@ struct Cli {
 }
 
 fn run(cli: &Cli) -> Result<(), ExampleError> {
-    let device_budget = cli
-        .budget_mib
-        .map(|m| {
-            m.checked_mul(1 << 20).ok_or(ExampleError::InvalidArgument {
-                argument: "--budget-mib",
-                reason: format!("{m} MiB does not fit in 64 bits of bytes"),
-            })
-        })
-        .transpose()?;
+    let device_budget = cli.budget_mib.map(budget_from_mib).transpose()?;
     let schedule = cli.schedule.parse()?;
     let outcome = cli.args.run("matrix residency", |engine, timeline| {
         run_matrix(
