@@ -18,8 +18,9 @@
 //!    accumulators (a reservation held for the whole product), one step's workspace and one
 //!    or two keys. Each step is one request through [`ResidencyController::use_request`]
 //!    (decision, scope, strict lease); with prefetch on, the next step's key and diagonal are
-//!    admitted by a second decision and scope while the current step computes (on CUDA their
-//!    copies run on the transfer stream), so the budget holds two keys. The LRU policy
+//!    admitted by [`ResidencyController::prefetch`] (a second decision and scope, closed at
+//!    once) while the current step computes (on CUDA their copies run on the transfer
+//!    stream), so the budget holds two keys. The LRU policy
 //!    reclaims the finished step's key and diagonal, which keep their host replica: every key
 //!    crosses to the device once.
 //! 4. The accumulators are brought back to the coefficient domain and rescaled, downloaded,
@@ -734,12 +735,10 @@ pub fn run_matrix(
                 [],
             )?;
             let span = timeline.host_span("prefetch");
-            let d = controller.decide(&next)?;
-            let scope = controller.scope(&d, &transfer)?;
-            let report = scope.close()?;
+            let p = controller.prefetch(&next, &transfer)?;
             drop(span);
             timeline.sample(&manager, "prefetched");
-            Some((d, report))
+            Some((p.decision, p.report))
         } else {
             None
         };

@@ -353,6 +353,54 @@ impl<P: ResidencyPolicy> ResidencyController<P> {
             leases,
         })
     }
+    /// Places `request`'s endpoints ahead of their use (an improvement over FHElium, decision
+    /// 0206): decide, enter the version-checked scope (its copies start on
+    /// `transfer_streams`, without a host wait), close it at once and record one access epoch
+    /// for the request's handles, so that a later decision's LRU order treats them as the
+    /// most recent. The endpoints stay cached; a copy still in flight keeps its replica
+    /// protected by its pending event until it completes, and a later lease makes its
+    /// consumer stream wait on that event. A later [`ResidencyController::use_request`] for
+    /// the same endpoints enters nothing.
+    ///
+    /// A prefetch holds nothing once it returns, so a request with reservations is refused.
+    ///
+    /// # Errors
+    /// [`RuntimeError::InvalidArgument`] (the request has reservations) before anything
+    /// happens; the errors of [`ResidencyController::decide`] (nothing changed) and of
+    /// [`ResidencyController::scope`] and [`ResidencyScope::close`].
+    pub fn prefetch(
+        &self,
+        request: &ResidencyRequest,
+        transfer_streams: &TransferStreams,
+    ) -> Result<ResidencyPrefetch> {
+        let _span = info_span!("residency.prefetch", request = request.name()).entered();
+        if let Some(r) = request.reservations().first() {
+            return Err(RuntimeError::InvalidArgument {
+                reason: format!(
+                    "prefetch request '{}' reserves {} bytes at {} ('{}'); a prefetch holds \
+                     nothing after it returns, so it takes no reservation",
+                    request.name(),
+                    r.nbytes(),
+                    r.location(),
+                    r.label()
+                ),
+            });
+        }
+        let decision = self.decide(request)?;
+        let report = self.scope(&decision, transfer_streams)?.close()?;
+        self.record_access(request.requirements().iter().map(|r| &r.handle));
+        Ok(ResidencyPrefetch { decision, report })
+    }
+}
+
+/// What [`ResidencyController::prefetch`] did: the admitted decision and the report of its
+/// scope (entry transitions; the copies may still be in flight on the transfer streams).
+#[derive(Debug, Clone)]
+pub struct ResidencyPrefetch {
+    /// The admitted decision.
+    pub decision: ResidencyDecision,
+    /// The scope's report.
+    pub report: ResidencyPlanReport,
 }
 
 /// An admitted request: the decision, its entered scope and one strict lease per location.

@@ -39,7 +39,7 @@ mod snapshot;
 mod state;
 mod value;
 
-pub use controller::{ConsumerStreams, ResidencyController, ResidencyUse};
+pub use controller::{ConsumerStreams, ResidencyController, ResidencyPrefetch, ResidencyUse};
 pub use error::{
     OwnershipViolation, PlanExecutionFailure, PlanPhase, ResidencyErrorKind, Result, RuntimeError,
     SourceError, UseFailure,

@@ -664,3 +664,109 @@ fn decisions_follow_each_controllers_current_facts() {
     drop(hold);
     assert_eq!(victim(&b), *h[1]);
 }
+
+/// A prefetch places the endpoints and closes its scope: the values stay cached, the later
+/// use of the same request enters nothing, and the prefetched values count as the most
+/// recently used, so the next decision under pressure reclaims an older value instead.
+#[test]
+fn prefetch_places_ahead_and_counts_as_the_latest_access() {
+    let mem = memory();
+    let m = manager(&mem, &[(N, 2 * NB)]);
+    let h: Vec<_> = (0..3).map(|i| repl(&m, i)).collect();
+    let c = ResidencyController::new(&m);
+    c.use_request(&req("u0", &[(&h[0], N)], &[]), &no_consumers(), &none())
+        .unwrap()
+        .close()
+        .unwrap();
+    let p = c
+        .prefetch(&req("ahead", &[(&h[1], N)], &[]), &none())
+        .unwrap();
+    assert_eq!(p.decision.request().name(), "ahead");
+    assert_eq!(p.decision.plan().enter().len(), 1);
+    assert_eq!(p.report.transitions().len(), 1);
+    assert_eq!(locs(&m, &h[1]), vec![P, N]);
+    assert_eq!(
+        (c.last_access_epoch(&h[0]), c.last_access_epoch(&h[1])),
+        (Some(1), Some(2))
+    );
+    // The use of the prefetched value enters nothing.
+    let u = c
+        .use_request(&req("use", &[(&h[1], N)], &[]), &no_consumers(), &none())
+        .unwrap();
+    assert!(u.decision().plan().enter().is_empty() && u.decision().plan().reclaim().is_empty());
+    u.close().unwrap();
+    // Under pressure the older h0 goes, not the prefetched h1.
+    let d = c.decide(&req("h2", &[(&h[2], N)], &[])).unwrap();
+    assert_eq!(
+        d.plan().reclaim(),
+        &[ResidencyAction::DropResident {
+            handle: (*h[0]).clone(),
+            location: N
+        }]
+    );
+}
+
+/// Without the recorded access the prefetched value would have been the LRU victim: a value
+/// placed by a bare decide + scope (no access recorded) is reclaimed before an older used one.
+#[test]
+fn a_bare_scope_records_no_access_unlike_a_prefetch() {
+    let mem = memory();
+    let m = manager(&mem, &[(N, 2 * NB)]);
+    let h: Vec<_> = (0..3).map(|i| repl(&m, i)).collect();
+    let c = ResidencyController::new(&m);
+    c.use_request(&req("u0", &[(&h[0], N)], &[]), &no_consumers(), &none())
+        .unwrap()
+        .close()
+        .unwrap();
+    let d = c.decide(&req("bare", &[(&h[1], N)], &[])).unwrap();
+    c.scope(&d, &none()).unwrap().close().unwrap();
+    assert_eq!(c.last_access_epoch(&h[1]), None);
+    let d = c.decide(&req("h2", &[(&h[2], N)], &[])).unwrap();
+    assert_eq!(
+        d.plan().reclaim(),
+        &[ResidencyAction::DropResident {
+            handle: (*h[1]).clone(),
+            location: N
+        }]
+    );
+}
+
+/// A prefetch with a reservation is refused before anything happens, naming the request,
+/// the bytes and the location; an infeasible prefetch fails at its decision and changes
+/// nothing either.
+#[test]
+fn prefetch_errors_change_nothing() {
+    let mem = memory();
+    let m = manager(&mem, &[(N, NB)]);
+    let h: Vec<_> = (0..2).map(|i| repl(&m, i)).collect();
+    let c = ResidencyController::new(&m);
+    let v = m.state_version().unwrap();
+    let e = c
+        .prefetch(&req("held", &[(&h[0], N)], &[(N, 8)]), &none())
+        .unwrap_err();
+    match &e {
+        RuntimeError::InvalidArgument { reason } => {
+            assert!(
+                reason.contains("'held'")
+                    && reason.contains("8 bytes")
+                    && reason.contains(&N.to_string()),
+                "{reason}"
+            );
+        }
+        other => panic!("expected InvalidArgument, found {other}"),
+    }
+    assert_eq!(e.kind(), ResidencyErrorKind::InvalidArgument);
+    assert_eq!(m.state_version().unwrap(), v);
+    assert_eq!(c.last_access_epoch(&h[0]), None);
+    // Two values into a budget of one.
+    let e = c
+        .prefetch(&req("both", &[(&h[0], N), (&h[1], N)], &[]), &none())
+        .unwrap_err();
+    assert!(
+        matches!(e, RuntimeError::Plan { ref plan_name, .. } if plan_name == "both"),
+        "{e}"
+    );
+    assert_eq!(m.state_version().unwrap(), v);
+    assert_eq!(locs(&m, &h[0]), vec![P]);
+    assert_eq!(c.last_access_epoch(&h[0]), None);
+}
