@@ -103,11 +103,6 @@ pub struct AutomaticOutcome {
     pub closed: bool,
 }
 
-/// Charge rule of the seed: the conservative managed charge of one value.
-fn charge<T: Resident>(v: &T) -> u64 {
-    v.nbytes().max(v.storage_nbytes())
-}
-
 fn check(
     what: &'static str,
     ok: bool,
@@ -188,10 +183,10 @@ pub fn run_automatic(
         .wait()?;
     drop(prep);
 
-    let weight_charge = charge(&weight);
-    let cold_charge = charge(&cold);
-    let key_charge = charge(&rotation_key);
-    let source_charge = charge(&source);
+    let weight_charge = weight.charge_nbytes();
+    let cold_charge = cold.charge_nbytes();
+    let key_charge = rotation_key.charge_nbytes();
+    let source_charge = source.charge_nbytes();
     let workspace = 3 * source_charge;
     let device_budget = weight_charge + key_charge + source_charge + workspace;
     let charges = AutomaticCharges {

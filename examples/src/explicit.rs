@@ -50,10 +50,6 @@ pub struct ExplicitOutcome {
     pub closed: bool,
 }
 
-fn charge<T: Resident>(v: &T) -> u64 {
-    v.nbytes().max(v.storage_nbytes())
-}
-
 /// Runs example 13's program (see the module docs). The engine and device come from
 /// `options` as for [`crate::run_automatic`].
 ///
@@ -83,8 +79,8 @@ pub fn run_explicit(
         .wait()?;
     drop(prep);
 
-    let weight_bytes = charge(&weight);
-    let key_bytes = charge(&rotation_key);
+    let weight_bytes = weight.charge_nbytes();
+    let key_bytes = rotation_key.charge_nbytes();
     let source_nbytes = source.nbytes();
     let source_storage_nbytes = source.storage_nbytes();
     let source_charge = source_nbytes.max(source_storage_nbytes);

@@ -10,6 +10,7 @@
 //! - [`multi`]: a batch of the seed's stages split over several devices ([`run_multi`]);
 //! - [`engine`]: `--device cpu | sim:N | cuda:N` to an engine and a memory layer;
 //! - [`timeline`]: Chrome trace-event JSON and SVG memory charts of a run;
+//! - [`transfers`]: the copies a manager made, read from plan reports;
 //! - [`table`]: text tables and byte figures in FHElium's printed layout.
 //!
 //! ```no_run
@@ -28,6 +29,7 @@ pub mod matrix;
 pub mod multi;
 pub mod table;
 pub mod timeline;
+pub mod transfers;
 
 pub use automatic::{run_automatic, AutomaticOptions, AutomaticOutcome, MAX_ERROR};
 pub use engine::{DeviceChoice, Engine, Setup};

@@ -37,9 +37,8 @@ use std::time::{Duration, Instant};
 use fhelium_ckks::{Ciphertext, ModulusBasis, Plaintext, RotationKey};
 use fhelium_cuda::Resident;
 use fhelium_residency::{
-    DeterministicTieredLRU, MemoryReservation, ReplicaMode, ResidencyAction, ResidencyDecision,
-    ResidencyHandle, ResidencyLocation, ResidencyPlanReport, ResidencyRequest,
-    ResidencyRequirement, PAGEABLE_HOST,
+    DeterministicTieredLRU, MemoryReservation, ReplicaMode, ResidencyDecision, ResidencyHandle,
+    ResidencyLocation, ResidencyPlanReport, ResidencyRequest, ResidencyRequirement, PAGEABLE_HOST,
 };
 use fhelium_runtime::{
     ConsumerStreams, Handle, ResidencyController, ResidencyManager, TransferStreams,
@@ -48,6 +47,7 @@ use fhelium_runtime::{
 use crate::automatic::AutomaticOptions;
 use crate::engine::Engine;
 use crate::timeline::Timeline;
+use crate::transfers::{copies, Transfer};
 use crate::{error_stats, format_budget, format_bytes, ErrorStats, ExampleError, Table};
 
 /// Default matrix dimension (FHElium Benchmark v1's 16 x 16).
@@ -154,19 +154,6 @@ pub struct MatrixCharges {
     pub device_budget: u64,
 }
 
-/// A copy the manager made, from a transition report.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct MatrixTransfer {
-    /// The value copied.
-    pub handle: ResidencyHandle,
-    /// Source location.
-    pub from: ResidencyLocation,
-    /// Destination location.
-    pub to: ResidencyLocation,
-    /// Charged bytes moved.
-    pub bytes: u64,
-}
-
 /// One step of the schedule.
 #[derive(Debug)]
 pub struct MatrixStep {
@@ -207,7 +194,7 @@ pub struct MatrixOutcome {
     /// The steps, in order.
     pub steps: Vec<MatrixStep>,
     /// Every copy the manager made, in order.
-    pub transfers: Vec<MatrixTransfer>,
+    pub transfers: Vec<Transfer>,
     /// The highest managed charge (used + reserved) at the device.
     pub peak_charged: u64,
     /// The memory layer's highest allocated bytes at the device (managed values and the
@@ -390,26 +377,6 @@ impl MatrixOutcome {
     }
 }
 
-/// The copies in a plan report: ensures and moves that were not no-ops.
-fn copies(report: &ResidencyPlanReport) -> impl Iterator<Item = MatrixTransfer> + '_ {
-    report.transitions().iter().filter_map(|t| {
-        let p = t.parts();
-        let copying = matches!(
-            t.action(),
-            ResidencyAction::EnsureResident { .. } | ResidencyAction::MoveResident { .. }
-        );
-        match (copying && !t.no_op(), p.source, p.destination) {
-            (true, Some(from), Some(to)) if from != to => Some(MatrixTransfer {
-                handle: t.action().handle().clone(),
-                from,
-                to,
-                bytes: p.storage_nbytes.max(p.logical_nbytes),
-            }),
-            _ => None,
-        }
-    })
-}
-
 /// Adopts every value at pageable host as a replicable value.
 fn adopt_all<T: Resident>(
     manager: &ResidencyManager,
@@ -419,10 +386,6 @@ fn adopt_all<T: Resident>(
         .into_iter()
         .map(|v| Ok(manager.adopt(v, Some(PAGEABLE_HOST), ReplicaMode::Replicable)?))
         .collect()
-}
-
-fn charge<T: Resident>(v: &T) -> u64 {
-    v.nbytes().max(v.storage_nbytes())
 }
 
 /// Checks the dimension: a power of two in 2..=[`MAX_DIM`], and (once the engine is open)
@@ -628,9 +591,9 @@ pub fn run_matrix(
     let prep = timeline.host_span("prepare values");
     let values = prepare(engine, &a, &b, dim)?;
     drop(prep);
-    let input = charge(&values.inputs[0]);
-    let diagonal = charge(&values.diagonals[0]);
-    let key = charge(&values.keys[0]);
+    let input = values.inputs[0].charge_nbytes();
+    let diagonal = values.diagonals[0].charge_nbytes();
+    let key = values.keys[0].charge_nbytes();
     let d64 = dim as u64;
     let accumulators = d64 * input;
     let ahead = if options.prefetch { 2 } else { 1 };

@@ -32,15 +32,17 @@ use std::time::{Duration, Instant};
 use fhelium_ckks::{Ciphertext, CkksConfig, CpuEngine, ModulusBasis, Preset};
 use fhelium_cuda::{Memory, MemoryConfig, PeerCopyStats, PeerMode, Resident};
 use fhelium_residency::{
-    DeterministicTieredLRU, MemoryReservation, ReplicaMode, ResidencyAction, ResidencyDecision,
-    ResidencyHandle, ResidencyLocation, ResidencyPlanReport, ResidencyRequest,
-    ResidencyRequirement, ResidencySnapshot, PAGEABLE_HOST, PINNED_HOST,
+    DeterministicTieredLRU, MemoryReservation, ReplicaMode, ResidencyDecision, ResidencyHandle,
+    ResidencyLocation, ResidencyPlanReport, ResidencyRequest, ResidencyRequirement,
+    ResidencySnapshot, PAGEABLE_HOST, PINNED_HOST,
 };
 use fhelium_runtime::{ConsumerStreams, ResidencyController, ResidencyManager, TransferStreams};
 
 use crate::automatic::seed_stage;
 use crate::engine::Engine;
 use crate::timeline::Timeline;
+use crate::transfers::copies;
+pub use crate::transfers::Transfer;
 use crate::{error_stats, format_budget, format_bytes, ErrorStats, ExampleError, Table, MAX_ERROR};
 
 /// Default batch size of `multi_gpu`.
@@ -153,17 +155,6 @@ pub struct RoundRecord {
     pub report: ResidencyPlanReport,
     /// Wall time of the concurrent compute phase.
     pub compute: Duration,
-}
-
-/// A copy the manager made, from a transition report.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Transfer {
-    /// Source location.
-    pub from: ResidencyLocation,
-    /// Destination location.
-    pub to: ResidencyLocation,
-    /// Charged bytes moved.
-    pub bytes: u64,
 }
 
 /// Per-device figures of the run.
@@ -380,10 +371,6 @@ fn open_cuda(
     })
 }
 
-fn charge<T: Resident>(v: &T) -> u64 {
-    v.nbytes().max(v.storage_nbytes())
-}
-
 /// The cleartext of item `i` (distinct per item).
 #[must_use]
 pub fn item_message(i: usize, slots: usize) -> Vec<f64> {
@@ -391,25 +378,6 @@ pub fn item_message(i: usize, slots: usize) -> Vec<f64> {
     (0..slots)
         .map(|j| 0.01 * (j as f64 * 0.017 + i as f64 * 0.5).sin())
         .collect()
-}
-
-/// The copies in a plan report: ensures and moves that were not no-ops.
-fn copies(report: &ResidencyPlanReport) -> impl Iterator<Item = Transfer> + '_ {
-    report.transitions().iter().filter_map(|t| {
-        let p = t.parts();
-        let copying = matches!(
-            t.action(),
-            ResidencyAction::EnsureResident { .. } | ResidencyAction::MoveResident { .. }
-        );
-        match (copying && !t.no_op(), p.source, p.destination) {
-            (true, Some(from), Some(to)) if from != to => Some(Transfer {
-                from,
-                to,
-                bytes: p.storage_nbytes.max(p.logical_nbytes),
-            }),
-            _ => None,
-        }
-    })
 }
 
 /// Runs the multi-device flow (see the module docs).
@@ -457,21 +425,21 @@ pub fn run_multi(
         );
     }
     drop(prep);
-    let input_charge = charge(&inputs[0]);
-    if let Some(other) = inputs.iter().find(|c| charge(*c) != input_charge) {
+    let input_charge = inputs[0].charge_nbytes();
+    if let Some(other) = inputs.iter().find(|c| c.charge_nbytes() != input_charge) {
         return Err(ExampleError::Check {
             what: "inputs of one size",
             expected: format_bytes(input_charge),
-            found: format_bytes(charge(other)),
+            found: format_bytes(other.charge_nbytes()),
         });
     }
     let workspace = 3 * input_charge;
     let charges = MultiCharges {
-        key: charge(&key),
-        weight: charge(&weight),
+        key: key.charge_nbytes(),
+        weight: weight.charge_nbytes(),
         input: input_charge,
         workspace,
-        device_budget: charge(&key) + charge(&weight) + input_charge + workspace,
+        device_budget: key.charge_nbytes() + weight.charge_nbytes() + input_charge + workspace,
     };
 
     let mut builder = ResidencyManager::builder(memory.clone());
