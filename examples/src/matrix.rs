@@ -505,7 +505,8 @@ fn prepare(engine: &Engine, a: &[f64], b: &[f64], dim: usize) -> Result<Values, 
     })
 }
 
-/// Step k of column j: `acc + diag_k ⊙ NTT(rot_k(col))` (step 0: `diag_0 ⊙ NTT(col)`).
+/// Step k of column j: `acc + diag_k ⊙ NTT(rot_k(col))` (step 0: `diag_0 ⊙ NTT(col)`), one
+/// engine call.
 fn step_column(
     engine: &Engine,
     timeline: &Timeline,
@@ -515,27 +516,9 @@ fn step_column(
     diag: &Plaintext,
     acc: Option<&Ciphertext>,
 ) -> Result<Ciphertext, ExampleError> {
-    let ntt = match key {
-        Some(key) => {
-            let rotated = timeline.op(compute, "rotate_with_key", || {
-                engine.rotate_with_key(col, key)
-            })?;
-            timeline.op(compute, "coefficient_to_ntt", || {
-                engine.coefficient_domain_to_ntt_domain(&rotated)
-            })?
-        }
-        None => timeline.op(compute, "coefficient_to_ntt", || {
-            engine.coefficient_domain_to_ntt_domain(col)
-        })?,
-    };
-    let prod = timeline.op(compute, "multiply_plaintext", || {
-        engine.multiply_plaintext(&ntt, diag)
-    })?;
-    drop(ntt);
-    match acc {
-        Some(acc) => timeline.op(compute, "add", || engine.add(acc, &prod)),
-        None => Ok(prod),
-    }
+    timeline.op(compute, "rotate_multiply_accumulate", || {
+        engine.rotate_multiply_accumulate(col, key, diag, acc)
+    })
 }
 
 /// Column-hoisted step: all d - 1 rotations of `col` over one ModUp (each equal to its
@@ -554,15 +537,7 @@ fn hoisted_column(
     })?;
     let mut acc = step_column(engine, timeline, compute, col, None, diags[0], None)?;
     for (r, diag) in rotated.into_iter().zip(&diags[1..]) {
-        let ntt = timeline.op(compute, "coefficient_to_ntt", || {
-            engine.coefficient_domain_to_ntt_domain(&r)
-        })?;
-        drop(r);
-        let prod = timeline.op(compute, "multiply_plaintext", || {
-            engine.multiply_plaintext(&ntt, diag)
-        })?;
-        drop(ntt);
-        acc = timeline.op(compute, "add", || engine.add(&acc, &prod))?;
+        acc = step_column(engine, timeline, compute, &r, None, diag, Some(&acc))?;
     }
     Ok(acc)
 }
