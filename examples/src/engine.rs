@@ -662,7 +662,11 @@ mod tests {
             )
             .expect("prepare");
         let key = e.create_rotation_key(3, e.secret_key()).expect("key");
-        let Engine::Cpu(cpu) = e else { unreachable!() };
+        #[allow(irrefutable_let_patterns)] // one variant without the `cuda` feature
+        let Engine::Cpu(cpu) = e
+        else {
+            unreachable!("opened with DeviceChoice::Cpu")
+        };
         let words = |c: &Ciphertext| c.words().to_vec();
         let first = e
             .rotate_multiply_accumulate(&col, None, &diag, None)

@@ -108,8 +108,9 @@ pub struct MatrixOptions {
     pub engine: AutomaticOptions,
     /// Matrix dimension d: a power of two, 2..=[`MAX_DIM`], at most the slot count.
     pub dim: usize,
-    /// The order of the work.
-    pub schedule: Schedule,
+    /// The order of the work; `None` chooses by the budget: column-hoisted when
+    /// `device_budget` holds what it needs, key-major otherwise (and without a budget).
+    pub schedule: Option<Schedule>,
     /// Admit step k + 1's new values (key-major: its key and diagonal; column-hoisted: its
     /// column) while step k computes; the budget then holds them too.
     pub prefetch: bool,
@@ -123,7 +124,7 @@ impl Default for MatrixOptions {
         Self {
             engine: AutomaticOptions::default(),
             dim: DEFAULT_DIM,
-            schedule: Schedule::KeyMajor,
+            schedule: Some(Schedule::KeyMajor),
             prefetch: true,
             device_budget: None,
         }
@@ -181,6 +182,8 @@ pub struct MatrixOutcome {
     pub dim: usize,
     /// The order of the work.
     pub schedule: Schedule,
+    /// Whether the schedule was chosen by the budget (`MatrixOptions::schedule` = `None`).
+    pub schedule_chosen: bool,
     /// Whether each step's new values were prefetched during the step before.
     pub prefetch: bool,
     /// Charges and budget.
@@ -269,9 +272,14 @@ impl MatrixOutcome {
         let share = 100.0 * c.device_budget as f64 / c.working_set as f64;
         let _ = writeln!(
             out,
-            "Device budget: {} ({share:.0}% of the working set); schedule: {}, {}",
+            "Device budget: {} ({share:.0}% of the working set); schedule: {}{}, {}",
             format_bytes(c.device_budget),
             self.schedule,
+            match (self.schedule_chosen, self.schedule) {
+                (false, _) => "",
+                (true, Schedule::ColumnHoisted) => " (chosen: the budget holds every key)",
+                (true, Schedule::KeyMajor) => " (chosen: the budget cannot hold every key)",
+            },
             match (self.prefetch, self.schedule) {
                 (false, _) => "no prefetch",
                 (true, Schedule::KeyMajor) => "next key prefetched during each step",
@@ -571,17 +579,24 @@ pub fn run_matrix(
     let key = values.keys[0].charge_nbytes();
     let d64 = dim as u64;
     let accumulators = d64 * input;
-    let ahead = if options.prefetch { 2 } else { 1 };
-    let (workspace, derived_budget) = match options.schedule {
-        Schedule::KeyMajor => (
-            3 * input,
-            d64 * input + accumulators + 3 * input + ahead * (key + diagonal),
-        ),
-        Schedule::ColumnHoisted => (
-            (d64 + 2) * input,
-            accumulators + (d64 + 2) * input + (d64 - 1) * key + d64 * diagonal + ahead * input,
-        ),
+    let workspace_of = |schedule| match schedule {
+        Schedule::KeyMajor => 3 * input,
+        Schedule::ColumnHoisted => (d64 + 2) * input,
     };
+    let ahead = if options.prefetch { 2 } else { 1 };
+    let budget_of = |schedule| {
+        accumulators
+            + workspace_of(schedule)
+            + match schedule {
+                Schedule::KeyMajor => d64 * input + ahead * (key + diagonal),
+                Schedule::ColumnHoisted => (d64 - 1) * key + d64 * diagonal + ahead * input,
+            }
+    };
+    let schedule = options.schedule.unwrap_or(match options.device_budget {
+        Some(b) if b >= budget_of(Schedule::ColumnHoisted) => Schedule::ColumnHoisted,
+        _ => Schedule::KeyMajor,
+    });
+    let (workspace, derived_budget) = (workspace_of(schedule), budget_of(schedule));
     let charges = MatrixCharges {
         input,
         diagonal,
@@ -618,7 +633,7 @@ pub fn run_matrix(
     timeline.sample(&manager, "reserve accumulators");
     // What step k requires, and which of those the step before did not.
     let step_handles = |k: usize| -> Vec<ResidencyHandle> {
-        match options.schedule {
+        match schedule {
             Schedule::KeyMajor => {
                 let mut hs: Vec<ResidencyHandle> =
                     input_h.iter().map(|h| h.raw().clone()).collect();
@@ -635,7 +650,7 @@ pub fn run_matrix(
         }
     };
     let new_in_step = |k: usize| -> Vec<ResidencyHandle> {
-        match options.schedule {
+        match schedule {
             Schedule::KeyMajor => vec![key_h[k - 1].raw().clone(), diag_h[k].raw().clone()],
             Schedule::ColumnHoisted => vec![input_h[k].raw().clone()],
         }
@@ -682,7 +697,7 @@ pub fn run_matrix(
         };
         engine.wait_for(&compute)?;
         let t0 = Instant::now();
-        match options.schedule {
+        match schedule {
             Schedule::KeyMajor => {
                 let diag = admitted.value(&diag_h[k], dev)?;
                 let step_key = match k {
@@ -791,7 +806,8 @@ pub fn run_matrix(
         device: dev,
         engine: engine.describe(),
         dim,
-        schedule: options.schedule,
+        schedule,
+        schedule_chosen: options.schedule.is_none(),
         prefetch: options.prefetch,
         charges,
         inputs,

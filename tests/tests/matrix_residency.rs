@@ -37,7 +37,7 @@ fn run_schedule(
 ) -> Result<MatrixOutcome, ExampleError> {
     let options = MatrixOptions {
         dim,
-        schedule,
+        schedule: Some(schedule),
         prefetch,
         device_budget: budget,
         ..MatrixOptions::default()
@@ -280,6 +280,43 @@ fn the_hoisted_column_order_holds_every_key_and_gives_the_same_words() {
         matches!(e, ExampleError::Runtime(RuntimeError::Plan { ref plan_name, .. }) if plan_name == "matrix/step-0"),
         "{e}"
     );
+}
+
+/// `schedule: None` chooses by the budget: column-hoisted exactly when the budget holds what
+/// it needs, key-major below that and without a budget; the outcome says it chose.
+#[test]
+fn the_budget_chooses_the_schedule_when_asked() {
+    let dim = 4;
+    let auto = |budget: Option<u64>| {
+        run_matrix(
+            &MatrixOptions {
+                dim,
+                schedule: None,
+                device_budget: budget,
+                ..MatrixOptions::default()
+            },
+            &Timeline::disabled(),
+        )
+        .unwrap()
+    };
+    let hoisted = derived_budget(Schedule::ColumnHoisted, dim, true);
+    for (budget, want) in [
+        (None, Schedule::KeyMajor),
+        (Some(hoisted), Schedule::ColumnHoisted),
+        (Some(hoisted - 1), Schedule::KeyMajor),
+    ] {
+        let o = auto(budget);
+        assert_eq!(o.schedule, want, "budget {budget:?}");
+        assert!(o.schedule_chosen);
+        assert_eq!(
+            o.charges.device_budget,
+            budget.unwrap_or_else(|| derived_budget(Schedule::KeyMajor, dim, true))
+        );
+        assert!(o.peak_charged <= o.charges.device_budget);
+        assert!(o.max_error() <= MATRIX_MAX_ERROR);
+        assert!(o.render().contains("(chosen: the budget"));
+    }
+    assert!(!run(dim, true, None).unwrap().schedule_chosen);
 }
 
 /// One byte below the schedule's budget, a prefetch cannot be admitted: the run fails with

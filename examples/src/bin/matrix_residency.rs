@@ -31,9 +31,10 @@ struct Cli {
     /// Device budget in MiB (default: the smallest the schedule needs).
     #[arg(long)]
     budget_mib: Option<u64>,
-    /// key-major (one key at a time on the device) or column-hoisted (FHElium's order: every
-    /// key on the device, each column's rotations over one ModUp).
-    #[arg(long, default_value = "key-major")]
+    /// key-major (one key at a time on the device), column-hoisted (FHElium's order: every
+    /// key on the device, each column's rotations over one ModUp), or auto (column-hoisted
+    /// when --budget-mib holds what it needs, key-major otherwise).
+    #[arg(long, default_value = "auto")]
     schedule: String,
     /// Admit each step's new values when the step starts instead of during the previous step.
     #[arg(long)]
@@ -42,7 +43,10 @@ struct Cli {
 
 fn run(cli: &Cli) -> Result<(), ExampleError> {
     let device_budget = cli.budget_mib.map(budget_from_mib).transpose()?;
-    let schedule = cli.schedule.parse()?;
+    let schedule = match cli.schedule.as_str() {
+        "auto" => None,
+        other => Some(other.parse()?),
+    };
     let outcome = cli.args.run("matrix residency", |engine, timeline| {
         run_matrix(
             &MatrixOptions {
