@@ -29,7 +29,7 @@
 //! [`Schedule::ColumnHoisted`] is the order of FHElium's benchmark: step j computes column j
 //! with all d - 1 rotations hoisted over one ModUp. That needs every key on the device at
 //! the same time, plus the d - 1 rotated ciphertexts: 358 MiB for d = 16 against the 108 MiB
-//! of the key-major schedule, for ~1.8x less compute on the CPU engine (decision 0601).
+//! of the key-major schedule, for ~1.7x less compute on the CPU engine (decision 0601).
 
 use std::fmt::Write as _;
 use std::time::{Duration, Instant};
