@@ -37,8 +37,9 @@ use std::time::{Duration, Instant};
 use fhelium_ckks::{Ciphertext, ModulusBasis, Plaintext, RotationKey};
 use fhelium_cuda::Resident;
 use fhelium_residency::{
-    DeterministicTieredLRU, MemoryReservation, ReplicaMode, ResidencyDecision, ResidencyHandle,
-    ResidencyLocation, ResidencyPlanReport, ResidencyRequest, ResidencyRequirement, PAGEABLE_HOST,
+    DeterministicTieredLRU, MemoryReservation, ReplicaMode, ResidencyDecision, ResidencyForecast,
+    ResidencyHandle, ResidencyLocation, ResidencyPlanReport, ResidencyProgramStep,
+    ResidencyRequest, ResidencyRequirement, PAGEABLE_HOST,
 };
 use fhelium_runtime::{
     ConsumerStreams, Handle, ResidencyController, ResidencyManager, TransferStreams,
@@ -194,6 +195,9 @@ pub struct MatrixOutcome {
     pub diagonals: Vec<ResidencyHandle>,
     /// Rotation keys, `keys[k - 1]` for step k.
     pub keys: Vec<ResidencyHandle>,
+    /// The forecast of the whole program (every step's use and prefetch), made before
+    /// anything moved.
+    pub forecast: ResidencyForecast,
     /// The steps, in order.
     pub steps: Vec<MatrixStep>,
     /// Every copy the manager made, in order.
@@ -227,6 +231,30 @@ impl MatrixOutcome {
             .iter()
             .filter(|t| t.handle == *handle && t.to == self.device)
             .count()
+    }
+
+    /// The steps' admitted decisions in program order (each use, then its prefetch): the
+    /// decisions [`MatrixOutcome::forecast`] predicted.
+    #[must_use]
+    pub fn decisions(&self) -> Vec<&ResidencyDecision> {
+        self.steps
+            .iter()
+            .flat_map(|s| std::iter::once(&s.decision).chain(s.prefetch.iter().map(|(d, _)| d)))
+            .collect()
+    }
+
+    /// Whether the run went as forecast: every decision's reclaims and entries, the bytes
+    /// copied into the device and the device's peak charge.
+    #[must_use]
+    pub fn went_as_forecast(&self) -> bool {
+        let decisions = self.decisions();
+        decisions.len() == self.forecast.steps.len()
+            && decisions.iter().zip(&self.forecast.steps).all(|(d, f)| {
+                d.plan().reclaim() == f.decision.plan().reclaim()
+                    && d.plan().enter() == f.decision.plan().enter()
+            })
+            && self.forecast.bytes_into(self.device) == self.bytes_to_device()
+            && self.forecast.peak_charged(self.device) == Some(self.peak_charged)
     }
 
     /// Bytes copied into the device, in all.
@@ -345,10 +373,19 @@ impl MatrixOutcome {
             format_bytes(self.bytes_to_device()),
         ]);
         out.push_str(&t.render());
+        let _ = writeln!(
+            out,
+            "\nForecast before the run: {} copies, {} into {}, peak {}; the run went as forecast: {}",
+            self.forecast.copies_into(self.device).count(),
+            format_bytes(self.forecast.bytes_into(self.device)),
+            self.device,
+            format_bytes(self.forecast.peak_charged(self.device).unwrap_or(0)),
+            if self.went_as_forecast() { "yes" } else { "no" }
+        );
         let once = self.keys.iter().all(|k| self.copies_to_device(k) == 1);
         let _ = writeln!(
             out,
-            "\nRotation keys copied to the device: {} of {} exactly once ({} in all)",
+            "Rotation keys copied to the device: {} of {} exactly once ({} in all)",
             self.keys
                 .iter()
                 .filter(|k| self.copies_to_device(k) == 1)
@@ -655,12 +692,8 @@ pub fn run_matrix(
             Schedule::ColumnHoisted => vec![input_h[k].raw().clone()],
         }
     };
-    let mut acc: Vec<Option<Ciphertext>> = (0..dim).map(|_| None).collect();
-    let mut steps = Vec::with_capacity(dim);
-    let mut transfers = Vec::new();
-    let mut compute_total = Duration::ZERO;
-    for k in 0..dim {
-        let request = ResidencyRequest::new(
+    let step_request = |k: usize| -> Result<ResidencyRequest, ExampleError> {
+        Ok(ResidencyRequest::new(
             &format!("matrix/step-{k}"),
             step_handles(k)
                 .into_iter()
@@ -671,7 +704,36 @@ pub fn run_matrix(
                 workspace,
                 STEP_WORKSPACE_LABEL,
             )?],
-        )?;
+        )?)
+    };
+    let prefetch_request = |k: usize| -> Result<ResidencyRequest, ExampleError> {
+        Ok(ResidencyRequest::new(
+            &format!("matrix/prefetch-{k}"),
+            new_in_step(k)
+                .into_iter()
+                .map(|h| ResidencyRequirement::new(h, dev))
+                .collect::<Vec<_>>(),
+            [],
+        )?)
+    };
+    // The whole program, forecast before anything moves.
+    let mut program = Vec::with_capacity(2 * dim);
+    for k in 0..dim {
+        program.push(ResidencyProgramStep::used(step_request(k)?));
+        if options.prefetch && k + 1 < dim {
+            program.push(ResidencyProgramStep::prefetched(prefetch_request(k + 1)?));
+        }
+    }
+    let span = timeline.host_span("forecast");
+    let forecast = controller.forecast(&program)?;
+    drop(span);
+
+    let mut acc: Vec<Option<Ciphertext>> = (0..dim).map(|_| None).collect();
+    let mut steps = Vec::with_capacity(dim);
+    let mut transfers = Vec::new();
+    let mut compute_total = Duration::ZERO;
+    for k in 0..dim {
+        let request = step_request(k)?;
         let span = timeline.host_span("decide + scope + lease");
         let admitted = controller.use_request(&request, &consumers, &transfer)?;
         drop(span);
@@ -679,14 +741,7 @@ pub fn run_matrix(
         let decision = admitted.decision().clone();
         // The next step's new values, admitted while this step computes.
         let prefetch = if options.prefetch && k + 1 < dim {
-            let next = ResidencyRequest::new(
-                &format!("matrix/prefetch-{}", k + 1),
-                new_in_step(k + 1)
-                    .into_iter()
-                    .map(|h| ResidencyRequirement::new(h, dev))
-                    .collect::<Vec<_>>(),
-                [],
-            )?;
+            let next = prefetch_request(k + 1)?;
             let span = timeline.host_span("prefetch");
             let p = controller.prefetch(&next, &transfer)?;
             drop(span);
@@ -813,6 +868,7 @@ pub fn run_matrix(
         inputs,
         diagonals,
         keys,
+        forecast,
         steps,
         transfers,
         peak_charged,

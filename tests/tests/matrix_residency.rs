@@ -175,6 +175,12 @@ fn check_common(o: &MatrixOutcome, dim: usize, prefetch: bool, device: Residency
     assert_eq!(o.errors.len(), dim);
     assert!(o.max_error() <= MATRIX_MAX_ERROR, "{}", o.max_error());
     assert!(o.closed);
+
+    // The forecast made before anything moved predicted every decision, the bytes and the
+    // peak.
+    assert!(o.went_as_forecast());
+    assert_eq!(o.forecast.steps.len(), o.decisions().len());
+    assert_eq!(o.forecast.bytes_into(device), o.bytes_to_device());
 }
 
 /// The default run's decisions: each step's key and diagonal are admitted by the previous
@@ -277,7 +283,7 @@ fn the_hoisted_column_order_holds_every_key_and_gives_the_same_words() {
     )
     .unwrap_err();
     assert!(
-        matches!(e, ExampleError::Runtime(RuntimeError::Plan { ref plan_name, .. }) if plan_name == "matrix/step-0"),
+        matches!(e, ExampleError::Runtime(RuntimeError::Forecast { step: 0, ref request, .. }) if request == "matrix/step-0"),
         "{e}"
     );
 }
@@ -319,10 +325,11 @@ fn the_budget_chooses_the_schedule_when_asked() {
     assert!(!run(dim, true, None).unwrap().schedule_chosen);
 }
 
-/// One byte below the schedule's budget, a prefetch cannot be admitted: the run fails with
-/// the planner's reason naming the device, and the error says which request.
+/// One byte below the schedule's budget, the forecast finds the first request that cannot
+/// fit before anything moves: the run fails with its step, its name and the planner's reason
+/// naming the device. Far below, the held accumulator reservation itself is refused.
 #[test]
-fn a_budget_one_byte_short_fails_with_the_plan_that_cannot_fit() {
+fn a_budget_one_byte_short_fails_at_the_forecast() {
     let dim = 4;
     let e = run(
         dim,
@@ -331,20 +338,28 @@ fn a_budget_one_byte_short_fails_with_the_plan_that_cannot_fit() {
     )
     .unwrap_err();
     match e {
-        ExampleError::Runtime(RuntimeError::Plan {
-            ref plan_name,
-            ref reason,
-            ..
+        ExampleError::Runtime(RuntimeError::Forecast {
+            step,
+            ref request,
+            ref source,
         }) => {
-            assert!(plan_name.starts_with("matrix/prefetch-"), "{plan_name}");
-            assert!(
-                reason.contains("sim:0") && reason.contains("bytes"),
-                "{reason}"
-            );
+            assert!(request.starts_with("matrix/prefetch-"), "{request}");
+            assert!(step > 0 && step < 2 * dim - 1, "{step}");
+            match &**source {
+                RuntimeError::Plan {
+                    plan_name, reason, ..
+                } => {
+                    assert_eq!(plan_name, request);
+                    assert!(
+                        reason.contains("sim:0") && reason.contains("bytes"),
+                        "{reason}"
+                    );
+                }
+                other => panic!("expected the planner's reason, found {other}"),
+            }
         }
-        other => panic!("expected an infeasible plan, found {other}"),
+        other => panic!("expected a failed forecast, found {other}"),
     }
-    // Far below: the held accumulator reservation itself is refused, naming the bytes.
     let e = run(dim, true, Some(1 << 20)).unwrap_err();
     assert!(
         matches!(

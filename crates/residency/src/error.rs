@@ -262,6 +262,28 @@ pub enum ModelError {
         /// Which invariant is broken.
         detail: String,
     },
+    /// A step of a forecast program could not be decided.
+    #[error("forecast step {step} ({request:?}): {source}")]
+    ForecastStep {
+        /// The step's index in the program.
+        step: usize,
+        /// Its request's name.
+        request: String,
+        /// The planner's error.
+        source: Box<ModelError>,
+    },
+    /// A prefetch step of a forecast program reserves memory (a prefetch holds nothing).
+    #[error("forecast step {step} ({request:?}) is a prefetch that reserves {bytes} bytes at {location}; a prefetch holds nothing after it returns, so it takes no reservation")]
+    PrefetchReservation {
+        /// The step's index in the program.
+        step: usize,
+        /// Its request's name.
+        request: String,
+        /// The first reservation's location.
+        location: ResidencyLocation,
+        /// Its bytes.
+        bytes: u64,
+    },
     /// The text IR could not be parsed.
     #[error("residency IR line {line}: {message}")]
     Parse {

@@ -98,6 +98,7 @@ pub mod cost;
 pub mod decision;
 pub mod error;
 pub mod explain;
+pub mod forecast;
 mod hash;
 pub mod location;
 pub mod model;
@@ -115,6 +116,10 @@ pub use cost::{
 pub use decision::{EvictionReason, ResidencyDecision, ResidencyDecisionParts, ResidencyEviction};
 pub use error::ModelError;
 pub use explain::explain;
+pub use forecast::{
+    forecast, ResidencyForecast, ResidencyForecastCopy, ResidencyForecastStep,
+    ResidencyProgramStep, ResidencyStepKind,
+};
 pub use location::{
     ResidencyLocation, ResidencyLocationKind, MAX_DEVICE_INDEX, PAGEABLE_HOST, PINNED_HOST,
 };

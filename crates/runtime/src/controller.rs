@@ -7,9 +7,10 @@ use std::collections::BTreeMap;
 
 use fhelium_cuda::{Resident, Stream};
 use fhelium_residency::{
-    decide_with_limit, DeterministicTieredLRU, ResidencyDecision, ResidencyDecisionParts,
-    ResidencyHandle, ResidencyLocation, ResidencyPlanReport, ResidencyPolicy,
-    ResidencyPolicyMetadata, ResidencyRequest, ResidencyRequirement, DEFAULT_SEARCH_STATE_LIMIT,
+    decide_with_limit, forecast, DeterministicTieredLRU, ResidencyDecision, ResidencyDecisionParts,
+    ResidencyForecast, ResidencyHandle, ResidencyLocation, ResidencyPlanReport, ResidencyPolicy,
+    ResidencyPolicyMetadata, ResidencyProgramStep, ResidencyRequest, ResidencyRequirement,
+    DEFAULT_SEARCH_STATE_LIMIT,
 };
 use parking_lot::Mutex;
 use tracing::info_span;
@@ -390,6 +391,32 @@ impl<P: ResidencyPolicy> ResidencyController<P> {
         let report = self.scope(&decision, transfer_streams)?.close()?;
         self.record_access(request.requirements().iter().map(|r| &r.handle));
         Ok(ResidencyPrefetch { decision, report })
+    }
+    /// Forecasts `program` (steps of use and prefetch, decision 0207) from the manager's
+    /// current state, with this controller's policy, recency and search limit, without
+    /// changing anything: each step is decided on the state the steps before it would leave
+    /// ([`fhelium_residency::forecast`]). Before running a program, this says whether every
+    /// step fits, what each will reclaim and copy, and the peak at every location.
+    ///
+    /// # Errors
+    /// [`RuntimeError::Forecast`] naming the first step that cannot be decided, with the error
+    /// [`ResidencyController::decide`] would give for it; [`RuntimeError::InvalidArgument`]
+    /// for a prefetch step with reservations; [`RuntimeError::Closed`],
+    /// [`RuntimeError::Reentrancy`].
+    pub fn forecast(&self, program: &[ResidencyProgramStep]) -> Result<ResidencyForecast> {
+        let _span = info_span!("residency.forecast", steps = program.len()).entered();
+        let mut cs = self.state.lock();
+        let snapshot = self.manager.snapshot_with(&mut cs.facts)?;
+        let recency = cs.facts.recency.clone();
+        drop(cs);
+        forecast(
+            &snapshot,
+            program,
+            &self.policy,
+            Some(&recency),
+            self.search_state_limit,
+        )
+        .map_err(RuntimeError::from_planner)
     }
 }
 

@@ -444,6 +444,17 @@ pub enum RuntimeError {
         /// This controller's manager.
         manager: u64,
     },
+    /// A step of a program given to `ResidencyController::forecast` cannot be decided (nothing
+    /// changes: a forecast never touches the manager).
+    #[error("forecast step {step} ('{request}'): {source}")]
+    Forecast {
+        /// The step's index in the program.
+        step: usize,
+        /// Its request's name.
+        request: String,
+        /// Why, as the controller's `decide` would report it.
+        source: Box<RuntimeError>,
+    },
     /// A step of `ResidencyController::use_request` failed after the decision; everything
     /// entered so far was unwound (leases released, scope closed).
     #[error("ResidencyUse '{}' failed: {}", .0.decision.request().name(), .0.source)]
@@ -464,6 +475,7 @@ impl RuntimeError {
             Self::Budget { .. } => ResidencyErrorKind::Budget,
             Self::StaleState { .. } => ResidencyErrorKind::StaleState,
             Self::UseFailed(f) => f.source.kind(),
+            Self::Forecast { source, .. } => source.kind(),
             Self::ForeignDecision { .. }
             | Self::ForeignHandle { .. }
             | Self::UnknownHandle { .. }
@@ -555,6 +567,18 @@ impl RuntimeError {
                 detail,
             },
             ModelError::PolicyNotPermutation { policy, .. } => Self::PolicyContract { policy },
+            ModelError::ForecastStep {
+                step,
+                request,
+                source,
+            } => Self::Forecast {
+                step,
+                request,
+                source: Box::new(Self::from_planner(*source)),
+            },
+            e @ ModelError::PrefetchReservation { .. } => Self::InvalidArgument {
+                reason: e.to_string(),
+            },
             other => Self::Model(other),
         }
     }

@@ -770,3 +770,110 @@ fn prefetch_errors_change_nothing() {
     assert_eq!(locs(&m, &h[0]), vec![P]);
     assert_eq!(c.last_access_epoch(&h[0]), None);
 }
+
+/// A forecast changes nothing, and its every decision, copy and peak is what running the
+/// same program through `use_request` and `prefetch` then does.
+#[test]
+fn a_forecast_predicts_the_run_decision_for_decision() {
+    use fhelium_residency::ResidencyProgramStep;
+    let mem = memory();
+    let m = manager(&mem, &[(N, 3 * NB)]);
+    let h: Vec<_> = (0..5).map(|i| repl(&m, i)).collect();
+    let policy = DeterministicTieredLRU::with_fallback_tiers([(N, vec![P])]).unwrap();
+    let c = ResidencyController::with_policy(&m, policy);
+    let step = |i: usize| req(&format!("use-{i}"), &[(&h[i], N)], &[(N, NB)]);
+    let ahead = |i: usize| req(&format!("prefetch-{i}"), &[(&h[i], N)], &[]);
+    let mut program = Vec::new();
+    for i in 0..5 {
+        program.push(ResidencyProgramStep::used(step(i)));
+        if i + 1 < 5 {
+            program.push(ResidencyProgramStep::prefetched(ahead(i + 1)));
+        }
+    }
+    let v = m.state_version().unwrap();
+    let f = c.forecast(&program).unwrap();
+    assert_eq!(m.state_version().unwrap(), v, "a forecast changes nothing");
+    assert!(h.iter().all(|x| c.last_access_epoch(x).is_none()));
+    assert_eq!(f.steps.len(), program.len());
+
+    // The run.
+    let mut real = Vec::new();
+    let mut open = None;
+    for i in 0..5 {
+        if let Some(u) = open.take() {
+            let u: fhelium_runtime::ResidencyUse = u;
+            u.close().unwrap();
+        }
+        let u = c.use_request(&step(i), &no_consumers(), &none()).unwrap();
+        real.push(u.decision().clone());
+        open = Some(u);
+        if i + 1 < 5 {
+            real.push(c.prefetch(&ahead(i + 1), &none()).unwrap().decision);
+        }
+    }
+    open.unwrap().close().unwrap();
+    for (k, (f, r)) in f.steps.iter().zip(&real).enumerate() {
+        assert_eq!(f.decision.plan().reclaim(), r.plan().reclaim(), "step {k}");
+        assert_eq!(f.decision.plan().enter(), r.plan().enter(), "step {k}");
+        assert_eq!(
+            f.decision.explanation().predicted_peak_bytes,
+            r.explanation().predicted_peak_bytes,
+            "step {k}"
+        );
+    }
+    let snap = m.snapshot().unwrap();
+    let at = snap.location(N).unwrap();
+    assert_eq!(f.peak_charged(N), Some(at.peak_charged_bytes()));
+    assert_eq!(f.bytes_into(N), 5 * NB);
+    assert_eq!(
+        f.final_snapshot.location(N).unwrap().used_bytes(),
+        at.used_bytes()
+    );
+    // Some steps reclaimed: the program streams 5 values through room for 2 (+ the workspace).
+    assert!(real.iter().any(|d| !d.plan().reclaim().is_empty()));
+}
+
+/// A step that cannot be decided fails the forecast with its index and the planner's reason,
+/// as `decide` would give it; a prefetch with a reservation is an invalid argument; the
+/// manager is unchanged either way.
+#[test]
+fn forecast_errors_name_the_step_and_change_nothing() {
+    use fhelium_residency::ResidencyProgramStep;
+    let mem = memory();
+    let m = manager(&mem, &[(N, NB)]);
+    let h: Vec<_> = (0..2).map(|i| repl(&m, i)).collect();
+    let c = ResidencyController::new(&m);
+    let v = m.state_version().unwrap();
+    let e = c
+        .forecast(&[
+            ResidencyProgramStep::used(req("one", &[(&h[0], N)], &[])),
+            ResidencyProgramStep::prefetched(req("two", &[(&h[1], N)], &[])),
+        ])
+        .unwrap_err();
+    match &e {
+        RuntimeError::Forecast {
+            step,
+            request,
+            source,
+        } => {
+            assert_eq!((*step, request.as_str()), (1, "two"));
+            assert!(
+                matches!(**source, RuntimeError::Plan { ref plan_name, .. } if plan_name == "two")
+            );
+        }
+        other => panic!("expected Forecast, found {other}"),
+    }
+    assert_eq!(e.kind(), ResidencyErrorKind::Plan);
+    let e = c
+        .forecast(&[ResidencyProgramStep::prefetched(req(
+            "held",
+            &[(&h[0], N)],
+            &[(N, 8)],
+        ))])
+        .unwrap_err();
+    assert!(
+        matches!(e, RuntimeError::InvalidArgument { ref reason } if reason.contains("held") && reason.contains("8 bytes")),
+        "{e}"
+    );
+    assert_eq!(m.state_version().unwrap(), v);
+}

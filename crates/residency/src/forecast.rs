@@ -1,0 +1,482 @@
+//! Forecasts of whole programs: [`forecast`] decides a sequence of requests ahead of time, as
+//! a controller would decide them one after another, on snapshots it derives itself, and says
+//! what each step will reclaim and copy, and the peak it will charge at every location.
+//!
+//! A step is either a **use** (admitted, its endpoints leased and its reservations held until
+//! the next use begins, as [`ResidencyController::use_request`]'s value stays open while the
+//! program computes) or a **prefetch** (admitted while the last use still holds its leases,
+//! then closed at once, as `ResidencyController::prefetch`). Every step records one access
+//! epoch for its handles, so the LRU order evolves as it will at run time.
+//!
+//! The forecast assumes that the work of a use has completed when the next use begins (the
+//! controller reaps completed events before each use) and that every copy succeeds. Its
+//! decisions are predictions: they carry derived state versions and cannot be admitted.
+//!
+//! [`ResidencyController::use_request`]: https://docs.rs/fhelium-runtime
+
+use crate::decision::ResidencyDecision;
+use crate::error::ModelError;
+use crate::location::ResidencyLocation;
+use crate::model::{MemoryReservation, ResidencyAction, ResidencyHandle};
+use crate::plan::ResidencyRequest;
+use crate::planner::decide_with_limit;
+use crate::policy::{ResidencyPolicy, ResidencyRecency};
+use crate::snapshot::{
+    MaterializationSnapshot, ResidencyLocationSnapshot, ResidencyLocationSnapshotParts,
+    ResidencySnapshot, ResidencySnapshotParts, ResidencyValueSnapshot, ResidencyValueSnapshotParts,
+};
+
+/// How a program step is admitted.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum ResidencyStepKind {
+    /// Admitted, leased and holding its reservations until the next use begins.
+    Use,
+    /// Admitted while the last use holds its leases, then closed at once; no reservations.
+    Prefetch,
+}
+
+/// One step of a program: a request and how it is admitted.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ResidencyProgramStep {
+    /// Use or prefetch.
+    pub kind: ResidencyStepKind,
+    /// The request.
+    pub request: ResidencyRequest,
+}
+
+impl ResidencyProgramStep {
+    /// A use of `request`.
+    #[must_use]
+    pub const fn used(request: ResidencyRequest) -> Self {
+        Self {
+            kind: ResidencyStepKind::Use,
+            request,
+        }
+    }
+
+    /// A prefetch of `request`.
+    #[must_use]
+    pub const fn prefetched(request: ResidencyRequest) -> Self {
+        Self {
+            kind: ResidencyStepKind::Prefetch,
+            request,
+        }
+    }
+}
+
+/// A copy a step will make.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct ResidencyForecastCopy {
+    /// The value.
+    pub handle: ResidencyHandle,
+    /// The replica it is copied from (`None`: loaded from the value's source).
+    pub from: Option<ResidencyLocation>,
+    /// The destination.
+    pub to: ResidencyLocation,
+    /// Its charge.
+    pub bytes: u64,
+}
+
+/// One forecast step.
+#[derive(Debug, Clone)]
+pub struct ResidencyForecastStep {
+    /// Use or prefetch.
+    pub kind: ResidencyStepKind,
+    /// The decision the planner makes for the step (a prediction: not admissible).
+    pub decision: ResidencyDecision,
+    /// The copies of its reclaim and enter phases, in order.
+    pub copies: Vec<ResidencyForecastCopy>,
+}
+
+/// A whole program's forecast.
+#[derive(Debug, Clone)]
+pub struct ResidencyForecast {
+    /// The steps, in program order.
+    pub steps: Vec<ResidencyForecastStep>,
+    /// The highest `used + reserved` at each location over the program (and before it),
+    /// locations in snapshot order.
+    pub peak_charged_bytes: Vec<(ResidencyLocation, u64)>,
+    /// The state after the last step, with the last use's leases and reservations released.
+    pub final_snapshot: ResidencySnapshot,
+}
+
+impl ResidencyForecast {
+    /// Every copy into `location`, in program order.
+    pub fn copies_into(
+        &self,
+        location: ResidencyLocation,
+    ) -> impl Iterator<Item = &ResidencyForecastCopy> + '_ {
+        self.steps
+            .iter()
+            .flat_map(|s| &s.copies)
+            .filter(move |c| c.to == location)
+    }
+
+    /// Bytes copied into `location` over the program.
+    #[must_use]
+    pub fn bytes_into(&self, location: ResidencyLocation) -> u64 {
+        self.copies_into(location).map(|c| c.bytes).sum()
+    }
+
+    /// The program's peak `used + reserved` at `location`.
+    #[must_use]
+    pub fn peak_charged(&self, location: ResidencyLocation) -> Option<u64> {
+        self.peak_charged_bytes
+            .iter()
+            .find(|(l, _)| *l == location)
+            .map(|(_, b)| *b)
+    }
+}
+
+/// The mutable state of a forecast: the snapshot's parts, unpacked.
+struct Projection {
+    manager_id: u64,
+    version: u64,
+    captured_at_ns: u64,
+    available: Option<Vec<ResidencyLocation>>,
+    values: Vec<ResidencyValueSnapshotParts>,
+    locations: Vec<ResidencyLocationSnapshotParts>,
+    reservations: Vec<MemoryReservation>,
+}
+
+impl Projection {
+    fn new(snapshot: &ResidencySnapshot) -> Self {
+        let parts = ResidencySnapshotParts::from(snapshot.clone());
+        Self {
+            manager_id: parts.manager_id,
+            version: parts.state_version,
+            captured_at_ns: parts.captured_at_ns,
+            available: parts.available_devices,
+            values: parts
+                .values
+                .into_iter()
+                .map(ResidencyValueSnapshotParts::from)
+                .collect(),
+            locations: parts
+                .locations
+                .into_iter()
+                .map(ResidencyLocationSnapshotParts::from)
+                .collect(),
+            reservations: parts.reservations,
+        }
+    }
+
+    fn value_mut(
+        &mut self,
+        handle: &ResidencyHandle,
+        request: &str,
+    ) -> Result<&mut ResidencyValueSnapshotParts, ModelError> {
+        self.values
+            .iter_mut()
+            .find(|v| v.handle == *handle)
+            .ok_or_else(|| ModelError::UnknownHandle {
+                request: request.to_owned(),
+                handle: handle.clone(),
+            })
+    }
+
+    /// The accounting entry of `location`, added (unbudgeted) on first reference.
+    fn location_mut(&mut self, location: ResidencyLocation) -> &mut ResidencyLocationSnapshotParts {
+        let i = match self.locations.iter().position(|l| l.location == location) {
+            Some(i) => i,
+            None => {
+                self.locations.push(ResidencyLocationSnapshotParts {
+                    location,
+                    budget_bytes: None,
+                    used_bytes: 0,
+                    reserved_bytes: 0,
+                    peak_used_bytes: 0,
+                    peak_charged_bytes: 0,
+                    value_count: 0,
+                    reservation_count: 0,
+                    use_count: 0,
+                    hold_count: 0,
+                    pending_event_count: 0,
+                    allocator_allocated_bytes: None,
+                    allocator_reserved_bytes: None,
+                });
+                self.locations.len() - 1
+            }
+        };
+        &mut self.locations[i]
+    }
+
+    /// Applies one explained, executable action.
+    fn apply(
+        &mut self,
+        request: &str,
+        action: &ResidencyAction,
+        source: Option<ResidencyLocation>,
+        destination: Option<ResidencyLocation>,
+    ) -> Result<Option<ResidencyForecastCopy>, ModelError> {
+        let v = self.value_mut(action.handle(), request)?;
+        let mut copy = None;
+        match action {
+            ResidencyAction::DropResident { location, .. } => {
+                v.materializations.retain(|m| m.location() != *location);
+            }
+            ResidencyAction::DiscardValue { .. } => {
+                v.materializations.clear();
+                v.source = None;
+                v.discarded = true;
+            }
+            ResidencyAction::EnsureResident { .. } | ResidencyAction::MoveResident { .. } => {
+                let Some(to) = destination else {
+                    return Ok(None);
+                };
+                let m = MaterializationSnapshot::for_spec(to, &v.spec);
+                copy = Some(ResidencyForecastCopy {
+                    handle: v.handle.clone(),
+                    from: source,
+                    to,
+                    bytes: m.charged_nbytes(),
+                });
+                v.materializations.push(m);
+                if matches!(action, ResidencyAction::MoveResident { .. }) {
+                    if let Some(from) = source {
+                        v.materializations.retain(|m| m.location() != from);
+                    }
+                }
+            }
+        }
+        Ok(copy)
+    }
+
+    /// Adds (or, with `add` false, removes) one lease on each requirement's materialization.
+    fn lease(&mut self, request: &ResidencyRequest, add: bool) -> Result<(), ModelError> {
+        for r in request.requirements() {
+            let v = self.value_mut(&r.handle, request.name())?;
+            for m in &mut v.materializations {
+                if m.location() == r.location {
+                    let uses = if add {
+                        m.use_count().saturating_add(1)
+                    } else {
+                        m.use_count().saturating_sub(1)
+                    };
+                    *m = m.with_protection(uses, m.hold_count(), m.pending_event_count());
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Completed work: every pending event reaped.
+    fn reap(&mut self) {
+        for v in &mut self.values {
+            for m in &mut v.materializations {
+                *m = m.with_protection(m.use_count(), m.hold_count(), 0);
+            }
+        }
+    }
+
+    fn release_reservations(&mut self, request: &ResidencyRequest) {
+        for r in request.reservations() {
+            if let Some(i) = self.reservations.iter().position(|x| x == r) {
+                self.reservations.remove(i);
+            }
+        }
+    }
+
+    /// Recomputes every location's sums from the values and reservations, and raises the
+    /// peaks to the current `used` / `used + reserved`.
+    fn resum(&mut self) {
+        let referenced: Vec<ResidencyLocation> = self
+            .values
+            .iter()
+            .flat_map(|v| {
+                v.materializations
+                    .iter()
+                    .map(MaterializationSnapshot::location)
+            })
+            .chain(self.reservations.iter().map(MemoryReservation::location))
+            .collect();
+        for l in referenced {
+            self.location_mut(l);
+        }
+        for l in &mut self.locations {
+            let (mut used, mut reserved) = (0u64, 0u64);
+            let (mut values, mut reservations, mut uses, mut holds, mut pending) =
+                (0u32, 0u32, 0u32, 0u32, 0u32);
+            for m in self
+                .values
+                .iter()
+                .flat_map(|v| &v.materializations)
+                .filter(|m| m.location() == l.location)
+            {
+                used = used.saturating_add(m.charged_nbytes());
+                values = values.saturating_add(1);
+                uses = uses.saturating_add(m.use_count());
+                holds = holds.saturating_add(m.hold_count());
+                pending = pending.saturating_add(m.pending_event_count());
+            }
+            for r in self
+                .reservations
+                .iter()
+                .filter(|r| r.location() == l.location)
+            {
+                reserved = reserved.saturating_add(r.nbytes());
+                reservations = reservations.saturating_add(1);
+            }
+            l.used_bytes = used;
+            l.reserved_bytes = reserved;
+            l.value_count = values;
+            l.reservation_count = reservations;
+            l.use_count = uses;
+            l.hold_count = holds;
+            l.pending_event_count = pending;
+            l.peak_used_bytes = l.peak_used_bytes.max(used);
+            l.peak_charged_bytes = l.peak_charged_bytes.max(used.saturating_add(reserved));
+        }
+    }
+
+    fn raise_peak(&mut self, location: ResidencyLocation, bytes: u64) {
+        let l = self.location_mut(location);
+        l.peak_charged_bytes = l.peak_charged_bytes.max(bytes);
+    }
+
+    fn snapshot(&mut self) -> Result<ResidencySnapshot, ModelError> {
+        self.resum();
+        let values = self
+            .values
+            .iter()
+            .cloned()
+            .map(ResidencyValueSnapshot::new)
+            .collect::<Result<Vec<_>, _>>()?;
+        let locations = self
+            .locations
+            .iter()
+            .cloned()
+            .map(ResidencyLocationSnapshot::new)
+            .collect::<Result<Vec<_>, _>>()?;
+        ResidencySnapshot::new(ResidencySnapshotParts {
+            manager_id: self.manager_id,
+            state_version: self.version,
+            values,
+            locations,
+            reservations: self.reservations.clone(),
+            captured_at_ns: self.captured_at_ns,
+            available_devices: self.available.clone(),
+        })
+    }
+}
+
+/// Forecasts `program` from `snapshot` under `policy` (see the module docs): each step is
+/// decided by [`decide_with_limit`] with `search_state_limit` on the state the steps before it
+/// leave, with the access epochs they record (`recency` first, else the snapshot's).
+///
+/// # Errors
+/// [`ModelError::PrefetchReservation`] for a prefetch step with reservations;
+/// [`ModelError::ForecastStep`] naming the first step the planner cannot decide (infeasible,
+/// inconclusive, an unknown or discarded handle), with the planner's error.
+pub fn forecast<P: ResidencyPolicy + ?Sized>(
+    snapshot: &ResidencySnapshot,
+    program: &[ResidencyProgramStep],
+    policy: &P,
+    recency: Option<&ResidencyRecency>,
+    search_state_limit: u64,
+) -> Result<ResidencyForecast, ModelError> {
+    let mut epochs = match recency {
+        Some(r) => r.clone(),
+        None => {
+            let mut r = ResidencyRecency::new();
+            for v in snapshot.values() {
+                if let Some(e) = v.last_access_epoch() {
+                    r.record(v.handle().clone(), e);
+                }
+            }
+            r
+        }
+    };
+    let mut epoch = snapshot
+        .values()
+        .iter()
+        .filter_map(|v| epochs.get(v.handle()))
+        .max()
+        .unwrap_or(0);
+    let mut state = Projection::new(snapshot);
+    let mut current = snapshot.clone();
+    let mut open_use: Option<&ResidencyRequest> = None;
+    let mut steps = Vec::with_capacity(program.len());
+    for (i, step) in program.iter().enumerate() {
+        let request = &step.request;
+        let failed = |source: ModelError| ModelError::ForecastStep {
+            step: i,
+            request: request.name().to_owned(),
+            source: Box::new(source),
+        };
+        if step.kind == ResidencyStepKind::Prefetch {
+            if let Some(r) = request.reservations().first() {
+                return Err(ModelError::PrefetchReservation {
+                    step: i,
+                    request: request.name().to_owned(),
+                    location: r.location(),
+                    bytes: r.nbytes(),
+                });
+            }
+        } else {
+            // The last use ends: its leases and reservations go, its work has completed.
+            if let Some(prev) = open_use.take() {
+                state.lease(prev, false).map_err(failed)?;
+                state.release_reservations(prev);
+            }
+            state.reap();
+            current = state.snapshot().map_err(failed)?;
+        }
+        let decision =
+            decide_with_limit(&current, request, policy, Some(&epochs), search_state_limit)
+                .map_err(failed)?;
+        for (l, b) in &decision.explanation().predicted_peak_bytes {
+            state.raise_peak(*l, *b);
+        }
+        let mut copies = Vec::new();
+        for a in &decision.explanation().actions {
+            if a.executable && !a.no_op {
+                if let Some(c) = state
+                    .apply(request.name(), &a.action, a.source, a.destination)
+                    .map_err(failed)?
+                {
+                    copies.push(c);
+                }
+            }
+        }
+        epoch += 1;
+        for r in request.requirements() {
+            epochs.record(r.handle.clone(), epoch);
+        }
+        for v in &mut state.values {
+            if let Some(e) = epochs.get(&v.handle) {
+                v.last_access_epoch = Some(e);
+            }
+        }
+        if step.kind == ResidencyStepKind::Use {
+            state
+                .reservations
+                .extend(request.reservations().iter().cloned());
+            state.lease(request, true).map_err(failed)?;
+            open_use = Some(request);
+        }
+        state.version += 1;
+        current = state.snapshot().map_err(failed)?;
+        steps.push(ResidencyForecastStep {
+            kind: step.kind,
+            decision,
+            copies,
+        });
+    }
+    if let Some(prev) = open_use.take() {
+        state.lease(prev, false)?;
+        state.release_reservations(prev);
+    }
+    state.reap();
+    let final_snapshot = state.snapshot()?;
+    let peak_charged_bytes = final_snapshot
+        .locations()
+        .iter()
+        .map(|l| (l.location(), l.parts().peak_charged_bytes))
+        .collect();
+    Ok(ResidencyForecast {
+        steps,
+        peak_charged_bytes,
+        final_snapshot,
+    })
+}
