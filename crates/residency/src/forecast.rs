@@ -20,7 +20,7 @@ use crate::location::ResidencyLocation;
 use crate::model::{MemoryReservation, ResidencyAction, ResidencyHandle};
 use crate::plan::ResidencyRequest;
 use crate::planner::decide_with_limit;
-use crate::policy::{ResidencyPolicy, ResidencyRecency};
+use crate::policy::{ResidencyPolicy, ResidencyPolicyMetadata, ResidencyRecency};
 use crate::snapshot::{
     MaterializationSnapshot, ResidencyLocationSnapshot, ResidencyLocationSnapshotParts,
     ResidencySnapshot, ResidencySnapshotParts, ResidencyValueSnapshot, ResidencyValueSnapshotParts,
@@ -360,6 +360,40 @@ impl Projection {
     }
 }
 
+/// The priority base of [`next_use_priorities`]: a handle whose next use is step `i` gets
+/// `NEXT_USE_BASE - i`.
+pub const NEXT_USE_BASE: i64 = 1 << 40;
+
+/// Retention priorities that make a priority-first policy such as
+/// [`crate::DeterministicTieredLRU`] evict in Belady's order at step `from` of `program`:
+/// the value whose next use is farthest goes first. Every handle the program uses at step
+/// `from` or later gets `NEXT_USE_BASE - (index of its next use)`, so the value needed soonest
+/// ranks highest; a handle the program uses only before `from` gets 0, the default priority of
+/// values outside the program (among equal priorities the policy's own order decides).
+#[must_use]
+pub fn next_use_priorities(
+    program: &[ResidencyProgramStep],
+    from: usize,
+) -> Vec<(ResidencyHandle, i64)> {
+    let mut out: Vec<(ResidencyHandle, i64)> = Vec::new();
+    for (i, step) in program.iter().enumerate() {
+        for r in step.request.requirements() {
+            let priority = if i >= from {
+                NEXT_USE_BASE - i64::try_from(i).unwrap_or(i64::MAX)
+            } else {
+                0
+            };
+            match out.iter_mut().find(|(h, _)| *h == r.handle) {
+                // The first use at or after `from` is the next one; later ones change nothing.
+                Some((_, p)) if *p == 0 => *p = priority,
+                Some(_) => {}
+                None => out.push((r.handle.clone(), priority)),
+            }
+        }
+    }
+    out
+}
+
 /// Forecasts `program` from `snapshot` under `policy` (see the module docs): each step is
 /// decided by [`decide_with_limit`] with `search_state_limit` on the state the steps before it
 /// leave, with the access epochs they record (`recency` first, else the snapshot's).
@@ -374,6 +408,40 @@ pub fn forecast<P: ResidencyPolicy + ?Sized>(
     policy: &P,
     recency: Option<&ResidencyRecency>,
     search_state_limit: u64,
+) -> Result<ResidencyForecast, ModelError> {
+    forecast_impl(
+        snapshot,
+        program,
+        policy,
+        recency,
+        search_state_limit,
+        false,
+    )
+}
+
+/// [`forecast`] with [`next_use_priorities`] applied before every step (the program's
+/// handles keep their stable keys): the forecast of a run that sets them the same way
+/// before each step, as `ResidencyController::apply_next_use` does.
+///
+/// # Errors
+/// As [`forecast`].
+pub fn forecast_next_use<P: ResidencyPolicy + ?Sized>(
+    snapshot: &ResidencySnapshot,
+    program: &[ResidencyProgramStep],
+    policy: &P,
+    recency: Option<&ResidencyRecency>,
+    search_state_limit: u64,
+) -> Result<ResidencyForecast, ModelError> {
+    forecast_impl(snapshot, program, policy, recency, search_state_limit, true)
+}
+
+fn forecast_impl<P: ResidencyPolicy + ?Sized>(
+    snapshot: &ResidencySnapshot,
+    program: &[ResidencyProgramStep],
+    policy: &P,
+    recency: Option<&ResidencyRecency>,
+    search_state_limit: u64,
+    next_use: bool,
 ) -> Result<ResidencyForecast, ModelError> {
     let mut epochs = match recency {
         Some(r) => r.clone(),
@@ -420,6 +488,15 @@ pub fn forecast<P: ResidencyPolicy + ?Sized>(
                 state.release_reservations(prev);
             }
             state.reap();
+            current = state.snapshot().map_err(failed)?;
+        }
+        if next_use {
+            for (h, priority) in next_use_priorities(program, i) {
+                let v = state.value_mut(&h, request.name()).map_err(failed)?;
+                v.policy_metadata =
+                    ResidencyPolicyMetadata::new(priority, v.policy_metadata.stable_key())
+                        .map_err(failed)?;
+            }
             current = state.snapshot().map_err(failed)?;
         }
         let decision =

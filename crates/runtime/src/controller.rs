@@ -7,10 +7,10 @@ use std::collections::BTreeMap;
 
 use fhelium_cuda::{Resident, Stream};
 use fhelium_residency::{
-    decide_with_limit, forecast, DeterministicTieredLRU, ResidencyDecision, ResidencyDecisionParts,
-    ResidencyForecast, ResidencyHandle, ResidencyLocation, ResidencyPlanReport, ResidencyPolicy,
-    ResidencyPolicyMetadata, ResidencyProgramStep, ResidencyRequest, ResidencyRequirement,
-    DEFAULT_SEARCH_STATE_LIMIT,
+    decide_with_limit, forecast, forecast_next_use, next_use_priorities, DeterministicTieredLRU,
+    ResidencyDecision, ResidencyDecisionParts, ResidencyForecast, ResidencyHandle,
+    ResidencyLocation, ResidencyPlanReport, ResidencyPolicy, ResidencyPolicyMetadata,
+    ResidencyProgramStep, ResidencyRequest, ResidencyRequirement, DEFAULT_SEARCH_STATE_LIMIT,
 };
 use parking_lot::Mutex;
 use tracing::info_span;
@@ -417,6 +417,58 @@ impl<P: ResidencyPolicy> ResidencyController<P> {
             self.search_state_limit,
         )
         .map_err(RuntimeError::from_planner)
+    }
+
+    /// [`ResidencyController::forecast`] of a run that calls
+    /// [`ResidencyController::apply_next_use`] before every step: evictions in Belady's order
+    /// (the value needed farthest ahead goes first) instead of least recently used.
+    ///
+    /// # Errors
+    /// As [`ResidencyController::forecast`].
+    pub fn forecast_next_use(&self, program: &[ResidencyProgramStep]) -> Result<ResidencyForecast> {
+        let _span =
+            info_span!("residency.forecast", steps = program.len(), next_use = true).entered();
+        let mut cs = self.state.lock();
+        let snapshot = self.manager.snapshot_with(&mut cs.facts)?;
+        let recency = cs.facts.recency.clone();
+        drop(cs);
+        forecast_next_use(
+            &snapshot,
+            program,
+            &self.policy,
+            Some(&recency),
+            self.search_state_limit,
+        )
+        .map_err(RuntimeError::from_planner)
+    }
+
+    /// Sets the retention priority of every handle `program` uses to
+    /// [`fhelium_residency::next_use_priorities`] at step `step` (stable keys are kept): with
+    /// this controller's priority-first policy the next decisions evict the value needed
+    /// farthest ahead first. Call it before each step of the program (decision 0207).
+    ///
+    /// # Errors
+    /// Handle errors (foreign, unknown, discarded) before anything changes;
+    /// [`RuntimeError::Closed`].
+    pub fn apply_next_use(&self, program: &[ResidencyProgramStep], step: usize) -> Result<()> {
+        let priorities = next_use_priorities(program, step);
+        let mut cs = self.state.lock();
+        {
+            let st = self.manager.inner.open("apply_next_use")?;
+            for (h, _) in &priorities {
+                st.resolve(self.manager.inner.id, h)?;
+            }
+        }
+        for (h, priority) in priorities {
+            let key = cs
+                .facts
+                .metadata
+                .get(&h)
+                .and_then(|m| m.stable_key().map(str::to_owned));
+            let meta = ResidencyPolicyMetadata::new(priority, key.as_deref())?;
+            cs.facts.set_metadata(h, meta);
+        }
+        Ok(())
     }
 }
 

@@ -877,3 +877,98 @@ fn forecast_errors_name_the_step_and_change_nothing() {
     );
     assert_eq!(m.state_version().unwrap(), v);
 }
+
+/// Three rounds over four values through room for three. Run with `apply_next_use` before
+/// every step, the controller evicts in Belady's order: each decision is the one
+/// `forecast_next_use` predicted, and the run copies 6 values where plain LRU copies 12.
+/// Stable keys survive the priorities.
+#[test]
+fn next_use_priorities_halve_the_copies_of_a_cyclic_program() {
+    use fhelium_residency::ResidencyProgramStep;
+    let mem = memory();
+    let copies_of = |next_use: bool| {
+        let m = manager(&mem, &[(N, 3 * NB)]);
+        let h: Vec<_> = (0..4).map(|i| repl(&m, i)).collect();
+        let policy = DeterministicTieredLRU::with_fallback_tiers([(N, vec![P])]).unwrap();
+        let c = ResidencyController::with_policy(&m, policy);
+        c.set_policy_metadata(&h[0], 0, Some("v0")).unwrap();
+        let program: Vec<_> = (0..12)
+            .map(|i| ResidencyProgramStep::used(req(&format!("u{i}"), &[(&h[i % 4], N)], &[])))
+            .collect();
+        let f = if next_use {
+            c.forecast_next_use(&program).unwrap()
+        } else {
+            c.forecast(&program).unwrap()
+        };
+        let mut copies = 0;
+        for (i, step) in program.iter().enumerate() {
+            if next_use {
+                c.apply_next_use(&program, i).unwrap();
+            }
+            let u = c
+                .use_request(&step.request, &no_consumers(), &none())
+                .unwrap();
+            assert_eq!(
+                u.decision().plan().reclaim(),
+                f.steps[i].decision.plan().reclaim(),
+                "step {i}"
+            );
+            assert_eq!(
+                u.decision().plan().enter(),
+                f.steps[i].decision.plan().enter(),
+                "step {i}"
+            );
+            copies += u.decision().plan().enter().len();
+            u.close().unwrap();
+        }
+        assert_eq!(copies, f.copies_into(N).count());
+        if next_use {
+            // The priorities kept h0's stable key: another value cannot take it.
+            let e = c.set_policy_metadata(&h[1], 0, Some("v0")).unwrap_err();
+            assert!(matches!(e, RuntimeError::InvalidArgument { .. }), "{e}");
+        }
+        copies
+    };
+    assert_eq!(copies_of(false), 12);
+    assert_eq!(copies_of(true), 6);
+}
+
+/// `apply_next_use` with a handle the manager does not know fails with that handle before
+/// changing any priority: a value it would have demoted to 0 keeps its priority 7 and survives
+/// an eviction it would otherwise lose by age.
+#[test]
+fn apply_next_use_rejects_a_foreign_program_before_changing_anything() {
+    use fhelium_residency::ResidencyProgramStep;
+    let mem = memory();
+    let m = manager(&mem, &[(N, 2 * NB)]);
+    let other = manager(&mem, &[(N, 3 * NB)]);
+    let (mine, x, y) = (repl(&m, 0), repl(&m, 1), repl(&m, 2));
+    let theirs = repl(&other, 3);
+    let c = ResidencyController::new(&m);
+    for h in [&mine, &x] {
+        c.use_request(&req("fill", &[(h, N)], &[]), &no_consumers(), &none())
+            .unwrap()
+            .close()
+            .unwrap();
+    }
+    c.set_policy_metadata(&mine, 7, None).unwrap();
+    // At step 1, `mine` (used only at step 0) would drop to priority 0.
+    let program = vec![
+        ResidencyProgramStep::used(req("first", &[(&mine, N)], &[])),
+        ResidencyProgramStep::used(req("then", &[(&theirs, N)], &[])),
+    ];
+    let e = c.apply_next_use(&program, 1).unwrap_err();
+    match e {
+        RuntimeError::ForeignHandle { ref handle, .. } => assert_eq!(handle, &*theirs),
+        other => panic!("expected ForeignHandle, found {other}"),
+    }
+    let d = c.decide(&req("probe", &[(&y, N)], &[])).unwrap();
+    assert_eq!(
+        d.plan().reclaim(),
+        &[ResidencyAction::DropResident {
+            handle: (*x).clone(),
+            location: N
+        }],
+        "mine kept priority 7"
+    );
+}
