@@ -58,6 +58,9 @@ pub const DEFAULT_DIM: usize = 16;
 /// preset).
 pub const MAX_DIM: usize = 64;
 
+/// Most layers (products by A) the example runs: each consumes one level.
+pub const MAX_LAYERS: usize = 4;
+
 /// The matrix case's correctness bound on every decrypted slot (FHElium's matrix limit).
 pub const MATRIX_MAX_ERROR: f64 = 3e-5;
 
@@ -102,6 +105,40 @@ impl std::fmt::Display for Schedule {
     }
 }
 
+/// How the controller chooses what to reclaim.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Eviction {
+    /// The policy's least-recently-used order.
+    Lru,
+    /// The value needed farthest ahead in the program first (Belady's order, through
+    /// `ResidencyController::apply_next_use` before every step; decision 0207).
+    NextUse,
+}
+
+impl std::str::FromStr for Eviction {
+    type Err = ExampleError;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s {
+            "lru" => Ok(Self::Lru),
+            "next-use" => Ok(Self::NextUse),
+            _ => Err(ExampleError::InvalidArgument {
+                argument: "--evict",
+                reason: format!("{s:?} is not lru or next-use"),
+            }),
+        }
+    }
+}
+
+impl std::fmt::Display for Eviction {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Self::Lru => "lru",
+            Self::NextUse => "next-use",
+        })
+    }
+}
+
 /// Options of one run.
 #[derive(Clone, Copy, Debug)]
 pub struct MatrixOptions {
@@ -109,6 +146,11 @@ pub struct MatrixOptions {
     pub engine: AutomaticOptions,
     /// Matrix dimension d: a power of two, 2..=[`MAX_DIM`], at most the slot count.
     pub dim: usize,
+    /// Layers: the product `A^layers · B`, one product by A per layer (1..=[`MAX_LAYERS`]),
+    /// every layer with the same rotation keys.
+    pub layers: usize,
+    /// How the controller chooses what to reclaim.
+    pub eviction: Eviction,
     /// The order of the work; `None` chooses by the budget: column-hoisted when
     /// `device_budget` holds what it needs, key-major otherwise (and without a budget).
     pub schedule: Option<Schedule>,
@@ -125,6 +167,8 @@ impl Default for MatrixOptions {
         Self {
             engine: AutomaticOptions::default(),
             dim: DEFAULT_DIM,
+            layers: 1,
+            eviction: Eviction::Lru,
             schedule: Some(Schedule::KeyMajor),
             prefetch: true,
             device_budget: None,
@@ -143,14 +187,19 @@ pub struct MatrixCharges {
     pub key: u64,
     /// The held accumulator reservation: d x input (level-0 NTT-domain ciphertexts).
     pub accumulators: u64,
+    /// With more than one layer, the held reservation for the layer inputs (the previous
+    /// layer's results): d x input; 0 for one layer.
+    pub layer_inputs: u64,
     /// A step's workspace reservation: key-major 3 x input (rotated, NTT, product);
     /// column-hoisted (d + 2) x input (the d - 1 rotated ciphertexts, NTT, product, sum).
     pub workspace: u64,
-    /// Everything at once: inputs, diagonals, keys and accumulators.
+    /// Everything at once: inputs, every layer's diagonals, keys, accumulators and layer
+    /// inputs.
     pub working_set: u64,
-    /// The smallest budget of the schedule. Key-major: d inputs + accumulators + workspace +
-    /// (key + diagonal) x (2 with prefetch, else 1). Column-hoisted: accumulators +
-    /// workspace + every key and diagonal + input x (2 with prefetch, else 1).
+    /// The smallest budget of the schedule. Key-major: d inputs, the accumulators, the layer
+    /// inputs, the workspace, and one key and diagonal (two with prefetch). Column-hoisted:
+    /// the accumulators, the layer inputs, the workspace, every key, one layer's diagonals
+    /// (two layers' with prefetch and several layers), and one input (two with prefetch).
     pub derived_budget: u64,
     /// The budget the run used (the derived one unless the options set another).
     pub device_budget: u64,
@@ -159,14 +208,16 @@ pub struct MatrixCharges {
 /// One step of the schedule.
 #[derive(Debug)]
 pub struct MatrixStep {
-    /// Step k: key-major, diagonal k and rotation by k (none at step 0); column-hoisted,
-    /// column k.
+    /// The layer.
+    pub layer: usize,
+    /// Step k of the layer: key-major, diagonal k and rotation by k (none at step 0);
+    /// column-hoisted, column k.
     pub step: usize,
     /// The admitted decision of the step's request.
     pub decision: ResidencyDecision,
     /// The report of the step's scope (entry transitions, then exit).
     pub report: ResidencyPlanReport,
-    /// The prefetch of step k + 1's key and diagonal, when made: decision and report.
+    /// The prefetch of the next step's new values, when made: decision and report.
     pub prefetch: Option<(ResidencyDecision, ResidencyPlanReport)>,
     /// Wall time of the step's compute (d columns).
     pub compute: Duration,
@@ -181,6 +232,10 @@ pub struct MatrixOutcome {
     pub engine: &'static str,
     /// Matrix dimension.
     pub dim: usize,
+    /// Layers.
+    pub layers: usize,
+    /// How the controller chose what to reclaim.
+    pub eviction: Eviction,
     /// The order of the work.
     pub schedule: Schedule,
     /// Whether the schedule was chosen by the budget (`MatrixOptions::schedule` = `None`).
@@ -191,7 +246,8 @@ pub struct MatrixOutcome {
     pub charges: MatrixCharges,
     /// Encrypted columns of B, by column.
     pub inputs: Vec<ResidencyHandle>,
-    /// Diagonals of A, by diagonal index.
+    /// Diagonals of A, layer by layer (`diagonals[layer * d + k]`: diagonal k at the layer's
+    /// level).
     pub diagonals: Vec<ResidencyHandle>,
     /// Rotation keys, `keys[k - 1]` for step k.
     pub keys: Vec<ResidencyHandle>,
@@ -207,7 +263,7 @@ pub struct MatrixOutcome {
     /// The memory layer's highest allocated bytes at the device (managed values and the
     /// engine's results and temporaries).
     pub allocator_peak: u64,
-    /// Decryption error of every column against the f64 product.
+    /// Decryption error of every column against the f64 product `A^layers · B`.
     pub errors: Vec<ErrorStats>,
     /// Wall time of the steps and the finish (residency work + compute).
     pub wall: Duration,
@@ -267,11 +323,11 @@ impl MatrixOutcome {
             .sum()
     }
 
-    /// Logical multiply-accumulates (d^3) per second of the whole run (`wall`).
+    /// Logical multiply-accumulates (layers x d^3) per second of the whole run (`wall`).
     #[must_use]
     pub fn mac_rate(&self) -> f64 {
-        #[allow(clippy::cast_precision_loss)] // d <= 64
-        let macs = (self.dim * self.dim * self.dim) as f64;
+        #[allow(clippy::cast_precision_loss)] // d <= 64, layers <= 4
+        let macs = (self.layers * self.dim * self.dim * self.dim) as f64;
         macs / self.wall.as_secs_f64().max(1e-9)
     }
 
@@ -281,9 +337,14 @@ impl MatrixOutcome {
         let c = &self.charges;
         let d = self.dim;
         let mut out = String::new();
+        let what = if self.layers == 1 {
+            "A x B".to_owned()
+        } else {
+            format!("A^{} x B", self.layers)
+        };
         let _ = writeln!(
             out,
-            "Encrypted {d}x{d} matrix product (plaintext A x encrypted B, diagonal method) on {} ({})",
+            "Encrypted {d}x{d} matrix product ({what}: plaintext A, encrypted B, diagonal method) on {} ({})",
             self.device, self.engine
         );
         let _ = writeln!(
@@ -300,7 +361,7 @@ impl MatrixOutcome {
         let share = 100.0 * c.device_budget as f64 / c.working_set as f64;
         let _ = writeln!(
             out,
-            "Device budget: {} ({share:.0}% of the working set); schedule: {}{}, {}",
+            "Device budget: {} ({share:.0}% of the working set); schedule: {}{}, {}; eviction: {}",
             format_bytes(c.device_budget),
             self.schedule,
             match (self.schedule_chosen, self.schedule) {
@@ -312,7 +373,8 @@ impl MatrixOutcome {
                 (false, _) => "no prefetch",
                 (true, Schedule::KeyMajor) => "next key prefetched during each step",
                 (true, Schedule::ColumnHoisted) => "next column prefetched during each step",
-            }
+            },
+            self.eviction
         );
         out.push('\n');
         let mut t = Table::new([
@@ -340,7 +402,11 @@ impl MatrixOutcome {
                 },
             );
             t.row([
-                s.step.to_string(),
+                if self.layers == 1 {
+                    s.step.to_string()
+                } else {
+                    format!("{}.{}", s.layer, s.step)
+                },
                 s.decision.plan().reclaim().len().to_string(),
                 s.decision.plan().enter().len().to_string(),
                 pr,
@@ -382,20 +448,20 @@ impl MatrixOutcome {
             format_bytes(self.forecast.peak_charged(self.device).unwrap_or(0)),
             if self.went_as_forecast() { "yes" } else { "no" }
         );
-        let once = self.keys.iter().all(|k| self.copies_to_device(k) == 1);
+        let key_copies: usize = self.keys.iter().map(|k| self.copies_to_device(k)).sum();
         let _ = writeln!(
             out,
-            "Rotation keys copied to the device: {} of {} exactly once ({} in all)",
-            self.keys
-                .iter()
-                .filter(|k| self.copies_to_device(k) == 1)
-                .count(),
+            "Rotation keys: {key_copies} copies into {} ({}) for {} keys over {} layer(s); every key at least once: {}",
+            self.device,
+            format_bytes(c.key * key_copies as u64),
             self.keys.len(),
-            format_bytes(c.key * self.keys.len() as u64)
+            self.layers,
+            if self.keys.iter().all(|k| self.copies_to_device(k) >= 1) {
+                "yes"
+            } else {
+                "no"
+            }
         );
-        if !once {
-            let _ = writeln!(out, "(some key crossed more than once)");
-        }
         let rms = self
             .errors
             .iter()
@@ -416,7 +482,7 @@ impl MatrixOutcome {
             self.wall.as_secs_f64() * 1e3,
             self.compute.as_secs_f64() * 1e3,
             self.mac_rate(),
-            d * d * d
+            self.layers * d * d * d
         );
         out
     }
@@ -520,21 +586,32 @@ pub fn column_slots(m: &[f64], dim: usize, j: usize, slots: usize) -> Vec<f64> {
 /// The values of the run, before adoption.
 struct Values {
     inputs: Vec<Ciphertext>,
-    diagonals: Vec<Plaintext>,
+    /// `diagonals[layer][k]`, prepared at the layer's level.
+    diagonals: Vec<Vec<Plaintext>>,
     keys: Vec<RotationKey>,
 }
 
-fn prepare(engine: &Engine, a: &[f64], b: &[f64], dim: usize) -> Result<Values, ExampleError> {
+fn prepare(
+    engine: &Engine,
+    a: &[f64],
+    b: &[f64],
+    dim: usize,
+    layers: usize,
+) -> Result<Values, ExampleError> {
     let slots = engine.num_slots();
     let inputs = (0..dim)
         .map(|j| engine.encrypt_message(&column_slots(b, dim, j, slots)))
         .collect::<Result<Vec<_>, _>>()?;
-    let diagonals = (0..dim)
-        .map(|k| {
-            engine.prepare_plaintext_for_multiplication(
-                &engine.encode(&diagonal_slots(a, dim, k, slots), 0, None)?,
-                ModulusBasis::Q,
-            )
+    let diagonals = (0..layers)
+        .map(|level| {
+            (0..dim)
+                .map(|k| {
+                    engine.prepare_plaintext_for_multiplication(
+                        &engine.encode(&diagonal_slots(a, dim, k, slots), level, None)?,
+                        ModulusBasis::Q,
+                    )
+                })
+                .collect::<Result<Vec<_>, _>>()
         })
         .collect::<Result<Vec<_>, _>>()?;
     let keys = (1..dim)
@@ -548,6 +625,27 @@ fn prepare(engine: &Engine, a: &[f64], b: &[f64], dim: usize) -> Result<Values, 
         diagonals,
         keys,
     })
+}
+
+/// `--layers`: 1..=[`MAX_LAYERS`].
+///
+/// # Errors
+/// [`ExampleError::InvalidArgument`] naming `--layers`.
+pub fn check_layers(layers: usize) -> Result<(), ExampleError> {
+    if (1..=MAX_LAYERS).contains(&layers) {
+        Ok(())
+    } else {
+        Err(ExampleError::InvalidArgument {
+            argument: "--layers",
+            reason: format!("{layers} is not in 1..={MAX_LAYERS} (each layer consumes a level)"),
+        })
+    }
+}
+
+/// The f64 product `A^layers · B` (row-major).
+#[must_use]
+pub fn layered_product(a: &[f64], b: &[f64], dim: usize, layers: usize) -> Vec<f64> {
+    (0..layers).fold(b.to_vec(), |x, _| product(a, &x, dim))
 }
 
 /// Step k of column j: `acc + diag_k ⊙ NTT(rot_k(col))` (step 0: `diag_0 ⊙ NTT(col)`), one
@@ -587,20 +685,31 @@ fn hoisted_column(
     Ok(acc)
 }
 
+/// The request name of step `k` of `layer` (`kind`: `step` or `prefetch`); layer 0 keeps the
+/// one-layer names.
+fn step_name(layer: usize, kind: &str, k: usize) -> String {
+    if layer == 0 {
+        format!("matrix/{kind}-{k}")
+    } else {
+        format!("matrix/layer-{layer}/{kind}-{k}")
+    }
+}
+
 /// Runs the matrix flow (see the module docs).
 ///
 /// # Errors
-/// [`ExampleError::InvalidArgument`] for a bad dimension; [`ExampleError::DeviceUnavailable`];
-/// any engine, memory, manager or controller error (a budget too small for a step fails its
-/// decision with the planner's reason, before anything moves). Columns beyond the error bound
-/// are reported in the outcome (the binary fails).
+/// [`ExampleError::InvalidArgument`] for a bad dimension or layer count;
+/// [`ExampleError::DeviceUnavailable`]; any engine, memory, manager or controller error (a
+/// budget too small for a step fails the forecast with the planner's reason, before anything
+/// moves). Columns beyond the error bound are reported in the outcome (the binary fails).
 #[allow(clippy::too_many_lines)] // one straight-line program
 pub fn run_matrix(
     options: &MatrixOptions,
     timeline: &Timeline,
 ) -> Result<MatrixOutcome, ExampleError> {
-    let dim = options.dim;
+    let (dim, layers) = (options.dim, options.layers);
     check_dim(dim, None)?;
+    check_layers(layers)?;
     let eo = &options.engine;
     let setup = Engine::open(eo.device, eo.preset, eo.seed)?;
     let (engine, memory, dev) = (&setup.engine, &setup.memory, setup.device);
@@ -609,24 +718,31 @@ pub fn run_matrix(
     let (a, b) = (matrix_a(dim), matrix_b(dim));
 
     let prep = timeline.host_span("prepare values");
-    let values = prepare(engine, &a, &b, dim)?;
+    let values = prepare(engine, &a, &b, dim, layers)?;
     drop(prep);
     let input = values.inputs[0].charge_nbytes();
-    let diagonal = values.diagonals[0].charge_nbytes();
+    let diagonal = values.diagonals[0][0].charge_nbytes();
     let key = values.keys[0].charge_nbytes();
     let d64 = dim as u64;
     let accumulators = d64 * input;
+    let layer_inputs = if layers > 1 { d64 * input } else { 0 };
     let workspace_of = |schedule| match schedule {
         Schedule::KeyMajor => 3 * input,
         Schedule::ColumnHoisted => (d64 + 2) * input,
     };
     let ahead = if options.prefetch { 2 } else { 1 };
+    // Column-hoisted with several layers prefetches the next layer's diagonals during the
+    // last column of a layer: two layers' diagonals at once.
+    let hoisted_diagonals = if options.prefetch && layers > 1 { 2 } else { 1 };
     let budget_of = |schedule| {
         accumulators
+            + layer_inputs
             + workspace_of(schedule)
             + match schedule {
                 Schedule::KeyMajor => d64 * input + ahead * (key + diagonal),
-                Schedule::ColumnHoisted => (d64 - 1) * key + d64 * diagonal + ahead * input,
+                Schedule::ColumnHoisted => {
+                    (d64 - 1) * key + hoisted_diagonals * d64 * diagonal + ahead * input
+                }
             }
     };
     let schedule = options.schedule.unwrap_or(match options.device_budget {
@@ -634,13 +750,20 @@ pub fn run_matrix(
         _ => Schedule::KeyMajor,
     });
     let (workspace, derived_budget) = (workspace_of(schedule), budget_of(schedule));
+    let all_diagonals: u64 = values
+        .diagonals
+        .iter()
+        .flatten()
+        .map(Resident::charge_nbytes)
+        .sum();
     let charges = MatrixCharges {
         input,
         diagonal,
         key,
         accumulators,
+        layer_inputs,
         workspace,
-        working_set: d64 * (input + diagonal) + (d64 - 1) * key + accumulators,
+        working_set: d64 * input + all_diagonals + (d64 - 1) * key + accumulators + layer_inputs,
         derived_budget,
         device_budget: options.device_budget.unwrap_or(derived_budget),
     };
@@ -650,7 +773,11 @@ pub fn run_matrix(
         .build()?;
     timeline.set_budgets(&manager);
     let input_h = adopt_all(&manager, values.inputs)?;
-    let diag_h = adopt_all(&manager, values.diagonals)?;
+    let diag_h = values
+        .diagonals
+        .into_iter()
+        .map(|layer| adopt_all(&manager, layer))
+        .collect::<Result<Vec<_>, _>>()?;
     let key_h = adopt_all(&manager, values.keys)?;
     timeline.sample(&manager, "adopt");
 
@@ -667,35 +794,55 @@ pub fn run_matrix(
 
     let started = Instant::now();
     let acc_reservation = manager.reserve(dev, accumulators, ACCUMULATOR_LABEL)?;
+    let layer_reservation = if layers > 1 {
+        Some(manager.reserve(dev, layer_inputs, "layer inputs")?)
+    } else {
+        None
+    };
     timeline.sample(&manager, "reserve accumulators");
-    // What step k requires, and which of those the step before did not.
-    let step_handles = |k: usize| -> Vec<ResidencyHandle> {
+    // What step k of `layer` requires, and which of those the step before did not.
+    let step_handles = |layer: usize, k: usize| -> Vec<ResidencyHandle> {
+        let inputs = || input_h.iter().map(|h| h.raw().clone());
         match schedule {
             Schedule::KeyMajor => {
-                let mut hs: Vec<ResidencyHandle> =
-                    input_h.iter().map(|h| h.raw().clone()).collect();
-                hs.push(diag_h[k].raw().clone());
+                let mut hs: Vec<ResidencyHandle> = Vec::new();
+                if layer == 0 {
+                    hs.extend(inputs());
+                }
+                hs.push(diag_h[layer][k].raw().clone());
                 if k > 0 {
                     hs.push(key_h[k - 1].raw().clone());
                 }
                 hs
             }
-            Schedule::ColumnHoisted => std::iter::once(input_h[k].raw().clone())
-                .chain(key_h.iter().map(|h| h.raw().clone()))
-                .chain(diag_h.iter().map(|h| h.raw().clone()))
-                .collect(),
+            Schedule::ColumnHoisted => {
+                let mut hs: Vec<ResidencyHandle> = Vec::new();
+                if layer == 0 {
+                    hs.push(input_h[k].raw().clone());
+                }
+                hs.extend(key_h.iter().map(|h| h.raw().clone()));
+                hs.extend(diag_h[layer].iter().map(|h| h.raw().clone()));
+                hs
+            }
         }
     };
-    let new_in_step = |k: usize| -> Vec<ResidencyHandle> {
-        match schedule {
-            Schedule::KeyMajor => vec![key_h[k - 1].raw().clone(), diag_h[k].raw().clone()],
-            Schedule::ColumnHoisted => vec![input_h[k].raw().clone()],
+    let new_in_step = |layer: usize, k: usize| -> Vec<ResidencyHandle> {
+        match (schedule, layer, k) {
+            (Schedule::KeyMajor, _, 0) => vec![diag_h[layer][0].raw().clone()],
+            (Schedule::KeyMajor, _, _) => {
+                vec![key_h[k - 1].raw().clone(), diag_h[layer][k].raw().clone()]
+            }
+            (Schedule::ColumnHoisted, 0, _) => vec![input_h[k].raw().clone()],
+            (Schedule::ColumnHoisted, _, 0) => {
+                diag_h[layer].iter().map(|h| h.raw().clone()).collect()
+            }
+            (Schedule::ColumnHoisted, _, _) => Vec::new(),
         }
     };
-    let step_request = |k: usize| -> Result<ResidencyRequest, ExampleError> {
+    let step_request = |layer: usize, k: usize| -> Result<ResidencyRequest, ExampleError> {
         Ok(ResidencyRequest::new(
-            &format!("matrix/step-{k}"),
-            step_handles(k)
+            &step_name(layer, "step", k),
+            step_handles(layer, k)
                 .into_iter()
                 .map(|h| ResidencyRequirement::new(h, dev))
                 .collect::<Vec<_>>(),
@@ -706,137 +853,189 @@ pub fn run_matrix(
             )?],
         )?)
     };
-    let prefetch_request = |k: usize| -> Result<ResidencyRequest, ExampleError> {
-        Ok(ResidencyRequest::new(
-            &format!("matrix/prefetch-{k}"),
-            new_in_step(k)
-                .into_iter()
-                .map(|h| ResidencyRequirement::new(h, dev))
-                .collect::<Vec<_>>(),
-            [],
-        )?)
+    // The next step after (layer, k), and its prefetch request when it brings new values.
+    let next_step = |layer: usize, k: usize| -> Option<(usize, usize)> {
+        if k + 1 < dim {
+            Some((layer, k + 1))
+        } else if layer + 1 < layers {
+            Some((layer + 1, 0))
+        } else {
+            None
+        }
     };
+    let prefetch_request =
+        |layer: usize, k: usize| -> Result<Option<ResidencyRequest>, ExampleError> {
+            if !options.prefetch {
+                return Ok(None);
+            }
+            let Some((l, n)) = next_step(layer, k) else {
+                return Ok(None);
+            };
+            let hs = new_in_step(l, n);
+            if hs.is_empty() {
+                return Ok(None);
+            }
+            Ok(Some(ResidencyRequest::new(
+                &step_name(l, "prefetch", n),
+                hs.into_iter()
+                    .map(|h| ResidencyRequirement::new(h, dev))
+                    .collect::<Vec<_>>(),
+                [],
+            )?))
+        };
     // The whole program, forecast before anything moves.
-    let mut program = Vec::with_capacity(2 * dim);
-    for k in 0..dim {
-        program.push(ResidencyProgramStep::used(step_request(k)?));
-        if options.prefetch && k + 1 < dim {
-            program.push(ResidencyProgramStep::prefetched(prefetch_request(k + 1)?));
+    let mut program = Vec::with_capacity(2 * dim * layers);
+    for layer in 0..layers {
+        for k in 0..dim {
+            program.push(ResidencyProgramStep::used(step_request(layer, k)?));
+            if let Some(p) = prefetch_request(layer, k)? {
+                program.push(ResidencyProgramStep::prefetched(p));
+            }
         }
     }
     let span = timeline.host_span("forecast");
-    let forecast = controller.forecast(&program)?;
+    let forecast = match options.eviction {
+        Eviction::Lru => controller.forecast(&program)?,
+        Eviction::NextUse => controller.forecast_next_use(&program)?,
+    };
     drop(span);
+    // Before program step `i`: the next-use priorities, when asked for.
+    let before = |i: usize| -> Result<(), ExampleError> {
+        if options.eviction == Eviction::NextUse {
+            controller.apply_next_use(&program, i)?;
+        }
+        Ok(())
+    };
 
-    let mut acc: Vec<Option<Ciphertext>> = (0..dim).map(|_| None).collect();
-    let mut steps = Vec::with_capacity(dim);
+    let mut steps = Vec::with_capacity(dim * layers);
     let mut transfers = Vec::new();
     let mut compute_total = Duration::ZERO;
-    for k in 0..dim {
-        let request = step_request(k)?;
-        let span = timeline.host_span("decide + scope + lease");
-        let admitted = controller.use_request(&request, &consumers, &transfer)?;
-        drop(span);
-        timeline.sample(&manager, "step admitted");
-        let decision = admitted.decision().clone();
-        // The next step's new values, admitted while this step computes.
-        let prefetch = if options.prefetch && k + 1 < dim {
-            let next = prefetch_request(k + 1)?;
-            let span = timeline.host_span("prefetch");
-            let p = controller.prefetch(&next, &transfer)?;
+    let mut pi = 0;
+    // The previous layer's results (layers after the first read these, not the inputs).
+    let mut layer_in: Vec<Ciphertext> = Vec::new();
+    let mut outputs: Vec<Ciphertext> = Vec::new();
+    for (layer, layer_diags) in diag_h.iter().enumerate() {
+        let mut acc: Vec<Option<Ciphertext>> = (0..dim).map(|_| None).collect();
+        for k in 0..dim {
+            let request = step_request(layer, k)?;
+            before(pi)?;
+            pi += 1;
+            let span = timeline.host_span("decide + scope + lease");
+            let admitted = controller.use_request(&request, &consumers, &transfer)?;
             drop(span);
-            timeline.sample(&manager, "prefetched");
-            Some((p.decision, p.report))
-        } else {
-            None
-        };
-        engine.wait_for(&compute)?;
-        let t0 = Instant::now();
-        match schedule {
-            Schedule::KeyMajor => {
-                let diag = admitted.value(&diag_h[k], dev)?;
-                let step_key = match k {
-                    0 => None,
-                    _ => Some(admitted.value(&key_h[k - 1], dev)?),
-                };
-                for (j, slot) in acc.iter_mut().enumerate() {
-                    let col = admitted.value(&input_h[j], dev)?;
-                    let next = step_column(
+            timeline.sample(&manager, "step admitted");
+            let decision = admitted.decision().clone();
+            // The next step's new values, admitted while this step computes.
+            let prefetch = match prefetch_request(layer, k)? {
+                Some(next) => {
+                    before(pi)?;
+                    pi += 1;
+                    let span = timeline.host_span("prefetch");
+                    let p = controller.prefetch(&next, &transfer)?;
+                    drop(span);
+                    timeline.sample(&manager, "prefetched");
+                    Some((p.decision, p.report))
+                }
+                None => None,
+            };
+            engine.wait_for(&compute)?;
+            let t0 = Instant::now();
+            let column = |j: usize| -> Result<&Ciphertext, ExampleError> {
+                if layer == 0 {
+                    Ok(admitted.value(&input_h[j], dev)?)
+                } else {
+                    Ok(&layer_in[j])
+                }
+            };
+            match schedule {
+                Schedule::KeyMajor => {
+                    let diag = admitted.value(&layer_diags[k], dev)?;
+                    let step_key = match k {
+                        0 => None,
+                        _ => Some(admitted.value(&key_h[k - 1], dev)?),
+                    };
+                    for (j, slot) in acc.iter_mut().enumerate() {
+                        let next = step_column(
+                            engine,
+                            timeline,
+                            &compute,
+                            column(j)?,
+                            step_key,
+                            diag,
+                            slot.as_ref(),
+                        )?;
+                        *slot = Some(next);
+                    }
+                }
+                Schedule::ColumnHoisted => {
+                    let keys = key_h
+                        .iter()
+                        .map(|h| admitted.value(h, dev))
+                        .collect::<Result<Vec<_>, _>>()?;
+                    let diags = layer_diags
+                        .iter()
+                        .map(|h| admitted.value(h, dev))
+                        .collect::<Result<Vec<_>, _>>()?;
+                    acc[k] = Some(hoisted_column(
                         engine,
                         timeline,
                         &compute,
-                        col,
-                        step_key,
-                        diag,
-                        slot.as_ref(),
-                    )?;
-                    *slot = Some(next);
+                        column(k)?,
+                        &keys,
+                        &diags,
+                    )?);
                 }
             }
-            Schedule::ColumnHoisted => {
-                let keys = key_h
-                    .iter()
-                    .map(|h| admitted.value(h, dev))
-                    .collect::<Result<Vec<_>, _>>()?;
-                let diags = diag_h
-                    .iter()
-                    .map(|h| admitted.value(h, dev))
-                    .collect::<Result<Vec<_>, _>>()?;
-                let col = admitted.value(&input_h[k], dev)?;
-                acc[k] = Some(hoisted_column(
-                    engine, timeline, &compute, col, &keys, &diags,
-                )?);
+            compute.synchronize()?;
+            let took = t0.elapsed();
+            compute_total += took;
+            let report = admitted.close()?;
+            timeline.sample(&manager, "step closed");
+            transfers.extend(copies(&report));
+            if let Some((_, r)) = &prefetch {
+                transfers.extend(copies(r));
             }
+            steps.push(MatrixStep {
+                layer,
+                step: k,
+                decision,
+                report,
+                prefetch,
+                compute: took,
+            });
+        }
+        // The layer's results: back to the coefficient domain and rescaled, in the room the
+        // last step's workspace left.
+        let finish = manager.reserve(dev, 3 * input, "finish workspace")?;
+        let t0 = Instant::now();
+        outputs.clear();
+        for slot in &mut acc {
+            let sum = slot.take().ok_or_else(|| ExampleError::Check {
+                what: "every column accumulated",
+                expected: "an accumulator".to_owned(),
+                found: "none".to_owned(),
+            })?;
+            let coeff = timeline.op(&compute, "ntt_to_coefficient", || {
+                engine.ntt_domain_to_coefficient_domain(&sum)
+            })?;
+            drop(sum);
+            outputs.push(timeline.op(&compute, "rescale_to_next_level", || {
+                engine.rescale_to_next_level(&coeff)
+            })?);
         }
         compute.synchronize()?;
-        let took = t0.elapsed();
-        compute_total += took;
-        let report = admitted.close()?;
-        timeline.sample(&manager, "step closed");
-        transfers.extend(copies(&report));
-        if let Some((_, r)) = &prefetch {
-            transfers.extend(copies(r));
-        }
-        steps.push(MatrixStep {
-            step: k,
-            decision,
-            report,
-            prefetch,
-            compute: took,
-        });
+        compute_total += t0.elapsed();
+        finish.release()?;
+        layer_in = std::mem::take(&mut outputs);
     }
-
-    // The inputs, diagonals and keys are done: the device keeps only the accumulators.
-    let inputs: Vec<ResidencyHandle> = input_h.iter().map(|h| h.raw().clone()).collect();
-    let diagonals: Vec<ResidencyHandle> = diag_h.iter().map(|h| h.raw().clone()).collect();
-    let keys: Vec<ResidencyHandle> = key_h.iter().map(|h| h.raw().clone()).collect();
-    for h in inputs.iter().chain(&diagonals).chain(&keys) {
-        manager.discard(h)?;
-    }
-    timeline.sample(&manager, "discard inputs, diagonals, keys");
-    let finish = manager.reserve(dev, 3 * input, "finish workspace")?;
-    let t0 = Instant::now();
-    let mut outputs = Vec::with_capacity(dim);
-    for slot in &mut acc {
-        let a = slot.take().ok_or_else(|| ExampleError::Check {
-            what: "every column accumulated",
-            expected: "an accumulator".to_owned(),
-            found: "none".to_owned(),
-        })?;
-        let coeff = timeline.op(&compute, "ntt_to_coefficient", || {
-            engine.ntt_domain_to_coefficient_domain(&a)
-        })?;
-        drop(a);
-        outputs.push(timeline.op(&compute, "rescale_to_next_level", || {
-            engine.rescale_to_next_level(&coeff)
-        })?);
-    }
-    compute.synchronize()?;
-    compute_total += t0.elapsed();
     let wall = started.elapsed();
-    finish.release()?;
+    let outputs = layer_in;
 
-    let c = product(&a, &b, dim);
+    let inputs: Vec<ResidencyHandle> = input_h.iter().map(|h| h.raw().clone()).collect();
+    let diagonals: Vec<ResidencyHandle> =
+        diag_h.iter().flatten().map(|h| h.raw().clone()).collect();
+    let keys: Vec<ResidencyHandle> = key_h.iter().map(|h| h.raw().clone()).collect();
+    let c = layered_product(&a, &b, dim, layers);
     let mut errors = Vec::with_capacity(dim);
     for (j, out) in outputs.into_iter().enumerate() {
         let on_host = out.materialize(memory, &PAGEABLE_HOST, None)?.wait()?;
@@ -844,7 +1043,13 @@ pub fn run_matrix(
         let got = engine.decrypt_message(&on_host)?;
         errors.push(error_stats(&got, &column_slots(&c, dim, j, slots)));
     }
+    for h in inputs.iter().chain(&diagonals).chain(&keys) {
+        manager.discard(h)?;
+    }
     acc_reservation.release()?;
+    if let Some(r) = layer_reservation {
+        r.release()?;
+    }
     manager.poll()?;
     let snapshot = manager.snapshot()?;
     let peak_charged = snapshot.location(dev).map_or(
@@ -861,6 +1066,8 @@ pub fn run_matrix(
         device: dev,
         engine: engine.describe(),
         dim,
+        layers,
+        eviction: options.eviction,
         schedule,
         schedule_chosen: options.schedule.is_none(),
         prefetch: options.prefetch,

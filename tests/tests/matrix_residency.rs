@@ -5,7 +5,7 @@
 
 use fhelium_ckks::CkksConfig;
 use fhelium_examples::matrix::{
-    run_matrix, MatrixOptions, MatrixOutcome, Schedule, MATRIX_MAX_ERROR,
+    check_layers, run_matrix, Eviction, MatrixOptions, MatrixOutcome, Schedule, MATRIX_MAX_ERROR,
 };
 use fhelium_examples::{ExampleError, Timeline};
 use fhelium_residency::{ResidencyAction, ResidencyDecision, ResidencyHandle, ResidencyLocation};
@@ -187,6 +187,7 @@ fn check_common(o: &MatrixOutcome, dim: usize, prefetch: bool, device: Residency
 /// step's prefetch, which reclaims what the step before that used; the steps then enter
 /// nothing, and the budget is exactly full at every prefetch.
 fn check_prefetch_run(o: &MatrixOutcome, device: ResidencyLocation) {
+    assert_eq!(o.layers, 1);
     let dim = o.dim;
     check_common(o, dim, true, device);
     for (k, s) in o.steps.iter().enumerate() {
@@ -210,8 +211,9 @@ fn check_prefetch_run(o: &MatrixOutcome, device: ResidencyLocation) {
     }
     assert_eq!(o.peak_charged, o.charges.device_budget);
     let render = o.render();
-    let once = format!("{} of {} exactly once", dim - 1, dim - 1);
+    let once = format!("Rotation keys: {} copies into {device}", dim - 1);
     assert!(render.contains(&once), "{render}");
+    assert!(render.contains("the run went as forecast: yes"), "{render}");
 }
 
 /// The default run: 16 x 16 with prefetch on sim:0.
@@ -323,6 +325,71 @@ fn the_budget_chooses_the_schedule_when_asked() {
         assert!(o.render().contains("(chosen: the budget"));
     }
     assert!(!run(dim, true, None).unwrap().schedule_chosen);
+}
+
+/// Three layers (A^3 B) of 8 x 8 with the same 7 keys. With the schedule's own budget, LRU
+/// copies every key once per layer. With room for three more keys, evicting by next use keeps the keys the
+/// next layer needs first, so fewer keys cross, while LRU still copies every key every layer
+/// (a cyclic program is LRU's worst case). Both runs go as forecast and give the same words.
+#[test]
+fn layers_reuse_keys_and_next_use_eviction_copies_fewer() {
+    let dim = 8;
+    let layers = 3;
+    let (input, diagonal, key) = sizes(&MatrixOptions::default());
+    let d = dim as u64;
+    let run_layers = |eviction, budget| {
+        run_matrix(
+            &MatrixOptions {
+                dim,
+                layers,
+                eviction,
+                device_budget: budget,
+                ..MatrixOptions::default()
+            },
+            &Timeline::disabled(),
+        )
+        .unwrap()
+    };
+    let key_copies =
+        |o: &MatrixOutcome| o.keys.iter().map(|k| o.copies_to_device(k)).sum::<usize>();
+    // The derived budget adds the held layer-input reservation.
+    let derived = run_layers(Eviction::Lru, None);
+    assert_eq!(derived.charges.layer_inputs, d * input);
+    assert_eq!(
+        derived.charges.device_budget,
+        d * input + d * input + d * input + 3 * input + 2 * (key + diagonal)
+    );
+    assert_eq!(derived.steps.len(), layers * dim);
+    assert_eq!(key_copies(&derived), layers * (dim - 1));
+    assert!(derived.went_as_forecast());
+    assert!(derived.max_error() <= MATRIX_MAX_ERROR);
+
+    let roomy = Some(derived.charges.device_budget + 3 * key);
+    let lru = run_layers(Eviction::Lru, roomy);
+    let next = run_layers(Eviction::NextUse, roomy);
+    assert_eq!(
+        key_copies(&lru),
+        layers * (dim - 1),
+        "LRU thrashes on the key cycle"
+    );
+    assert!(
+        key_copies(&next) < key_copies(&lru),
+        "next use {} against LRU {}",
+        key_copies(&next),
+        key_copies(&lru)
+    );
+    assert!(next.keys.iter().all(|k| next.copies_to_device(k) >= 1));
+    for o in [&lru, &next] {
+        assert!(o.went_as_forecast());
+        assert!(o.peak_charged <= o.charges.device_budget);
+        assert!(o.allocator_peak <= o.charges.device_budget);
+        assert_eq!(o.eviction == Eviction::NextUse, std::ptr::eq(o, &next));
+    }
+    for (j, (x, y)) in lru.errors.iter().zip(&next.errors).enumerate() {
+        assert_eq!(x.max_abs.to_bits(), y.max_abs.to_bits(), "column {j}");
+    }
+    assert!(next.render().contains("eviction: next-use"));
+    assert!(check_layers(0).is_err() && check_layers(5).is_err() && check_layers(4).is_ok());
 }
 
 /// One byte below the schedule's budget, the forecast finds the first request that cannot

@@ -7,7 +7,9 @@
 //! (feature `cuda`) the CUDA engine. `--dim` changes the dimension, `--budget-mib` the device
 //! budget (default: the smallest the schedule needs), `--no-prefetch` admits each key only
 //! when its step starts, `--schedule column-hoisted` runs FHElium's order instead (every key
-//! on the device at once, each column's 15 rotations over one ModUp). Prints each step's decision, the device accounting and the result's
+//! on the device at once, each column's 15 rotations over one ModUp). `--layers L` computes
+//! A^L x B with the same keys in every layer; `--evict next-use` reclaims the value needed
+//! farthest ahead in the forecast program instead of the least recently used one. Prints each step's decision, the device accounting and the result's
 //! error against the f64 product; exits non-zero when a step cannot be admitted, a check
 //! fails or a slot's error exceeds 3e-5.
 
@@ -28,6 +30,13 @@ struct Cli {
     /// Matrix dimension (a power of two, 2..=64).
     #[arg(long, default_value_t = DEFAULT_DIM)]
     dim: usize,
+    /// Layers: A^layers x B, every layer with the same rotation keys (1..=4).
+    #[arg(long, default_value_t = 1)]
+    layers: usize,
+    /// What the controller reclaims first: lru, or next-use (the value needed farthest ahead
+    /// in the forecast program).
+    #[arg(long, default_value = "lru")]
+    evict: String,
     /// Device budget in MiB (default: the smallest the schedule needs).
     #[arg(long)]
     budget_mib: Option<u64>,
@@ -43,6 +52,7 @@ struct Cli {
 
 fn run(cli: &Cli) -> Result<(), ExampleError> {
     let device_budget = cli.budget_mib.map(budget_from_mib).transpose()?;
+    let eviction = cli.evict.parse()?;
     let schedule = match cli.schedule.as_str() {
         "auto" => None,
         other => Some(other.parse()?),
@@ -52,6 +62,8 @@ fn run(cli: &Cli) -> Result<(), ExampleError> {
             &MatrixOptions {
                 engine: *engine,
                 dim: cli.dim,
+                layers: cli.layers,
+                eviction,
                 schedule,
                 prefetch: !cli.no_prefetch,
                 device_budget,
