@@ -646,12 +646,8 @@ mod tests {
         }
     }
 
-    /// The fused call equals the separate calls word for word, with and without a key and an
-    /// accumulator, and refuses what the separate calls refuse (an NTT-domain input).
-    #[test]
-    fn rotate_multiply_accumulate_equals_the_separate_calls() {
-        let setup = Engine::open(DeviceChoice::Cpu, DEFAULT_PRESET, DEFAULT_SEED).expect("cpu");
-        let e = &setup.engine;
+    /// A ciphertext, an operation-ready plaintext and a rotation key by `step`, made by `e`.
+    fn fused_inputs(e: &Engine, step: i64) -> (Ciphertext, Plaintext, RotationKey) {
         let n = e.num_slots();
         let m: Vec<f64> = (0..n).map(|j| 0.01 * (0.02 * j as f64).cos()).collect();
         let col = e.encrypt_message(&m).expect("encrypt");
@@ -661,7 +657,17 @@ mod tests {
                 ModulusBasis::Q,
             )
             .expect("prepare");
-        let key = e.create_rotation_key(3, e.secret_key()).expect("key");
+        let key = e.create_rotation_key(step, e.secret_key()).expect("key");
+        (col, diag, key)
+    }
+
+    /// The fused call equals the separate calls word for word, with and without a key and an
+    /// accumulator, and refuses what the separate calls refuse (an NTT-domain input).
+    #[test]
+    fn rotate_multiply_accumulate_equals_the_separate_calls() {
+        let setup = Engine::open(DeviceChoice::Cpu, DEFAULT_PRESET, DEFAULT_SEED).expect("cpu");
+        let e = &setup.engine;
+        let (col, diag, key) = fused_inputs(e, 3);
         #[allow(irrefutable_let_patterns)] // one variant without the `cuda` feature
         let Engine::Cpu(cpu) = e
         else {
@@ -796,16 +802,7 @@ mod tests {
         let Some(gpu) = cuda_or_skip() else { return };
         let cpu = Engine::open(DeviceChoice::Cpu, DEFAULT_PRESET, DEFAULT_SEED).expect("cpu");
         let (g, c) = (&gpu.engine, &cpu.engine);
-        let n = c.num_slots();
-        let m: Vec<f64> = (0..n).map(|j| 0.01 * (0.05 * j as f64).sin()).collect();
-        let col = c.encrypt_message(&m).expect("encrypt");
-        let diag = c
-            .prepare_plaintext_for_multiplication(
-                &c.encode(&vec![0.25; n], 0, None).expect("encode"),
-                ModulusBasis::Q,
-            )
-            .expect("prepare");
-        let key = c.create_rotation_key(5, c.secret_key()).expect("key");
+        let (col, diag, key) = fused_inputs(c, 5);
         let run = |e: &Engine| {
             let a = e
                 .rotate_multiply_accumulate(&col, None, &diag, None)

@@ -180,21 +180,8 @@ impl Projection {
         let i = match self.locations.iter().position(|l| l.location == location) {
             Some(i) => i,
             None => {
-                self.locations.push(ResidencyLocationSnapshotParts {
-                    location,
-                    budget_bytes: None,
-                    used_bytes: 0,
-                    reserved_bytes: 0,
-                    peak_used_bytes: 0,
-                    peak_charged_bytes: 0,
-                    value_count: 0,
-                    reservation_count: 0,
-                    use_count: 0,
-                    hold_count: 0,
-                    pending_event_count: 0,
-                    allocator_allocated_bytes: None,
-                    allocator_reserved_bytes: None,
-                });
+                self.locations
+                    .push(ResidencyLocationSnapshotParts::empty(location, None));
                 self.locations.len() - 1
             }
         };

@@ -489,6 +489,28 @@ pub struct ResidencyLocationSnapshotParts {
     pub allocator_reserved_bytes: Option<u64>,
 }
 
+impl ResidencyLocationSnapshotParts {
+    /// A location with `budget` and nothing charged, reserved or counted yet.
+    #[must_use]
+    pub const fn empty(location: ResidencyLocation, budget_bytes: Option<u64>) -> Self {
+        Self {
+            location,
+            budget_bytes,
+            used_bytes: 0,
+            reserved_bytes: 0,
+            peak_used_bytes: 0,
+            peak_charged_bytes: 0,
+            value_count: 0,
+            reservation_count: 0,
+            use_count: 0,
+            hold_count: 0,
+            pending_event_count: 0,
+            allocator_allocated_bytes: None,
+            allocator_reserved_bytes: None,
+        }
+    }
+}
+
 /// Accounting at one location (spec 1.11).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(
@@ -1300,21 +1322,7 @@ impl ResidencySnapshotBuilder {
         }
         let mut locations = Vec::with_capacity(order.len());
         for (l, budget) in order {
-            let mut p = ResidencyLocationSnapshotParts {
-                location: l,
-                budget_bytes: budget,
-                used_bytes: 0,
-                reserved_bytes: 0,
-                peak_used_bytes: 0,
-                peak_charged_bytes: 0,
-                value_count: 0,
-                reservation_count: 0,
-                use_count: 0,
-                hold_count: 0,
-                pending_event_count: 0,
-                allocator_allocated_bytes: None,
-                allocator_reserved_bytes: None,
-            };
+            let mut p = ResidencyLocationSnapshotParts::empty(l, budget);
             for m in self
                 .values
                 .iter()

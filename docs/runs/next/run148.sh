@@ -6,7 +6,9 @@
 #     test in tests/matrix_residency.rs (matrix_test) compares every column with the CPU run
 #     bit for bit and checks every decision;
 #   - the examples' Engine::rotate_multiply_accumulate (cuda test in examples_lib);
-#   - ResidencyController::prefetch (host logic; exercised by the matrix runs on cuda:0);
+#   - ResidencyController::prefetch / forecast / apply_next_use (host logic; exercised by the
+#     matrix runs on cuda:0: "the run went as forecast" must say yes; --layers 3 with lru
+#     against next-use shows what 306 MiB less key traffic is worth over PCIe);
 #   - 4a001b0 (twenty-fourth session, mechanical: coefficient_domain_to_ntt_domain through
 #     ntt_fwd), never run on the H200 before.
 # Predicted (perf.md, twenty-fifth session): matrix_residency key-major 25-45 ms wall on the
@@ -27,7 +29,7 @@ r cuda_lib $W/cuda_lib --test-threads=1
 r gpu_memory $W/gpu_memory --test-threads=1
 for ex in automatic_residency basic_ckks explicit_residency; do (timeout 60 $W/$ex --device cuda:0; echo "$ex exit=$?") > $OUT/logs/$ex.txt 2>&1; tail -1 $OUT/logs/$ex.txt; done
 i=0
-for args in "" "" "--schedule column-hoisted" "--schedule column-hoisted" "--no-prefetch" "--budget-mib 400"; do
+for args in "" "" "--schedule column-hoisted" "--schedule column-hoisted" "--no-prefetch" "--budget-mib 400" "--layers 3 --budget-mib 250 --evict lru" "--layers 3 --budget-mib 250 --evict next-use"; do
   i=$((i+1)); (timeout 120 $W/matrix_residency --device cuda:0 $args; echo "exit=$?") > $OUT/logs/matrix-$i.txt 2>&1
   echo "matrix $i [$args]: $(grep -E '^(Time|Result)' $OUT/logs/matrix-$i.txt | tr '\n' ' ') $(tail -1 $OUT/logs/matrix-$i.txt)"
 done
