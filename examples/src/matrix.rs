@@ -42,7 +42,8 @@ use fhelium_residency::{
     ResidencyRequest, ResidencyRequirement, PAGEABLE_HOST,
 };
 use fhelium_runtime::{
-    ConsumerStreams, Handle, ResidencyController, ResidencyManager, TransferStreams,
+    ConsumerStreams, Handle, ProgramError, ProgramEviction, ResidencyController, ResidencyManager,
+    TransferStreams,
 };
 
 use crate::automatic::AutomaticOptions;
@@ -893,123 +894,25 @@ pub fn run_matrix(
             }
         }
     }
-    let span = timeline.host_span("forecast");
-    let forecast = match options.eviction {
-        Eviction::Lru => controller.forecast(&program)?,
-        Eviction::NextUse => controller.forecast_next_use(&program)?,
-    };
-    drop(span);
-    // Before program step `i`: the next-use priorities, when asked for.
-    let before = |i: usize| -> Result<(), ExampleError> {
-        if options.eviction == Eviction::NextUse {
-            controller.apply_next_use(&program, i)?;
-        }
-        Ok(())
-    };
-
-    let mut steps = Vec::with_capacity(dim * layers);
-    let mut transfers = Vec::new();
-    let mut compute_total = Duration::ZERO;
-    let mut pi = 0;
-    // The previous layer's results (layers after the first read these, not the inputs).
-    let mut layer_in: Vec<Ciphertext> = Vec::new();
-    let mut outputs: Vec<Ciphertext> = Vec::new();
-    for (layer, layer_diags) in diag_h.iter().enumerate() {
-        let mut acc: Vec<Option<Ciphertext>> = (0..dim).map(|_| None).collect();
+    // Program index of each use -> (layer, k).
+    let mut at: Vec<Option<(usize, usize)>> = Vec::with_capacity(program.len());
+    for layer in 0..layers {
         for k in 0..dim {
-            let request = step_request(layer, k)?;
-            before(pi)?;
-            pi += 1;
-            let span = timeline.host_span("decide + scope + lease");
-            let admitted = controller.use_request(&request, &consumers, &transfer)?;
-            drop(span);
-            timeline.sample(&manager, "step admitted");
-            let decision = admitted.decision().clone();
-            // The next step's new values, admitted while this step computes.
-            let prefetch = match prefetch_request(layer, k)? {
-                Some(next) => {
-                    before(pi)?;
-                    pi += 1;
-                    let span = timeline.host_span("prefetch");
-                    let p = controller.prefetch(&next, &transfer)?;
-                    drop(span);
-                    timeline.sample(&manager, "prefetched");
-                    Some((p.decision, p.report))
-                }
-                None => None,
-            };
-            engine.wait_for(&compute)?;
-            let t0 = Instant::now();
-            let column = |j: usize| -> Result<&Ciphertext, ExampleError> {
-                if layer == 0 {
-                    Ok(admitted.value(&input_h[j], dev)?)
-                } else {
-                    Ok(&layer_in[j])
-                }
-            };
-            match schedule {
-                Schedule::KeyMajor => {
-                    let diag = admitted.value(&layer_diags[k], dev)?;
-                    let step_key = match k {
-                        0 => None,
-                        _ => Some(admitted.value(&key_h[k - 1], dev)?),
-                    };
-                    for (j, slot) in acc.iter_mut().enumerate() {
-                        let next = step_column(
-                            engine,
-                            timeline,
-                            &compute,
-                            column(j)?,
-                            step_key,
-                            diag,
-                            slot.as_ref(),
-                        )?;
-                        *slot = Some(next);
-                    }
-                }
-                Schedule::ColumnHoisted => {
-                    let keys = key_h
-                        .iter()
-                        .map(|h| admitted.value(h, dev))
-                        .collect::<Result<Vec<_>, _>>()?;
-                    let diags = layer_diags
-                        .iter()
-                        .map(|h| admitted.value(h, dev))
-                        .collect::<Result<Vec<_>, _>>()?;
-                    acc[k] = Some(hoisted_column(
-                        engine,
-                        timeline,
-                        &compute,
-                        column(k)?,
-                        &keys,
-                        &diags,
-                    )?);
-                }
+            at.push(Some((layer, k)));
+            if prefetch_request(layer, k)?.is_some() {
+                at.push(None);
             }
-            compute.synchronize()?;
-            let took = t0.elapsed();
-            compute_total += took;
-            let report = admitted.close()?;
-            timeline.sample(&manager, "step closed");
-            transfers.extend(copies(&report));
-            if let Some((_, r)) = &prefetch {
-                transfers.extend(copies(r));
-            }
-            steps.push(MatrixStep {
-                layer,
-                step: k,
-                decision,
-                report,
-                prefetch,
-                compute: took,
-            });
         }
-        // The layer's results: back to the coefficient domain and rescaled, in the room the
-        // last step's workspace left.
-        let finish = manager.reserve(dev, 3 * input, "finish workspace")?;
-        let t0 = Instant::now();
-        outputs.clear();
-        for slot in &mut acc {
+    }
+    let eviction = match options.eviction {
+        Eviction::Lru => ProgramEviction::Policy,
+        Eviction::NextUse => ProgramEviction::NextUse,
+    };
+    // The layer's results: back to the coefficient domain and rescaled. Between layers this
+    // runs at the start of the next layer's first step, inside its workspace.
+    let finish = |acc: &mut Vec<Option<Ciphertext>>| -> Result<Vec<Ciphertext>, ExampleError> {
+        let mut out = Vec::with_capacity(dim);
+        for slot in acc.iter_mut() {
             let sum = slot.take().ok_or_else(|| ExampleError::Check {
                 what: "every column accumulated",
                 expected: "an accumulator".to_owned(),
@@ -1019,17 +922,117 @@ pub fn run_matrix(
                 engine.ntt_domain_to_coefficient_domain(&sum)
             })?;
             drop(sum);
-            outputs.push(timeline.op(&compute, "rescale_to_next_level", || {
+            out.push(timeline.op(&compute, "rescale_to_next_level", || {
                 engine.rescale_to_next_level(&coeff)
             })?);
         }
+        Ok(out)
+    };
+    let mut acc: Vec<Option<Ciphertext>> = (0..dim).map(|_| None).collect();
+    // The previous layer's results (layers after the first read these, not the inputs).
+    let mut layer_in: Vec<Ciphertext> = Vec::new();
+    let mut step_times = vec![Duration::ZERO; program.len()];
+    let span = timeline.host_span("program");
+    let run = controller.run_program(&program, eviction, &consumers, &transfer, |pi, admitted| {
+        let (layer, k) = at[pi].ok_or_else(|| ExampleError::Check {
+            what: "program order",
+            expected: "a use step".to_owned(),
+            found: format!("prefetch step {pi}"),
+        })?;
+        timeline.sample(&manager, "step admitted");
+        engine.wait_for(&compute)?;
+        let t0 = Instant::now();
+        if layer > 0 && k == 0 {
+            layer_in.clear();
+            layer_in = finish(&mut acc)?;
+        }
+        let column = |j: usize| -> Result<&Ciphertext, ExampleError> {
+            if layer == 0 {
+                Ok(admitted.value(&input_h[j], dev)?)
+            } else {
+                Ok(&layer_in[j])
+            }
+        };
+        match schedule {
+            Schedule::KeyMajor => {
+                let diag = admitted.value(&diag_h[layer][k], dev)?;
+                let step_key = match k {
+                    0 => None,
+                    _ => Some(admitted.value(&key_h[k - 1], dev)?),
+                };
+                for (j, slot) in acc.iter_mut().enumerate() {
+                    let next = step_column(
+                        engine,
+                        timeline,
+                        &compute,
+                        column(j)?,
+                        step_key,
+                        diag,
+                        slot.as_ref(),
+                    )?;
+                    *slot = Some(next);
+                }
+            }
+            Schedule::ColumnHoisted => {
+                let keys = key_h
+                    .iter()
+                    .map(|h| admitted.value(h, dev))
+                    .collect::<Result<Vec<_>, _>>()?;
+                let diags = diag_h[layer]
+                    .iter()
+                    .map(|h| admitted.value(h, dev))
+                    .collect::<Result<Vec<_>, _>>()?;
+                acc[k] = Some(hoisted_column(
+                    engine,
+                    timeline,
+                    &compute,
+                    column(k)?,
+                    &keys,
+                    &diags,
+                )?);
+            }
+        }
         compute.synchronize()?;
-        compute_total += t0.elapsed();
-        finish.release()?;
-        layer_in = std::mem::take(&mut outputs);
-    }
+        step_times[pi] = t0.elapsed();
+        Ok::<(), ExampleError>(())
+    });
+    drop(span);
+    let run = run.map_err(|e| match e {
+        ProgramError::Residency(e) => ExampleError::Runtime(e),
+        ProgramError::Body { error, .. } => error,
+    })?;
+    // The last layer's results, in a workspace of their own.
+    let reserved = manager.reserve(dev, 3 * input, "finish workspace")?;
+    let t0 = Instant::now();
+    let outputs = finish(&mut acc)?;
+    compute.synchronize()?;
+    let finish_time = t0.elapsed();
+    reserved.release()?;
     let wall = started.elapsed();
-    let outputs = layer_in;
+    drop(layer_in);
+
+    let mut transfers = Vec::new();
+    for r in &run.reports {
+        transfers.extend(copies(r));
+    }
+    let mut steps = Vec::with_capacity(dim * layers);
+    for (pi, slot) in at.iter().enumerate() {
+        let Some((layer, k)) = *slot else { continue };
+        let prefetch = match at.get(pi + 1) {
+            Some(None) => Some((run.decisions[pi + 1].clone(), run.reports[pi + 1].clone())),
+            _ => None,
+        };
+        steps.push(MatrixStep {
+            layer,
+            step: k,
+            decision: run.decisions[pi].clone(),
+            report: run.reports[pi].clone(),
+            prefetch,
+            compute: step_times[pi],
+        });
+    }
+    let compute_total = step_times.iter().sum::<Duration>() + finish_time;
+    let forecast = run.forecast;
 
     let inputs: Vec<ResidencyHandle> = input_h.iter().map(|h| h.raw().clone()).collect();
     let diagonals: Vec<ResidencyHandle> =

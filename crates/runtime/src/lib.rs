@@ -34,6 +34,7 @@ mod lifetime;
 mod manager;
 mod plan;
 mod preflight;
+mod program;
 mod report;
 mod snapshot;
 mod state;
@@ -47,4 +48,5 @@ pub use error::{
 pub use lifetime::{ResidencyHold, ResidencyLease, ResidencyReservation};
 pub use manager::{ManagerBuilder, ResidencyManager, DEFAULT_TRACE_CAPACITY};
 pub use plan::{ResidencyScope, TransferStreams};
+pub use program::{ProgramError, ProgramEviction, ProgramRun};
 pub use value::Handle;

@@ -972,3 +972,166 @@ fn apply_next_use_rejects_a_foreign_program_before_changing_anything() {
         "mine kept priority 7"
     );
 }
+
+/// `run_program` forecasts, then runs: each use's body sees its values leased and the
+/// following prefetch already placed; the run goes as forecast, with one decision and one
+/// report per step.
+#[test]
+fn run_program_admits_prefetches_before_the_body() {
+    use fhelium_residency::ResidencyProgramStep;
+    use fhelium_runtime::ProgramEviction;
+    let mem = memory();
+    let m = manager(&mem, &[(N, 2 * NB)]);
+    let h: Vec<_> = (0..4).map(|i| repl(&m, i)).collect();
+    let policy = DeterministicTieredLRU::with_fallback_tiers([(N, vec![P])]).unwrap();
+    let c = ResidencyController::with_policy(&m, policy);
+    let mut program = Vec::new();
+    for i in 0..4 {
+        program.push(ResidencyProgramStep::used(req(
+            &format!("u{i}"),
+            &[(&h[i], N)],
+            &[],
+        )));
+        if i + 1 < 4 {
+            program.push(ResidencyProgramStep::prefetched(req(
+                &format!("p{}", i + 1),
+                &[(&h[i + 1], N)],
+                &[],
+            )));
+        }
+    }
+    let mut seen = Vec::new();
+    let run = c
+        .run_program(
+            &program,
+            ProgramEviction::Policy,
+            &no_consumers(),
+            &none(),
+            |step, u| {
+                let k = step / 2;
+                let v: &Tensors = u.value(&h[k], N)?;
+                assert_eq!(words(&mem, v)[0], k as u64 * 1000);
+                if k + 1 < 4 {
+                    assert!(
+                        locs(&m, &h[k + 1]).contains(&N),
+                        "prefetched before the body"
+                    );
+                }
+                seen.push(step);
+                Ok::<(), RuntimeError>(())
+            },
+        )
+        .unwrap();
+    assert_eq!(seen, vec![0, 2, 4, 6]);
+    assert!(run.went_as_forecast());
+    assert_eq!((run.decisions.len(), run.reports.len()), (7, 7));
+    let snap = m.snapshot().unwrap();
+    assert_eq!(
+        snap.location(N).unwrap().parts().use_count,
+        0,
+        "every lease released"
+    );
+}
+
+/// A body error stops the program at its step with every lease released; a program whose
+/// forecast fails never calls the body and moves nothing.
+#[test]
+fn run_program_stops_at_a_body_error_or_before_an_infeasible_step() {
+    use fhelium_residency::ResidencyProgramStep;
+    use fhelium_runtime::{ProgramError, ProgramEviction};
+    let mem = memory();
+    let m = manager(&mem, &[(N, NB)]);
+    let h: Vec<_> = (0..2).map(|i| repl(&m, i)).collect();
+    let c = ResidencyController::new(&m);
+    let program: Vec<_> = (0..2)
+        .map(|i| ResidencyProgramStep::used(req(&format!("u{i}"), &[(&h[i], N)], &[])))
+        .collect();
+    let e = c
+        .run_program(
+            &program,
+            ProgramEviction::Policy,
+            &no_consumers(),
+            &none(),
+            |step, _| {
+                if step == 1 {
+                    Err("the body failed")
+                } else {
+                    Ok(())
+                }
+            },
+        )
+        .unwrap_err();
+    assert!(
+        matches!(
+            e,
+            ProgramError::Body {
+                step: 1,
+                error: "the body failed"
+            }
+        ),
+        "{e}"
+    );
+    assert_eq!(
+        m.snapshot().unwrap().location(N).unwrap().parts().use_count,
+        0
+    );
+
+    let v = m.state_version().unwrap();
+    let both = vec![ResidencyProgramStep::used(req(
+        "both",
+        &[(&h[0], N), (&h[1], N)],
+        &[],
+    ))];
+    let mut called = false;
+    let e = c
+        .run_program(
+            &both,
+            ProgramEviction::Policy,
+            &no_consumers(),
+            &none(),
+            |_, _| {
+                called = true;
+                Ok::<(), RuntimeError>(())
+            },
+        )
+        .unwrap_err();
+    assert!(
+        matches!(
+            e,
+            ProgramError::Residency(RuntimeError::Forecast { step: 0, .. })
+        ),
+        "{e}"
+    );
+    assert!(!called);
+    assert_eq!(m.state_version().unwrap(), v);
+}
+
+/// With next-use eviction the cyclic program of three rounds over four values makes 6 copies
+/// through `run_program`, as its forecast says.
+#[test]
+fn run_program_with_next_use_evicts_by_the_future() {
+    use fhelium_residency::ResidencyProgramStep;
+    use fhelium_runtime::ProgramEviction;
+    let mem = memory();
+    let m = manager(&mem, &[(N, 3 * NB)]);
+    let h: Vec<_> = (0..4).map(|i| repl(&m, i)).collect();
+    let c = ResidencyController::with_policy(
+        &m,
+        DeterministicTieredLRU::with_fallback_tiers([(N, vec![P])]).unwrap(),
+    );
+    let program: Vec<_> = (0..12)
+        .map(|i| ResidencyProgramStep::used(req(&format!("u{i}"), &[(&h[i % 4], N)], &[])))
+        .collect();
+    let run = c
+        .run_program(
+            &program,
+            ProgramEviction::NextUse,
+            &no_consumers(),
+            &none(),
+            |_, _| Ok::<(), RuntimeError>(()),
+        )
+        .unwrap();
+    assert!(run.went_as_forecast());
+    let copies: usize = run.decisions.iter().map(|d| d.plan().enter().len()).sum();
+    assert_eq!(copies, 6);
+}

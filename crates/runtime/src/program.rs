@@ -1,0 +1,150 @@
+//! Running a whole program of uses and prefetches: [`ResidencyController::run_program`]
+//! (decision 0207).
+
+use fhelium_residency::{
+    ResidencyDecision, ResidencyForecast, ResidencyPlanReport, ResidencyPolicy,
+    ResidencyProgramStep, ResidencyStepKind,
+};
+use tracing::info_span;
+
+use crate::controller::{ConsumerStreams, ResidencyController, ResidencyUse};
+use crate::error::RuntimeError;
+use crate::plan::TransferStreams;
+
+/// How [`ResidencyController::run_program`] chooses what to reclaim.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub enum ProgramEviction {
+    /// The policy's own order (least recently used first for the built-in policy).
+    #[default]
+    Policy,
+    /// Retention priorities from the program's future before every step
+    /// ([`ResidencyController::apply_next_use`]): the value needed farthest ahead first.
+    NextUse,
+}
+
+/// What a program run did, step by step in program order.
+#[derive(Debug, Clone)]
+pub struct ProgramRun {
+    /// The forecast made before anything moved.
+    pub forecast: ResidencyForecast,
+    /// The decision admitted for every step.
+    pub decisions: Vec<ResidencyDecision>,
+    /// The report of every step's scope (a use's includes its exit, made when the next use
+    /// began or the program ended).
+    pub reports: Vec<ResidencyPlanReport>,
+}
+
+impl ProgramRun {
+    /// Whether every step's reclaims and entries were the forecast's.
+    #[must_use]
+    pub fn went_as_forecast(&self) -> bool {
+        self.decisions.len() == self.forecast.steps.len()
+            && self
+                .decisions
+                .iter()
+                .zip(&self.forecast.steps)
+                .all(|(d, f)| {
+                    d.plan().reclaim() == f.decision.plan().reclaim()
+                        && d.plan().enter() == f.decision.plan().enter()
+                })
+    }
+}
+
+/// Why a program run stopped.
+#[derive(Debug, thiserror::Error)]
+pub enum ProgramError<E> {
+    /// The forecast or a step's admission failed (a failed forecast moves nothing; a failed
+    /// step leaves the earlier steps' placements, with every lease released).
+    #[error("residency: {0}")]
+    Residency(#[from] RuntimeError),
+    /// The body failed at a use step (its lease released and its scope closed).
+    #[error("program step {step}: {error}")]
+    Body {
+        /// The use step's index in the program.
+        step: usize,
+        /// The body's error.
+        error: E,
+    },
+}
+
+impl<P: ResidencyPolicy> ResidencyController<P> {
+    /// Runs `program` (decision 0207): forecasts it (a step that cannot fit fails here, before
+    /// anything moves), then admits the steps in order. A use step's [`ResidencyUse`] stays
+    /// open while `body(step, &use)` computes on its values; the prefetch steps that follow it
+    /// in the program are admitted before `body` runs, so their copies overlap its work; the
+    /// use closes when the next use begins or the program ends. With
+    /// [`ProgramEviction::NextUse`] the next-use priorities are applied before every step.
+    ///
+    /// # Errors
+    /// [`ProgramError::Residency`] with the forecast's error ([`RuntimeError::Forecast`]) or a
+    /// step's; [`ProgramError::Body`] with the body's error and its step.
+    pub fn run_program<E, F>(
+        &self,
+        program: &[ResidencyProgramStep],
+        eviction: ProgramEviction,
+        consumer_streams: &ConsumerStreams,
+        transfer_streams: &TransferStreams,
+        mut body: F,
+    ) -> Result<ProgramRun, ProgramError<E>>
+    where
+        F: FnMut(usize, &ResidencyUse) -> Result<(), E>,
+    {
+        let _span = info_span!("residency.run_program", steps = program.len()).entered();
+        let next_use = eviction == ProgramEviction::NextUse;
+        let forecast = if next_use {
+            self.forecast_next_use(program)?
+        } else {
+            self.forecast(program)?
+        };
+        let mut decisions = Vec::with_capacity(program.len());
+        // Reports in program order; a use's is filled in when it closes.
+        let mut reports: Vec<Option<ResidencyPlanReport>> = vec![None; program.len()];
+        let before = |i: usize| -> Result<(), RuntimeError> {
+            if next_use {
+                self.apply_next_use(program, i)?;
+            }
+            Ok(())
+        };
+        let mut open: Option<(usize, ResidencyUse)> = None;
+        let mut i = 0;
+        while i < program.len() {
+            let step = &program[i];
+            if step.kind == ResidencyStepKind::Prefetch {
+                before(i)?;
+                let p = self.prefetch(&step.request, transfer_streams)?;
+                decisions.push(p.decision);
+                reports[i] = Some(p.report);
+                i += 1;
+                continue;
+            }
+            if let Some((at, u)) = open.take() {
+                reports[at] = Some(u.close()?);
+            }
+            before(i)?;
+            let u = self.use_request(&step.request, consumer_streams, transfer_streams)?;
+            decisions.push(u.decision().clone());
+            let mut j = i + 1;
+            while j < program.len() && program[j].kind == ResidencyStepKind::Prefetch {
+                before(j)?;
+                let p = self.prefetch(&program[j].request, transfer_streams)?;
+                decisions.push(p.decision);
+                reports[j] = Some(p.report);
+                j += 1;
+            }
+            if let Err(error) = body(i, &u) {
+                drop(u.close());
+                return Err(ProgramError::Body { step: i, error });
+            }
+            open = Some((i, u));
+            i = j;
+        }
+        if let Some((at, u)) = open.take() {
+            reports[at] = Some(u.close()?);
+        }
+        Ok(ProgramRun {
+            forecast,
+            decisions,
+            reports: reports.into_iter().flatten().collect(),
+        })
+    }
+}
