@@ -16,15 +16,20 @@
 //! 3. **Key-major schedule** (the default, [`Schedule::KeyMajor`]): step k needs only key k
 //!    (and diagonal k) beside the inputs, so the device holds the d inputs, the d
 //!    accumulators (a reservation held for the whole product), one step's workspace and one
-//!    or two keys. Each step is one request through [`ResidencyController::use_request`]
-//!    (decision, scope, strict lease); with prefetch on, the next step's key and diagonal are
-//!    admitted by [`ResidencyController::prefetch`] (a second decision and scope, closed at
-//!    once) while the current step computes (on CUDA their copies run on the transfer
-//!    stream), so the budget holds two keys. The LRU policy
-//!    reclaims the finished step's key and diagonal, which keep their host replica: every key
-//!    crosses to the device once.
-//! 4. The accumulators are brought back to the coefficient domain and rescaled, downloaded,
+//!    or two keys. Each step is a use (decision, scope, strict lease); with prefetch on, the
+//!    next step's key and diagonal are a prefetch admitted while the current step computes
+//!    (on CUDA their copies run on the transfer stream), so the budget holds two keys. The
+//!    LRU policy reclaims the finished step's key and diagonal, which keep their host
+//!    replica: every key crosses to the device once.
+//! 4. The steps form one program, run by [`ResidencyController::run_program`]: it is
+//!    forecast first (a step that cannot fit fails before anything moves), then admitted
+//!    step by step around the compute; the outcome says whether the run went as forecast.
+//! 5. The accumulators are brought back to the coefficient domain and rescaled, downloaded,
 //!    decrypted and compared with the f64 product in every slot.
+//!
+//! `layers` > 1 computes `A^layers · B` with the same keys in every layer (a cyclic key
+//! pattern, LRU's worst case); [`Eviction::NextUse`] then reclaims by the program's future
+//! instead (decision 0207).
 //!
 //! [`Schedule::ColumnHoisted`] is the order of FHElium's benchmark: step j computes column j
 //! with all d - 1 rotations hoisted over one ModUp. That needs every key on the device at
