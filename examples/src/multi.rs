@@ -32,11 +32,14 @@ use std::time::{Duration, Instant};
 use fhelium_ckks::{Ciphertext, CkksConfig, CpuEngine, ModulusBasis, Preset};
 use fhelium_cuda::{Memory, MemoryConfig, PeerCopyStats, PeerMode, Resident};
 use fhelium_residency::{
-    DeterministicTieredLRU, MemoryReservation, ReplicaMode, ResidencyDecision, ResidencyHandle,
-    ResidencyLocation, ResidencyPlanReport, ResidencyRequest, ResidencyRequirement,
-    ResidencySnapshot, PAGEABLE_HOST, PINNED_HOST,
+    DeterministicTieredLRU, MemoryReservation, ReplicaMode, ResidencyDecision, ResidencyForecast,
+    ResidencyHandle, ResidencyLocation, ResidencyPlanReport, ResidencyProgramStep,
+    ResidencyRequest, ResidencyRequirement, ResidencySnapshot, PAGEABLE_HOST, PINNED_HOST,
 };
-use fhelium_runtime::{ConsumerStreams, ResidencyController, ResidencyManager, TransferStreams};
+use fhelium_runtime::{
+    ConsumerStreams, ProgramError, ProgramEviction, ResidencyController, ResidencyManager,
+    TransferStreams,
+};
 
 use crate::automatic::seed_stage;
 use crate::engine::Engine;
@@ -204,6 +207,10 @@ pub struct MultiOutcome {
     pub key: ResidencyHandle,
     /// The weight handle.
     pub weight: ResidencyHandle,
+    /// The forecast of the whole batch (one use per round), made before anything moved.
+    pub forecast: ResidencyForecast,
+    /// Whether every round's decision was the forecast's.
+    pub went_as_forecast: bool,
     /// The rounds.
     pub rounds: Vec<RoundRecord>,
     /// Every copy the manager made (adoption excluded), in order.
@@ -473,103 +480,130 @@ pub fn run_multi(
         compute.insert(*d, c);
     }
 
-    let mut rounds = Vec::new();
-    let mut transfers = Vec::new();
     let mut busy = vec![Duration::ZERO; d_count];
     let mut outputs: Vec<Option<Ciphertext>> = (0..options.batch).map(|_| None).collect();
-    let started = Instant::now();
-    let mut compute_total = Duration::ZERO;
-    for round in 0..options.batch.div_ceil(d_count) {
-        let items: Vec<(usize, usize)> = (0..d_count)
+    // One use per round over its active devices: the whole batch is one program, forecast
+    // before anything moves and run round by round.
+    let round_items = |round: usize| -> Vec<(usize, usize)> {
+        (0..d_count)
             .map(|di| (di, round * d_count + di))
             .filter(|(_, i)| *i < options.batch)
-            .collect();
+            .collect()
+    };
+    let round_count = options.batch.div_ceil(d_count);
+    let mut program = Vec::with_capacity(round_count);
+    for round in 0..round_count {
         let mut requirements = Vec::new();
         let mut reservations = Vec::new();
-        for &(di, i) in &items {
+        for (di, i) in round_items(round) {
             let d = devices[di];
             requirements.push(ResidencyRequirement::new(input_h[i].raw().clone(), d));
             requirements.push(ResidencyRequirement::new(key_h.raw().clone(), d));
             requirements.push(ResidencyRequirement::new(weight_h.raw().clone(), d));
             reservations.push(MemoryReservation::new(d, workspace, "stage workspace")?);
         }
-        let request =
-            ResidencyRequest::new(&format!("multi/round-{round}"), requirements, reservations)?;
-        let streams: ConsumerStreams = items
-            .iter()
-            .map(|&(di, _)| (devices[di], compute[&devices[di]].clone()))
-            .collect();
-        let span = timeline.host_span("decide + scope + leases");
-        let admitted = controller.use_request(&request, &streams, &transfer)?;
-        let decision = admitted.decision().clone();
-        drop(span);
-        timeline.sample(&manager, "round admitted");
-        // Borrow every device's operands, then compute on all devices at once.
-        let mut work = Vec::with_capacity(items.len());
-        for &(di, i) in &items {
-            let d = devices[di];
-            work.push((
-                di,
-                i,
-                admitted.value(&input_h[i], d)?,
-                admitted.value(&key_h, d)?,
-                admitted.value(&weight_h, d)?,
-            ));
-        }
-        let t0 = Instant::now();
-        let results: Vec<(usize, usize, Duration, Result<Ciphertext, ExampleError>)> =
-            std::thread::scope(|s| {
-                let handles: Vec<_> = work
-                    .iter()
-                    .map(|&(di, i, src, k, w)| {
-                        let engine = setup.engine(di);
-                        let stream = &compute[&devices[di]];
-                        s.spawn(move || {
-                            let t = Instant::now();
-                            let r = seed_stage(engine, timeline, stream, src, k, w);
-                            (di, i, t.elapsed(), r)
+        program.push(ResidencyProgramStep::used(ResidencyRequest::new(
+            &format!("multi/round-{round}"),
+            requirements,
+            reservations,
+        )?));
+    }
+    let started = Instant::now();
+    let mut compute_times = vec![Duration::ZERO; round_count];
+    let span = timeline.host_span("program");
+    let run = controller.run_program(
+        &program,
+        ProgramEviction::Policy,
+        &compute,
+        &transfer,
+        |round, admitted| {
+            timeline.sample(&manager, "round admitted");
+            let items = round_items(round);
+            // Borrow every device's operands, then compute on all devices at once.
+            let mut work = Vec::with_capacity(items.len());
+            for &(di, i) in &items {
+                let d = devices[di];
+                work.push((
+                    di,
+                    i,
+                    admitted.value(&input_h[i], d)?,
+                    admitted.value(&key_h, d)?,
+                    admitted.value(&weight_h, d)?,
+                ));
+            }
+            let t0 = Instant::now();
+            let results: Vec<(usize, usize, Duration, Result<Ciphertext, ExampleError>)> =
+                std::thread::scope(|s| {
+                    let handles: Vec<_> = work
+                        .iter()
+                        .map(|&(di, i, src, k, w)| {
+                            let engine = setup.engine(di);
+                            let stream = &compute[&devices[di]];
+                            s.spawn(move || {
+                                let t = Instant::now();
+                                let r = seed_stage(engine, timeline, stream, src, k, w);
+                                (di, i, t.elapsed(), r)
+                            })
                         })
-                    })
-                    .collect();
-                handles
-                    .into_iter()
-                    .map(|h| match h.join() {
-                        Ok(r) => r,
-                        Err(_) => (
-                            0,
-                            usize::MAX,
-                            Duration::ZERO,
-                            Err(ExampleError::Check {
-                                what: "device worker",
-                                expected: "a result".to_owned(),
-                                found: "the worker thread panicked".to_owned(),
-                            }),
-                        ),
-                    })
-                    .collect()
-            });
-        let elapsed = t0.elapsed();
-        compute_total += elapsed;
-        drop(work);
-        for s in streams.values() {
-            s.synchronize()?;
-        }
-        let report = admitted.close()?;
-        timeline.sample(&manager, "round closed");
-        transfers.extend(copies(&report));
-        for (di, i, took, r) in results {
-            let out = r?;
-            busy[di] += took;
-            outputs[i] = Some(out);
-        }
-        rounds.push(RoundRecord {
+                        .collect();
+                    handles
+                        .into_iter()
+                        .map(|h| match h.join() {
+                            Ok(r) => r,
+                            Err(_) => (
+                                0,
+                                usize::MAX,
+                                Duration::ZERO,
+                                Err(ExampleError::Check {
+                                    what: "device worker",
+                                    expected: "a result".to_owned(),
+                                    found: "the worker thread panicked".to_owned(),
+                                }),
+                            ),
+                        })
+                        .collect()
+                });
+            compute_times[round] = t0.elapsed();
+            drop(work);
+            for &(di, _) in &items {
+                compute[&devices[di]].synchronize()?;
+            }
+            for (di, i, took, r) in results {
+                outputs[i] = Some(r?);
+                busy[di] += took;
+            }
+            Ok::<(), ExampleError>(())
+        },
+    );
+    drop(span);
+    let run = run.map_err(|e| match e {
+        ProgramError::Residency(e) => ExampleError::Runtime(e),
+        ProgramError::Body { error, .. } => error,
+    })?;
+    timeline.sample(&manager, "rounds closed");
+    let compute_total: Duration = compute_times.iter().sum();
+    let mut transfers = Vec::new();
+    for r in &run.reports {
+        transfers.extend(copies(r));
+    }
+    let went_as_forecast = run.went_as_forecast();
+    let forecast = run.forecast;
+    let rounds: Vec<RoundRecord> = run
+        .decisions
+        .into_iter()
+        .zip(run.reports)
+        .enumerate()
+        .map(|(round, (decision, report))| RoundRecord {
             round,
-            items: items.iter().map(|&(di, i)| (devices[di], i)).collect(),
+            items: round_items(round)
+                .iter()
+                .map(|&(di, i)| (devices[di], i))
+                .collect(),
             decision,
             report,
-            compute: elapsed,
-        });
-    }
+            compute: compute_times[round],
+        })
+        .collect();
     let wall = started.elapsed();
 
     // Checks on the decisions: from round 2 on, each active device reclaims its previous input.
@@ -668,6 +702,8 @@ pub fn run_multi(
         inputs,
         key,
         weight,
+        forecast,
+        went_as_forecast,
         rounds,
         transfers,
         accounts,
@@ -735,6 +771,13 @@ impl MultiOutcome {
             format_bytes(self.charges.weight),
             format_bytes(self.charges.input),
             format_bytes(self.charges.workspace)
+        );
+        let copies: usize = self.forecast.steps.iter().map(|st| st.copies.len()).sum();
+        let _ = writeln!(
+            out,
+            "Forecast before the run: {} rounds, {copies} copies; the run went as forecast: {}",
+            self.forecast.steps.len(),
+            if self.went_as_forecast { "yes" } else { "no" }
         );
         out.push_str("\nDecisions:\n");
         let mut t = Table::new([

@@ -54,6 +54,13 @@ fn check_outcome(options: &MultiOptions, o: &MultiOutcome, devices: &[L]) {
     // Items: item i on device i % D, round i / D.
     let per_device: Vec<usize> = (0..dn).map(|d| (batch + dn - 1 - d) / dn).collect();
     assert_eq!(o.rounds.len(), batch.div_ceil(dn));
+    // The batch ran as one program, exactly as forecast before anything moved.
+    assert!(o.went_as_forecast);
+    assert_eq!(o.forecast.steps.len(), o.rounds.len());
+    for (f, r) in o.forecast.steps.iter().zip(&o.rounds) {
+        assert_eq!(f.decision.plan().reclaim(), r.decision.plan().reclaim());
+        assert_eq!(f.decision.plan().enter(), r.decision.plan().enter());
+    }
     for (r, round) in o.rounds.iter().enumerate() {
         let want: Vec<(L, usize)> = (0..dn)
             .map(|d| (devices[d], dn * r + d))

@@ -69,7 +69,9 @@ pub enum ProgramError<E> {
 
 impl<P: ResidencyPolicy> ResidencyController<P> {
     /// Runs `program` (decision 0207): forecasts it (a step that cannot fit fails here, before
-    /// anything moves), then admits the steps in order. A use step's [`ResidencyUse`] stays
+    /// anything moves), then admits the steps in order. `consumer_streams` holds a stream for
+    /// every device location the program uses; each use gets those of the locations it
+    /// requires. A use step's [`ResidencyUse`] stays
     /// open while `body(step, &use)` computes on its values; the prefetch steps that follow it
     /// in the program are admitted before `body` runs, so their copies overlap its work; the
     /// use closes when the next use begins or the program ends. With
@@ -121,7 +123,19 @@ impl<P: ResidencyPolicy> ResidencyController<P> {
                 reports[at] = Some(u.close()?);
             }
             before(i)?;
-            let u = self.use_request(&step.request, consumer_streams, transfer_streams)?;
+            // The streams of the locations this use requires (a program may use fewer devices
+            // in some steps than in others).
+            let streams: ConsumerStreams = consumer_streams
+                .iter()
+                .filter(|(l, _)| {
+                    step.request
+                        .requirements()
+                        .iter()
+                        .any(|r| r.location == **l)
+                })
+                .map(|(l, s)| (*l, s.clone()))
+                .collect();
+            let u = self.use_request(&step.request, &streams, transfer_streams)?;
             decisions.push(u.decision().clone());
             let mut j = i + 1;
             while j < program.len() && program[j].kind == ResidencyStepKind::Prefetch {
