@@ -35,6 +35,71 @@ fn scenario(values: u64) -> (ResidencySnapshot, ResidencyRequest) {
     (snapshot, request)
 }
 
+/// A program of 16 uses over `values` values: use s requires 8 values at `cuda:0` that no
+/// earlier use required, on a device exactly full of 1,000 cached candidates (or all but 8
+/// of the values when fewer): every use reclaims 8.
+fn program_scenario(values: u64) -> (ResidencySnapshot, Vec<ResidencyProgramStep>) {
+    let cuda = ResidencyLocation::Cuda(0);
+    let steps = 16u64;
+    let candidates = (values - steps * REQUIRED).min(1000);
+    let spec =
+        ResidencyValueSpec::adopted("Ciphertext", CHARGE, CHARGE, ReplicaMode::Replicable).unwrap();
+    let mut b = ResidencySnapshotBuilder::new(1, 42).budget(cuda, candidates * CHARGE);
+    for i in 0..values {
+        let h = ResidencyHandle::new(1, i, "Ciphertext").unwrap();
+        let mut p = ResidencyValueSnapshotParts::new(h, spec.clone()).at(PAGEABLE_HOST);
+        if i < candidates {
+            p = p.at(cuda).with_last_access(candidates - i);
+        }
+        b = b.value(p.build().unwrap());
+    }
+    let program = (0..steps)
+        .map(|s| {
+            let reqs = (0..REQUIRED).map(|r| {
+                let h =
+                    ResidencyHandle::new(1, candidates + s * REQUIRED + r, "Ciphertext").unwrap();
+                ResidencyRequirement::new(h, cuda)
+            });
+            ResidencyProgramStep::used(ResidencyRequest::new(&format!("s{s}"), reqs, []).unwrap())
+        })
+        .collect();
+    (b.build().unwrap(), program)
+}
+
+fn bench_forecast(c: &mut Criterion) {
+    let policy = DeterministicTieredLRU::with_fallback_tiers([(
+        ResidencyLocation::Cuda(0),
+        vec![PINNED_HOST, PAGEABLE_HOST],
+    )])
+    .unwrap();
+    let mut group = c.benchmark_group("forecast_16_steps");
+    for values in [1_000u64, 10_000] {
+        let (snapshot, program) = program_scenario(values);
+        let f = forecast(
+            &snapshot,
+            &program,
+            &policy,
+            None,
+            DEFAULT_SEARCH_STATE_LIMIT,
+        )
+        .unwrap();
+        assert!(f.steps.iter().all(|s| s.decision.evictions().len() == 8));
+        group.bench_with_input(BenchmarkId::from_parameter(values), &values, |bench, _| {
+            bench.iter(|| {
+                forecast(
+                    black_box(&snapshot),
+                    black_box(&program),
+                    &policy,
+                    None,
+                    DEFAULT_SEARCH_STATE_LIMIT,
+                )
+                .unwrap()
+            });
+        });
+    }
+    group.finish();
+}
+
 fn bench_decide(c: &mut Criterion) {
     let policy = DeterministicTieredLRU::with_fallback_tiers([(
         ResidencyLocation::Cuda(0),
@@ -65,5 +130,5 @@ fn bench_decide(c: &mut Criterion) {
     group.finish();
 }
 
-criterion_group!(benches, bench_decide);
+criterion_group!(benches, bench_decide, bench_forecast);
 criterion_main!(benches);

@@ -128,51 +128,127 @@ impl ResidencyForecast {
     }
 }
 
-/// The mutable state of a forecast: the snapshot's parts, unpacked.
+/// The mutable state of a forecast. Value snapshots are shared with the input snapshot until
+/// a step changes them (a forecast over 10,000 values rebuilds only the handful each step
+/// touches); the derived snapshot of each step reuses the previous one's index
+/// ([`ResidencySnapshot::from_trusted_parts_reusing`]).
 struct Projection {
     manager_id: u64,
     version: u64,
     captured_at_ns: u64,
     available: Option<Vec<ResidencyLocation>>,
-    values: Vec<ResidencyValueSnapshotParts>,
+    values: Vec<ResidencyValueSnapshot>,
     locations: Vec<ResidencyLocationSnapshotParts>,
     reservations: Vec<MemoryReservation>,
+    /// The last derived snapshot (positions of values never change: a forecast adds none).
+    previous: ResidencySnapshot,
+    /// Positions of values with an unreaped pending event.
+    pending: Vec<usize>,
 }
 
 impl Projection {
     fn new(snapshot: &ResidencySnapshot) -> Self {
         let parts = ResidencySnapshotParts::from(snapshot.clone());
+        let pending = parts
+            .values
+            .iter()
+            .enumerate()
+            .filter(|(_, v)| {
+                v.materializations()
+                    .iter()
+                    .any(|m| m.pending_event_count() > 0)
+            })
+            .map(|(i, _)| i)
+            .collect();
         Self {
             manager_id: parts.manager_id,
             version: parts.state_version,
             captured_at_ns: parts.captured_at_ns,
             available: parts.available_devices,
-            values: parts
-                .values
-                .into_iter()
-                .map(ResidencyValueSnapshotParts::from)
-                .collect(),
+            values: parts.values,
             locations: parts
                 .locations
                 .into_iter()
                 .map(ResidencyLocationSnapshotParts::from)
                 .collect(),
             reservations: parts.reservations,
+            previous: snapshot.clone(),
+            pending,
         }
     }
 
-    fn value_mut(
+    /// Changes the value of `handle` through `f` on a copy of its parts.
+    fn update(
         &mut self,
         handle: &ResidencyHandle,
         request: &str,
-    ) -> Result<&mut ResidencyValueSnapshotParts, ModelError> {
-        self.values
-            .iter_mut()
-            .find(|v| v.handle == *handle)
+        f: impl FnOnce(&mut ResidencyValueSnapshotParts),
+    ) -> Result<(), ModelError> {
+        let i = self
+            .previous
+            .value_index(handle)
             .ok_or_else(|| ModelError::UnknownHandle {
                 request: request.to_owned(),
                 handle: handle.clone(),
-            })
+            })?;
+        let mut parts = self.values[i].parts().clone();
+        f(&mut parts);
+        self.replace(i, parts)
+    }
+
+    /// Replaces value `i`, moving its materializations' contributions to the location sums.
+    fn replace(&mut self, i: usize, parts: ResidencyValueSnapshotParts) -> Result<(), ModelError> {
+        let new = ResidencyValueSnapshot::from_trusted_parts(parts)?;
+        let old = std::mem::replace(&mut self.values[i], new);
+        for m in old.materializations() {
+            self.account(m, false);
+        }
+        for m in self.values[i].clone().materializations() {
+            self.account(m, true);
+        }
+        Ok(())
+    }
+
+    /// Adds (or removes) one materialization's charge and counts at its location, raising the
+    /// peaks after an addition.
+    fn account(&mut self, m: &MaterializationSnapshot, add: bool) {
+        let l = self.location_mut(m.location());
+        if add {
+            l.used_bytes = l.used_bytes.saturating_add(m.charged_nbytes());
+            l.value_count = l.value_count.saturating_add(1);
+            l.use_count = l.use_count.saturating_add(m.use_count());
+            l.hold_count = l.hold_count.saturating_add(m.hold_count());
+            l.pending_event_count = l
+                .pending_event_count
+                .saturating_add(m.pending_event_count());
+            l.peak_used_bytes = l.peak_used_bytes.max(l.used_bytes);
+            l.peak_charged_bytes = l
+                .peak_charged_bytes
+                .max(l.used_bytes.saturating_add(l.reserved_bytes));
+        } else {
+            l.used_bytes = l.used_bytes.saturating_sub(m.charged_nbytes());
+            l.value_count = l.value_count.saturating_sub(1);
+            l.use_count = l.use_count.saturating_sub(m.use_count());
+            l.hold_count = l.hold_count.saturating_sub(m.hold_count());
+            l.pending_event_count = l
+                .pending_event_count
+                .saturating_sub(m.pending_event_count());
+        }
+    }
+
+    /// Holds (or releases) a reservation at its location.
+    fn reserve(&mut self, r: &MemoryReservation, add: bool) {
+        let l = self.location_mut(r.location());
+        if add {
+            l.reserved_bytes = l.reserved_bytes.saturating_add(r.nbytes());
+            l.reservation_count = l.reservation_count.saturating_add(1);
+            l.peak_charged_bytes = l
+                .peak_charged_bytes
+                .max(l.used_bytes.saturating_add(l.reserved_bytes));
+        } else {
+            l.reserved_bytes = l.reserved_bytes.saturating_sub(r.nbytes());
+            l.reservation_count = l.reservation_count.saturating_sub(1);
+        }
     }
 
     /// The accounting entry of `location`, added (unbudgeted) on first reference.
@@ -196,9 +272,8 @@ impl Projection {
         source: Option<ResidencyLocation>,
         destination: Option<ResidencyLocation>,
     ) -> Result<Option<ResidencyForecastCopy>, ModelError> {
-        let v = self.value_mut(action.handle(), request)?;
         let mut copy = None;
-        match action {
+        self.update(action.handle(), request, |v| match action {
             ResidencyAction::DropResident { location, .. } => {
                 v.materializations.retain(|m| m.location() != *location);
             }
@@ -209,7 +284,7 @@ impl Projection {
             }
             ResidencyAction::EnsureResident { .. } | ResidencyAction::MoveResident { .. } => {
                 let Some(to) = destination else {
-                    return Ok(None);
+                    return;
                 };
                 let m = MaterializationSnapshot::for_spec(to, &v.spec);
                 copy = Some(ResidencyForecastCopy {
@@ -225,94 +300,88 @@ impl Projection {
                     }
                 }
             }
-        }
+        })?;
         Ok(copy)
     }
 
     /// Adds (or, with `add` false, removes) one lease on each requirement's materialization.
     fn lease(&mut self, request: &ResidencyRequest, add: bool) -> Result<(), ModelError> {
         for r in request.requirements() {
-            let v = self.value_mut(&r.handle, request.name())?;
-            for m in &mut v.materializations {
-                if m.location() == r.location {
-                    let uses = if add {
-                        m.use_count().saturating_add(1)
-                    } else {
-                        m.use_count().saturating_sub(1)
-                    };
-                    *m = m.with_protection(uses, m.hold_count(), m.pending_event_count());
+            self.update(&r.handle, request.name(), |v| {
+                for m in &mut v.materializations {
+                    if m.location() == r.location {
+                        let uses = if add {
+                            m.use_count().saturating_add(1)
+                        } else {
+                            m.use_count().saturating_sub(1)
+                        };
+                        *m = m.with_protection(uses, m.hold_count(), m.pending_event_count());
+                    }
                 }
-            }
+            })?;
         }
         Ok(())
     }
 
     /// Completed work: every pending event reaped.
-    fn reap(&mut self) {
-        for v in &mut self.values {
-            for m in &mut v.materializations {
+    fn reap(&mut self) -> Result<(), ModelError> {
+        for i in std::mem::take(&mut self.pending) {
+            let mut parts = self.values[i].parts().clone();
+            for m in &mut parts.materializations {
                 *m = m.with_protection(m.use_count(), m.hold_count(), 0);
             }
+            self.replace(i, parts)?;
+        }
+        Ok(())
+    }
+
+    /// Records `epoch` as the last access of `request`'s handles.
+    fn touch(&mut self, request: &ResidencyRequest, epoch: u64) -> Result<(), ModelError> {
+        for r in request.requirements() {
+            self.update(&r.handle, request.name(), |v| {
+                v.last_access_epoch = Some(epoch);
+            })?;
+        }
+        Ok(())
+    }
+
+    fn set_priority(
+        &mut self,
+        handle: &ResidencyHandle,
+        request: &str,
+        priority: i64,
+    ) -> Result<(), ModelError> {
+        let i = self
+            .previous
+            .value_index(handle)
+            .ok_or_else(|| ModelError::UnknownHandle {
+                request: request.to_owned(),
+                handle: handle.clone(),
+            })?;
+        if self.values[i].policy_metadata().priority() == priority {
+            return Ok(());
+        }
+        let key = self.values[i]
+            .policy_metadata()
+            .stable_key()
+            .map(str::to_owned);
+        let meta = ResidencyPolicyMetadata::new(priority, key.as_deref())?;
+        self.update(handle, request, |v| v.policy_metadata = meta)
+    }
+
+    fn hold_reservations(&mut self, request: &ResidencyRequest) {
+        for r in request.reservations() {
+            self.reserve(r, true);
+            self.reservations.push(r.clone());
         }
     }
 
     fn release_reservations(&mut self, request: &ResidencyRequest) {
         for r in request.reservations() {
             if let Some(i) = self.reservations.iter().position(|x| x == r) {
-                self.reservations.remove(i);
+                let r = self.reservations.remove(i);
+                self.reserve(&r, false);
             }
-        }
-    }
-
-    /// Recomputes every location's sums from the values and reservations, and raises the
-    /// peaks to the current `used` / `used + reserved`.
-    fn resum(&mut self) {
-        let referenced: Vec<ResidencyLocation> = self
-            .values
-            .iter()
-            .flat_map(|v| {
-                v.materializations
-                    .iter()
-                    .map(MaterializationSnapshot::location)
-            })
-            .chain(self.reservations.iter().map(MemoryReservation::location))
-            .collect();
-        for l in referenced {
-            self.location_mut(l);
-        }
-        for l in &mut self.locations {
-            let (mut used, mut reserved) = (0u64, 0u64);
-            let (mut values, mut reservations, mut uses, mut holds, mut pending) =
-                (0u32, 0u32, 0u32, 0u32, 0u32);
-            for m in self
-                .values
-                .iter()
-                .flat_map(|v| &v.materializations)
-                .filter(|m| m.location() == l.location)
-            {
-                used = used.saturating_add(m.charged_nbytes());
-                values = values.saturating_add(1);
-                uses = uses.saturating_add(m.use_count());
-                holds = holds.saturating_add(m.hold_count());
-                pending = pending.saturating_add(m.pending_event_count());
-            }
-            for r in self
-                .reservations
-                .iter()
-                .filter(|r| r.location() == l.location)
-            {
-                reserved = reserved.saturating_add(r.nbytes());
-                reservations = reservations.saturating_add(1);
-            }
-            l.used_bytes = used;
-            l.reserved_bytes = reserved;
-            l.value_count = values;
-            l.reservation_count = reservations;
-            l.use_count = uses;
-            l.hold_count = holds;
-            l.pending_event_count = pending;
-            l.peak_used_bytes = l.peak_used_bytes.max(used);
-            l.peak_charged_bytes = l.peak_charged_bytes.max(used.saturating_add(reserved));
         }
     }
 
@@ -322,28 +391,26 @@ impl Projection {
     }
 
     fn snapshot(&mut self) -> Result<ResidencySnapshot, ModelError> {
-        self.resum();
-        let values = self
-            .values
-            .iter()
-            .cloned()
-            .map(ResidencyValueSnapshot::new)
-            .collect::<Result<Vec<_>, _>>()?;
         let locations = self
             .locations
             .iter()
             .cloned()
             .map(ResidencyLocationSnapshot::new)
             .collect::<Result<Vec<_>, _>>()?;
-        ResidencySnapshot::new(ResidencySnapshotParts {
-            manager_id: self.manager_id,
-            state_version: self.version,
-            values,
-            locations,
-            reservations: self.reservations.clone(),
-            captured_at_ns: self.captured_at_ns,
-            available_devices: self.available.clone(),
-        })
+        let snapshot = ResidencySnapshot::from_trusted_parts_reusing(
+            ResidencySnapshotParts {
+                manager_id: self.manager_id,
+                state_version: self.version,
+                values: self.values.clone(),
+                locations,
+                reservations: self.reservations.clone(),
+                captured_at_ns: self.captured_at_ns,
+                available_devices: self.available.clone(),
+            },
+            &self.previous,
+        )?;
+        self.previous = snapshot.clone();
+        Ok(snapshot)
     }
 }
 
@@ -474,15 +541,14 @@ fn forecast_impl<P: ResidencyPolicy + ?Sized>(
                 state.lease(prev, false).map_err(failed)?;
                 state.release_reservations(prev);
             }
-            state.reap();
+            state.reap().map_err(failed)?;
             current = state.snapshot().map_err(failed)?;
         }
         if next_use {
             for (h, priority) in next_use_priorities(program, i) {
-                let v = state.value_mut(&h, request.name()).map_err(failed)?;
-                v.policy_metadata =
-                    ResidencyPolicyMetadata::new(priority, v.policy_metadata.stable_key())
-                        .map_err(failed)?;
+                state
+                    .set_priority(&h, request.name(), priority)
+                    .map_err(failed)?;
             }
             current = state.snapshot().map_err(failed)?;
         }
@@ -507,15 +573,9 @@ fn forecast_impl<P: ResidencyPolicy + ?Sized>(
         for r in request.requirements() {
             epochs.record(r.handle.clone(), epoch);
         }
-        for v in &mut state.values {
-            if let Some(e) = epochs.get(&v.handle) {
-                v.last_access_epoch = Some(e);
-            }
-        }
+        state.touch(request, epoch).map_err(failed)?;
         if step.kind == ResidencyStepKind::Use {
-            state
-                .reservations
-                .extend(request.reservations().iter().cloned());
+            state.hold_reservations(request);
             state.lease(request, true).map_err(failed)?;
             open_use = Some(request);
         }
@@ -531,7 +591,7 @@ fn forecast_impl<P: ResidencyPolicy + ?Sized>(
         state.lease(prev, false)?;
         state.release_reservations(prev);
     }
-    state.reap();
+    state.reap()?;
     let final_snapshot = state.snapshot()?;
     let peak_charged_bytes = final_snapshot
         .locations()
