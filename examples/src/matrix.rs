@@ -260,6 +260,10 @@ pub struct MatrixOutcome {
     /// The forecast of the whole program (every step's use and prefetch), made before
     /// anything moved.
     pub forecast: ResidencyForecast,
+    /// The smallest device budget under which the program would run, found by forecasting
+    /// (`ResidencyController::minimum_budget`); the closed form is
+    /// [`MatrixCharges::derived_budget`].
+    pub minimum_budget: u64,
     /// The steps, in order.
     pub steps: Vec<MatrixStep>,
     /// Every copy the manager made, in order.
@@ -453,6 +457,12 @@ impl MatrixOutcome {
             self.device,
             format_bytes(self.forecast.peak_charged(self.device).unwrap_or(0)),
             if self.went_as_forecast() { "yes" } else { "no" }
+        );
+        let _ = writeln!(
+            out,
+            "Smallest budget for this program, found by forecasting: {} (closed form: {})",
+            format_bytes(self.minimum_budget),
+            format_bytes(c.derived_budget)
         );
         let key_copies: usize = self.keys.iter().map(|k| self.copies_to_device(k)).sum();
         let _ = writeln!(
@@ -913,6 +923,16 @@ pub fn run_matrix(
         Eviction::Lru => ProgramEviction::Policy,
         Eviction::NextUse => ProgramEviction::NextUse,
     };
+    // The smallest budget for this program, found by forecasting at trial budgets (the
+    // accumulator and layer-input reservations already held).
+    let span = timeline.host_span("minimum budget");
+    let minimum_budget = controller.minimum_budget(
+        &program,
+        eviction,
+        dev,
+        charges.working_set + charges.derived_budget,
+    )?;
+    drop(span);
     // The layer's results: back to the coefficient domain and rescaled. Between layers this
     // runs at the start of the next layer's first step, inside its workspace.
     let finish = |acc: &mut Vec<Option<Ciphertext>>| -> Result<Vec<Ciphertext>, ExampleError> {
@@ -1084,6 +1104,7 @@ pub fn run_matrix(
         diagonals,
         keys,
         forecast,
+        minimum_budget,
         steps,
         transfers,
         peak_charged,

@@ -177,8 +177,9 @@ fn check_common(o: &MatrixOutcome, dim: usize, prefetch: bool, device: Residency
     assert!(o.closed);
 
     // The forecast made before anything moved predicted every decision, the bytes and the
-    // peak.
+    // peak; the smallest budget found by forecasting is the closed form's.
     assert!(o.went_as_forecast());
+    assert_eq!(o.minimum_budget, c.derived_budget);
     assert_eq!(o.forecast.steps.len(), o.decisions().len());
     assert_eq!(o.forecast.bytes_into(device), o.bytes_to_device());
 }
@@ -390,6 +391,37 @@ fn layers_reuse_keys_and_next_use_eviction_copies_fewer() {
     }
     assert!(next.render().contains("eviction: next-use"));
     assert!(check_layers(0).is_err() && check_layers(5).is_err() && check_layers(4).is_ok());
+}
+
+/// The hoisted order over three layers: the closed-form budget counts two layers' level-0
+/// diagonals and two inputs at once, more than any step holds, so the budget found by
+/// forecasting is smaller. It is exact: the product runs in it (as forecast), and one byte
+/// less fails at the forecast.
+#[test]
+fn the_forecast_finds_a_smaller_budget_than_the_closed_form() {
+    let (dim, layers) = (4, 3);
+    let run_at = |budget| {
+        run_matrix(
+            &MatrixOptions {
+                dim,
+                layers,
+                schedule: Some(Schedule::ColumnHoisted),
+                device_budget: budget,
+                ..MatrixOptions::default()
+            },
+            &Timeline::disabled(),
+        )
+    };
+    let o = run_at(None).unwrap();
+    assert!(o.minimum_budget < o.charges.derived_budget);
+    let tight = run_at(Some(o.minimum_budget)).unwrap();
+    assert!(tight.went_as_forecast());
+    assert_eq!(tight.peak_charged, o.minimum_budget);
+    assert!(tight.max_error() <= MATRIX_MAX_ERROR);
+    assert!(matches!(
+        run_at(Some(o.minimum_budget - 1)),
+        Err(ExampleError::Runtime(RuntimeError::Forecast { .. }))
+    ));
 }
 
 /// One byte below the schedule's budget, the forecast finds the first request that cannot

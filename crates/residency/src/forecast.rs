@@ -489,6 +489,95 @@ pub fn forecast_next_use<P: ResidencyPolicy + ?Sized>(
     forecast_impl(snapshot, program, policy, recency, search_state_limit, true)
 }
 
+/// The smallest budget at `location` under which `program` can be forecast from `snapshot`
+/// (every other location keeps its budget), searched by bisection between the bytes already
+/// charged there and `max_budget`: the number to give the manager instead of a guess. With
+/// `next_use` the forecast applies [`next_use_priorities`] before every step
+/// ([`forecast_next_use`]).
+///
+/// Feasibility is taken as monotone in the budget (a program that fits in B fits in any
+/// larger budget), which holds for the built-in policy's decisions; each probe is a full
+/// forecast.
+///
+/// # Errors
+/// The forecast's error at `max_budget` when the program does not fit even there (or when
+/// it fails for a reason other than room); [`ModelError::InvalidSnapshot`] when `location` is
+/// not in the snapshot.
+#[allow(clippy::too_many_arguments)]
+pub fn minimum_budget<P: ResidencyPolicy + ?Sized>(
+    snapshot: &ResidencySnapshot,
+    program: &[ResidencyProgramStep],
+    policy: &P,
+    recency: Option<&ResidencyRecency>,
+    search_state_limit: u64,
+    next_use: bool,
+    location: ResidencyLocation,
+    max_budget: u64,
+) -> Result<u64, ModelError> {
+    let at = snapshot
+        .location(location)
+        .ok_or_else(|| ModelError::InvalidSnapshot {
+            detail: format!("location {location} is not in the snapshot"),
+        })?;
+    let charged = at.used_bytes().saturating_add(at.reserved_bytes());
+    let with_budget = |budget: u64| -> Result<ResidencySnapshot, ModelError> {
+        let mut parts = ResidencySnapshotParts::from(snapshot.clone());
+        parts.locations = parts
+            .locations
+            .into_iter()
+            .map(|l| {
+                let mut p = ResidencyLocationSnapshotParts::from(l);
+                if p.location == location {
+                    p.budget_bytes = Some(budget);
+                }
+                ResidencyLocationSnapshot::new(p)
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        ResidencySnapshot::from_trusted_parts(parts)
+    };
+    let fits = |budget: u64| -> Result<bool, ModelError> {
+        match forecast_impl(
+            &with_budget(budget)?,
+            program,
+            policy,
+            recency,
+            search_state_limit,
+            next_use,
+        ) {
+            Ok(_) => Ok(true),
+            Err(ModelError::ForecastStep { ref source, .. })
+                if matches!(**source, ModelError::Infeasible { .. }) =>
+            {
+                Ok(false)
+            }
+            Err(e) => Err(e),
+        }
+    };
+    // The largest budget must fit; report why when it does not.
+    forecast_impl(
+        &with_budget(max_budget)?,
+        program,
+        policy,
+        recency,
+        search_state_limit,
+        next_use,
+    )?;
+    let (mut lo, mut hi) = (charged, max_budget);
+    if fits(lo)? {
+        return Ok(lo);
+    }
+    // Invariant: lo does not fit, hi fits.
+    while hi - lo > 1 {
+        let mid = lo + (hi - lo) / 2;
+        if fits(mid)? {
+            hi = mid;
+        } else {
+            lo = mid;
+        }
+    }
+    Ok(hi)
+}
+
 fn forecast_impl<P: ResidencyPolicy + ?Sized>(
     snapshot: &ResidencySnapshot,
     program: &[ResidencyProgramStep],

@@ -117,8 +117,9 @@ pub use decision::{EvictionReason, ResidencyDecision, ResidencyDecisionParts, Re
 pub use error::ModelError;
 pub use explain::explain;
 pub use forecast::{
-    forecast, forecast_next_use, next_use_priorities, ResidencyForecast, ResidencyForecastCopy,
-    ResidencyForecastStep, ResidencyProgramStep, ResidencyStepKind, NEXT_USE_BASE,
+    forecast, forecast_next_use, minimum_budget, next_use_priorities, ResidencyForecast,
+    ResidencyForecastCopy, ResidencyForecastStep, ResidencyProgramStep, ResidencyStepKind,
+    NEXT_USE_BASE,
 };
 pub use location::{
     ResidencyLocation, ResidencyLocationKind, MAX_DEVICE_INDEX, PAGEABLE_HOST, PINNED_HOST,

@@ -308,3 +308,73 @@ fn next_use_priorities_beat_lru_on_a_cyclic_program() {
     assert_eq!(evicted, vec![h[2].clone(), h[1].clone(), h[0].clone()]);
     assert_eq!(belady.peak_charged(N), Some(3 * n));
 }
+
+/// The smallest budget of a streamed program (each use keeps its value leased while the next
+/// is prefetched, with a reservation of n held by each use) is 3n: the leased value, the
+/// prefetched one and the reservation. A program that cannot fit even at the maximum fails
+/// with the forecast's error; an unknown location is an invalid snapshot.
+#[test]
+fn the_minimum_budget_is_found_by_forecasting() {
+    let snap = build(
+        ResidencySnapshotBuilder::new(MANAGER, 3).budget(N, 100 * n),
+        (0..4).map(|i| adopted(i, n, REPL, &[P])).collect(),
+    );
+    let h: Vec<_> = (0..4).map(|i| handle(i, "T")).collect();
+    let mut program = vec![use_("u0", &[&h[0]], vec![reservation(N, n, "ws")])];
+    for (i, hi) in h.iter().enumerate().skip(1) {
+        program.push(prefetch(&format!("p{i}"), &[hi]));
+        program.push(use_(&format!("u{i}"), &[hi], vec![reservation(N, n, "ws")]));
+    }
+    let min = |next_use| {
+        minimum_budget(
+            &snap,
+            &program,
+            &lru_policy(),
+            None,
+            DEFAULT_SEARCH_STATE_LIMIT,
+            next_use,
+            N,
+            100 * n,
+        )
+    };
+    assert_eq!(min(false).unwrap(), 3 * n);
+    assert_eq!(min(true).unwrap(), 3 * n);
+    // One byte less does not fit; the minimum itself does.
+    let at = |budget: u64| {
+        let s = build(
+            ResidencySnapshotBuilder::new(MANAGER, 3).budget(N, budget),
+            (0..4).map(|i| adopted(i, n, REPL, &[P])).collect(),
+        );
+        run(&s, &program)
+    };
+    assert!(at(3 * n).is_ok());
+    assert!(matches!(
+        at(3 * n - 1),
+        Err(ModelError::ForecastStep { .. })
+    ));
+    // Too little even at the maximum: the forecast's error.
+    let e = minimum_budget(
+        &snap,
+        &program,
+        &lru_policy(),
+        None,
+        DEFAULT_SEARCH_STATE_LIMIT,
+        false,
+        N,
+        2 * n,
+    )
+    .unwrap_err();
+    assert!(matches!(e, ModelError::ForecastStep { .. }), "{e}");
+    let e = minimum_budget(
+        &snap,
+        &program,
+        &lru_policy(),
+        None,
+        DEFAULT_SEARCH_STATE_LIMIT,
+        false,
+        C1,
+        2 * n,
+    )
+    .unwrap_err();
+    assert!(matches!(e, ModelError::InvalidSnapshot { .. }), "{e}");
+}

@@ -405,10 +405,7 @@ impl<P: ResidencyPolicy> ResidencyController<P> {
     /// [`RuntimeError::Reentrancy`].
     pub fn forecast(&self, program: &[ResidencyProgramStep]) -> Result<ResidencyForecast> {
         let _span = info_span!("residency.forecast", steps = program.len()).entered();
-        let mut cs = self.state.lock();
-        let snapshot = self.manager.snapshot_with(&mut cs.facts)?;
-        let recency = cs.facts.recency.clone();
-        drop(cs);
+        let (snapshot, recency) = self.planning_inputs()?;
         forecast(
             &snapshot,
             program,
@@ -428,10 +425,7 @@ impl<P: ResidencyPolicy> ResidencyController<P> {
     pub fn forecast_next_use(&self, program: &[ResidencyProgramStep]) -> Result<ResidencyForecast> {
         let _span =
             info_span!("residency.forecast", steps = program.len(), next_use = true).entered();
-        let mut cs = self.state.lock();
-        let snapshot = self.manager.snapshot_with(&mut cs.facts)?;
-        let recency = cs.facts.recency.clone();
-        drop(cs);
+        let (snapshot, recency) = self.planning_inputs()?;
         forecast_next_use(
             &snapshot,
             program,
@@ -440,6 +434,22 @@ impl<P: ResidencyPolicy> ResidencyController<P> {
             self.search_state_limit,
         )
         .map_err(RuntimeError::from_planner)
+    }
+
+    /// The snapshot (with this controller's policy facts) and recency a planner run needs.
+    pub(crate) fn planning_inputs(
+        &self,
+    ) -> Result<(
+        fhelium_residency::ResidencySnapshot,
+        fhelium_residency::ResidencyRecency,
+    )> {
+        let mut cs = self.state.lock();
+        let snapshot = self.manager.snapshot_with(&mut cs.facts)?;
+        Ok((snapshot, cs.facts.recency.clone()))
+    }
+
+    pub(crate) const fn search_limit(&self) -> u64 {
+        self.search_state_limit
     }
 
     /// Sets the retention priority of every handle `program` uses to

@@ -2,8 +2,8 @@
 //! (decision 0207).
 
 use fhelium_residency::{
-    ResidencyDecision, ResidencyForecast, ResidencyPlanReport, ResidencyPolicy,
-    ResidencyProgramStep, ResidencyStepKind,
+    minimum_budget, ResidencyDecision, ResidencyForecast, ResidencyLocation, ResidencyPlanReport,
+    ResidencyPolicy, ResidencyProgramStep, ResidencyStepKind,
 };
 use tracing::info_span;
 
@@ -68,6 +68,38 @@ pub enum ProgramError<E> {
 }
 
 impl<P: ResidencyPolicy> ResidencyController<P> {
+    /// The smallest budget at `location` under which `program` would run from the manager's
+    /// current state (other locations keep their budgets), found by forecasting at budgets
+    /// between the bytes already charged there and `max_budget`
+    /// ([`fhelium_residency::minimum_budget`]). Nothing changes.
+    ///
+    /// # Errors
+    /// [`RuntimeError::Forecast`] when the program does not fit even in `max_budget` (or fails
+    /// for another reason), [`RuntimeError::Model`] when `location` is not one of the
+    /// manager's, [`RuntimeError::Closed`].
+    pub fn minimum_budget(
+        &self,
+        program: &[ResidencyProgramStep],
+        eviction: ProgramEviction,
+        location: ResidencyLocation,
+        max_budget: u64,
+    ) -> Result<u64, RuntimeError> {
+        let _span =
+            info_span!("residency.minimum_budget", steps = program.len(), %location).entered();
+        let (snapshot, recency) = self.planning_inputs()?;
+        minimum_budget(
+            &snapshot,
+            program,
+            self.policy(),
+            Some(&recency),
+            self.search_limit(),
+            eviction == ProgramEviction::NextUse,
+            location,
+            max_budget,
+        )
+        .map_err(RuntimeError::from_planner)
+    }
+
     /// Runs `program` (decision 0207): forecasts it (a step that cannot fit fails here, before
     /// anything moves), then admits the steps in order. `consumer_streams` holds a stream for
     /// every device location the program uses; each use gets those of the locations it

@@ -1135,3 +1135,53 @@ fn run_program_with_next_use_evicts_by_the_future() {
     let copies: usize = run.decisions.iter().map(|d| d.plan().enter().len()).sum();
     assert_eq!(copies, 6);
 }
+
+/// `minimum_budget` searches the manager's current state by forecasting: a stream of four
+/// values, each use holding a workspace of NB while the next value is prefetched, needs 3 NB
+/// at N; the manager is unchanged, and a location the manager does not have is an error.
+#[test]
+fn minimum_budget_of_a_streamed_program() {
+    use fhelium_residency::ResidencyProgramStep;
+    use fhelium_runtime::ProgramEviction;
+    let mem = memory();
+    let m = manager(&mem, &[(N, 10 * NB)]);
+    let h: Vec<_> = (0..4).map(|i| repl(&m, i)).collect();
+    let c = ResidencyController::new(&m);
+    let mut program = vec![ResidencyProgramStep::used(req(
+        "u0",
+        &[(&h[0], N)],
+        &[(N, NB)],
+    ))];
+    for (i, hi) in h.iter().enumerate().skip(1) {
+        program.push(ResidencyProgramStep::prefetched(req(
+            &format!("p{i}"),
+            &[(hi, N)],
+            &[],
+        )));
+        program.push(ResidencyProgramStep::used(req(
+            &format!("u{i}"),
+            &[(hi, N)],
+            &[(N, NB)],
+        )));
+    }
+    let v = m.state_version().unwrap();
+    assert_eq!(
+        c.minimum_budget(&program, ProgramEviction::Policy, N, 10 * NB)
+            .unwrap(),
+        3 * NB
+    );
+    assert_eq!(m.state_version().unwrap(), v);
+    let e = c
+        .minimum_budget(&program, ProgramEviction::Policy, N, 2 * NB)
+        .unwrap_err();
+    assert!(matches!(e, RuntimeError::Forecast { .. }), "{e}");
+    let e = c
+        .minimum_budget(
+            &program,
+            ProgramEviction::Policy,
+            ResidencyLocation::Cuda(5),
+            2 * NB,
+        )
+        .unwrap_err();
+    assert!(matches!(e, RuntimeError::Model(_)), "{e}");
+}
