@@ -177,6 +177,16 @@ impl Projection {
         }
     }
 
+    /// The position of `handle` among the values.
+    fn position(&self, handle: &ResidencyHandle, request: &str) -> Result<usize, ModelError> {
+        self.previous
+            .value_index(handle)
+            .ok_or_else(|| ModelError::UnknownHandle {
+                request: request.to_owned(),
+                handle: handle.clone(),
+            })
+    }
+
     /// Changes the value of `handle` through `f` on a copy of its parts.
     fn update(
         &mut self,
@@ -184,13 +194,7 @@ impl Projection {
         request: &str,
         f: impl FnOnce(&mut ResidencyValueSnapshotParts),
     ) -> Result<(), ModelError> {
-        let i = self
-            .previous
-            .value_index(handle)
-            .ok_or_else(|| ModelError::UnknownHandle {
-                request: request.to_owned(),
-                handle: handle.clone(),
-            })?;
+        let i = self.position(handle, request)?;
         let mut parts = self.values[i].parts().clone();
         f(&mut parts);
         self.replace(i, parts)
@@ -351,13 +355,7 @@ impl Projection {
         request: &str,
         priority: i64,
     ) -> Result<(), ModelError> {
-        let i = self
-            .previous
-            .value_index(handle)
-            .ok_or_else(|| ModelError::UnknownHandle {
-                request: request.to_owned(),
-                handle: handle.clone(),
-            })?;
+        let i = self.position(handle, request)?;
         if self.values[i].policy_metadata().priority() == priority {
             return Ok(());
         }
