@@ -395,7 +395,7 @@ impl<P: ResidencyPolicy> ResidencyController<P> {
     /// Forecasts `program` (steps of use and prefetch, decision 0207) from the manager's
     /// current state, with this controller's policy, recency and search limit, without
     /// changing anything: each step is decided on the state the steps before it would leave
-    /// ([`fhelium_residency::forecast`]). Before running a program, this says whether every
+    /// ([`fhelium_residency::forecast()`]). Before running a program, this says whether every
     /// step fits, what each will reclaim and copy, and the peak at every location.
     ///
     /// # Errors
