@@ -16,6 +16,7 @@
 
 use crate::decision::ResidencyDecision;
 use crate::error::ModelError;
+use crate::hash::FxHashMap;
 use crate::location::ResidencyLocation;
 use crate::model::{MemoryReservation, ResidencyAction, ResidencyHandle};
 use crate::plan::ResidencyRequest;
@@ -128,6 +129,32 @@ impl ResidencyForecast {
     }
 }
 
+/// `x + d` or `x - d`, saturating (bytes).
+const fn adjust(x: u64, d: u64, add: bool) -> u64 {
+    if add {
+        x.saturating_add(d)
+    } else {
+        x.saturating_sub(d)
+    }
+}
+
+/// `x + d` or `x - d`, saturating (counts).
+const fn adjust_count(x: u32, d: u32, add: bool) -> u32 {
+    if add {
+        x.saturating_add(d)
+    } else {
+        x.saturating_sub(d)
+    }
+}
+
+/// The peaks raised to the current `used` and `used + reserved` (a removal never raises them).
+fn raise_peaks(l: &mut ResidencyLocationSnapshotParts) {
+    l.peak_used_bytes = l.peak_used_bytes.max(l.used_bytes);
+    l.peak_charged_bytes = l
+        .peak_charged_bytes
+        .max(l.used_bytes.saturating_add(l.reserved_bytes));
+}
+
 /// The mutable state of a forecast. Value snapshots are shared with the input snapshot until
 /// a step changes them (a forecast over 10,000 values rebuilds only the handful each step
 /// touches); the derived snapshot of each step reuses the previous one's index
@@ -217,42 +244,20 @@ impl Projection {
     /// peaks after an addition.
     fn account(&mut self, m: &MaterializationSnapshot, add: bool) {
         let l = self.location_mut(m.location());
-        if add {
-            l.used_bytes = l.used_bytes.saturating_add(m.charged_nbytes());
-            l.value_count = l.value_count.saturating_add(1);
-            l.use_count = l.use_count.saturating_add(m.use_count());
-            l.hold_count = l.hold_count.saturating_add(m.hold_count());
-            l.pending_event_count = l
-                .pending_event_count
-                .saturating_add(m.pending_event_count());
-            l.peak_used_bytes = l.peak_used_bytes.max(l.used_bytes);
-            l.peak_charged_bytes = l
-                .peak_charged_bytes
-                .max(l.used_bytes.saturating_add(l.reserved_bytes));
-        } else {
-            l.used_bytes = l.used_bytes.saturating_sub(m.charged_nbytes());
-            l.value_count = l.value_count.saturating_sub(1);
-            l.use_count = l.use_count.saturating_sub(m.use_count());
-            l.hold_count = l.hold_count.saturating_sub(m.hold_count());
-            l.pending_event_count = l
-                .pending_event_count
-                .saturating_sub(m.pending_event_count());
-        }
+        l.used_bytes = adjust(l.used_bytes, m.charged_nbytes(), add);
+        l.value_count = adjust_count(l.value_count, 1, add);
+        l.use_count = adjust_count(l.use_count, m.use_count(), add);
+        l.hold_count = adjust_count(l.hold_count, m.hold_count(), add);
+        l.pending_event_count = adjust_count(l.pending_event_count, m.pending_event_count(), add);
+        raise_peaks(l);
     }
 
     /// Holds (or releases) a reservation at its location.
     fn reserve(&mut self, r: &MemoryReservation, add: bool) {
         let l = self.location_mut(r.location());
-        if add {
-            l.reserved_bytes = l.reserved_bytes.saturating_add(r.nbytes());
-            l.reservation_count = l.reservation_count.saturating_add(1);
-            l.peak_charged_bytes = l
-                .peak_charged_bytes
-                .max(l.used_bytes.saturating_add(l.reserved_bytes));
-        } else {
-            l.reserved_bytes = l.reserved_bytes.saturating_sub(r.nbytes());
-            l.reservation_count = l.reservation_count.saturating_sub(1);
-        }
+        l.reserved_bytes = adjust(l.reserved_bytes, r.nbytes(), add);
+        l.reservation_count = adjust_count(l.reservation_count, 1, add);
+        raise_peaks(l);
     }
 
     /// The accounting entry of `location`, added (unbudgeted) on first reference.
@@ -427,23 +432,48 @@ pub fn next_use_priorities(
     program: &[ResidencyProgramStep],
     from: usize,
 ) -> Vec<(ResidencyHandle, i64)> {
-    let mut out: Vec<(ResidencyHandle, i64)> = Vec::new();
-    for (i, step) in program.iter().enumerate() {
-        for r in step.request.requirements() {
-            let priority = if i >= from {
-                NEXT_USE_BASE - i64::try_from(i).unwrap_or(i64::MAX)
-            } else {
-                0
-            };
-            match out.iter_mut().find(|(h, _)| *h == r.handle) {
-                // The first use at or after `from` is the next one; later ones change nothing.
-                Some((_, p)) if *p == 0 => *p = priority,
-                Some(_) => {}
-                None => out.push((r.handle.clone(), priority)),
+    let uses = NextUses::new(program);
+    uses.order
+        .iter()
+        .map(|h| (h.clone(), uses.priority(h, from)))
+        .collect()
+}
+
+/// Every handle of a program with the steps that use it, built once per program.
+struct NextUses {
+    /// Handles in order of first use.
+    order: Vec<ResidencyHandle>,
+    /// The steps using each handle, ascending.
+    steps: FxHashMap<ResidencyHandle, Vec<usize>>,
+}
+
+impl NextUses {
+    fn new(program: &[ResidencyProgramStep]) -> Self {
+        let mut order = Vec::new();
+        let mut steps: FxHashMap<ResidencyHandle, Vec<usize>> = FxHashMap::default();
+        for (i, step) in program.iter().enumerate() {
+            for r in step.request.requirements() {
+                let at = steps.entry(r.handle.clone()).or_insert_with(|| {
+                    order.push(r.handle.clone());
+                    Vec::new()
+                });
+                if at.last() != Some(&i) {
+                    at.push(i);
+                }
             }
         }
+        Self { order, steps }
     }
-    out
+
+    /// [`next_use_priorities`]'s priority of `handle` at step `from`.
+    fn priority(&self, handle: &ResidencyHandle, from: usize) -> i64 {
+        let Some(steps) = self.steps.get(handle) else {
+            return 0;
+        };
+        steps
+            .get(steps.partition_point(|&i| i < from))
+            .map_or(0, |&i| NEXT_USE_BASE - i64::try_from(i).unwrap_or(i64::MAX))
+    }
 }
 
 /// Forecasts `program` from `snapshot` under `policy` (see the module docs): each step is
@@ -602,6 +632,7 @@ fn forecast_impl<P: ResidencyPolicy + ?Sized>(
         .filter_map(|v| epochs.get(v.handle()))
         .max()
         .unwrap_or(0);
+    let next_uses = next_use.then(|| NextUses::new(program));
     let mut state = Projection::new(snapshot);
     let mut current = snapshot.clone();
     let mut open_use: Option<&ResidencyRequest> = None;
@@ -631,10 +662,20 @@ fn forecast_impl<P: ResidencyPolicy + ?Sized>(
             state.reap().map_err(failed)?;
             current = state.snapshot().map_err(failed)?;
         }
-        if next_use {
-            for (h, priority) in next_use_priorities(program, i) {
+        if let Some(uses) = &next_uses {
+            // Only the handles the previous step used move to a later next use.
+            let changed: Vec<&ResidencyHandle> = match i {
+                0 => uses.order.iter().collect(),
+                _ => program[i - 1]
+                    .request
+                    .requirements()
+                    .iter()
+                    .map(|r| &r.handle)
+                    .collect(),
+            };
+            for h in changed {
                 state
-                    .set_priority(&h, request.name(), priority)
+                    .set_priority(h, request.name(), uses.priority(h, i))
                     .map_err(failed)?;
             }
             current = state.snapshot().map_err(failed)?;
