@@ -510,12 +510,6 @@ impl CudaBackend {
         self.out(out)
     }
 
-    fn add(&self, a: &Ciphertext, b: &Ciphertext) -> Result<Ciphertext, ExampleError> {
-        self.gpu.make_current()?;
-        let (x, y) = (self.ct(a)?, self.ct(b)?);
-        self.out(self.gpu.add(&x, &y, &self.stream)?)
-    }
-
     fn multiply(&self, a: &Ciphertext, b: &Ciphertext) -> Result<Ciphertext, ExampleError> {
         self.gpu.make_current()?;
         let (x, y) = (self.ct(a)?, self.ct(b)?);
@@ -609,8 +603,6 @@ forward! {
     fn ntt_domain_to_coefficient_domain(&self, ct: &Ciphertext) -> Ciphertext;
     /// Multiplies by an operation-ready plaintext.
     fn multiply_plaintext(&self, ct: &Ciphertext, pt: &Plaintext) -> Ciphertext;
-    /// Sum of two ciphertexts (same level, domain, components and bit-equal scale).
-    fn add(&self, a: &Ciphertext, b: &Ciphertext) -> Ciphertext;
     /// Tensor product of two ciphertexts (three components).
     fn multiply(&self, a: &Ciphertext, b: &Ciphertext) -> Ciphertext;
     /// Relinearizes with the engine's relinearization key.

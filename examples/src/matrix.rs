@@ -313,12 +313,7 @@ impl MatrixOutcome {
     /// copied into the device and the device's peak charge.
     #[must_use]
     pub fn went_as_forecast(&self) -> bool {
-        let decisions = self.decisions();
-        decisions.len() == self.forecast.steps.len()
-            && decisions.iter().zip(&self.forecast.steps).all(|(d, f)| {
-                d.plan().reclaim() == f.decision.plan().reclaim()
-                    && d.plan().enter() == f.decision.plan().enter()
-            })
+        self.forecast.matches(self.decisions())
             && self.forecast.bytes_into(self.device) == self.bytes_to_device()
             && self.forecast.peak_charged(self.device) == Some(self.peak_charged)
     }
@@ -899,22 +894,16 @@ pub fn run_matrix(
                 [],
             )?))
         };
-    // The whole program, forecast before anything moves.
+    // The whole program, forecast before anything moves, and the (layer, k) of each of its
+    // use steps (`None` for a prefetch).
     let mut program = Vec::with_capacity(2 * dim * layers);
+    let mut at: Vec<Option<(usize, usize)>> = Vec::with_capacity(2 * dim * layers);
     for layer in 0..layers {
         for k in 0..dim {
             program.push(ResidencyProgramStep::used(step_request(layer, k)?));
+            at.push(Some((layer, k)));
             if let Some(p) = prefetch_request(layer, k)? {
                 program.push(ResidencyProgramStep::prefetched(p));
-            }
-        }
-    }
-    // Program index of each use -> (layer, k).
-    let mut at: Vec<Option<(usize, usize)>> = Vec::with_capacity(program.len());
-    for layer in 0..layers {
-        for k in 0..dim {
-            at.push(Some((layer, k)));
-            if prefetch_request(layer, k)?.is_some() {
                 at.push(None);
             }
         }

@@ -119,6 +119,21 @@ impl ResidencyForecast {
         self.copies_into(location).map(|c| c.bytes).sum()
     }
 
+    /// Whether `decisions` (one per step, in program order) reclaim and enter exactly what
+    /// the forecast's steps do.
+    pub fn matches<'a>(&self, decisions: impl IntoIterator<Item = &'a ResidencyDecision>) -> bool {
+        let mut steps = self.steps.iter();
+        for d in decisions {
+            match steps.next() {
+                Some(f)
+                    if d.plan().reclaim() == f.decision.plan().reclaim()
+                        && d.plan().enter() == f.decision.plan().enter() => {}
+                _ => return false,
+            }
+        }
+        steps.next().is_none()
+    }
+
     /// The program's peak `used + reserved` at `location`.
     #[must_use]
     pub fn peak_charged(&self, location: ResidencyLocation) -> Option<u64> {

@@ -38,15 +38,7 @@ impl ProgramRun {
     /// Whether every step's reclaims and entries were the forecast's.
     #[must_use]
     pub fn went_as_forecast(&self) -> bool {
-        self.decisions.len() == self.forecast.steps.len()
-            && self
-                .decisions
-                .iter()
-                .zip(&self.forecast.steps)
-                .all(|(d, f)| {
-                    d.plan().reclaim() == f.decision.plan().reclaim()
-                        && d.plan().enter() == f.decision.plan().enter()
-                })
+        self.forecast.matches(&self.decisions)
     }
 }
 
