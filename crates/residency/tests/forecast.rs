@@ -9,15 +9,12 @@ use fhelium_residency::*;
 const n: u64 = 8;
 use ReplicaMode::{Exclusive as EXCL, Replicable as REPL};
 
-fn build(
-    b: ResidencySnapshotBuilder,
-    values: Vec<ResidencyValueSnapshotParts>,
-) -> ResidencySnapshot {
-    values
-        .into_iter()
-        .fold(b, |b, v| b.value(v.build().unwrap()))
-        .build()
-        .unwrap()
+/// `count` replicable values of n bytes at pageable host, with `budget` at N.
+fn at_pageable(count: u64, budget: u64) -> ResidencySnapshot {
+    build(
+        ResidencySnapshotBuilder::new(MANAGER, 3).budget(N, budget),
+        (0..count).map(|i| adopted(i, n, REPL, &[P])).collect(),
+    )
 }
 
 fn lru_policy() -> DeterministicTieredLRU {
@@ -52,10 +49,7 @@ fn prefetch(name: &str, hs: &[&ResidencyHandle]) -> ResidencyProgramStep {
 /// nothing. Every value is copied once and the peak is the budget.
 #[test]
 fn a_streamed_program_reclaims_the_value_before_the_leased_one() {
-    let snap = build(
-        ResidencySnapshotBuilder::new(MANAGER, 3).budget(N, 2 * n),
-        (0..4).map(|i| adopted(i, n, REPL, &[P])).collect(),
-    );
+    let snap = at_pageable(4, 2 * n);
     let h: Vec<_> = (0..4).map(|i| handle(i, "T")).collect();
     let mut program = vec![use_("u0", &[&h[0]], Vec::new())];
     for (i, hi) in h.iter().enumerate().skip(1) {
@@ -105,10 +99,7 @@ fn a_streamed_program_reclaims_the_value_before_the_leased_one() {
 /// the prefetch after the next use fits.
 #[test]
 fn the_open_use_is_leased_until_the_next_use() {
-    let snap = build(
-        ResidencySnapshotBuilder::new(MANAGER, 3).budget(N, n),
-        (0..2).map(|i| adopted(i, n, REPL, &[P])).collect(),
-    );
+    let snap = at_pageable(2, n);
     let h: Vec<_> = (0..2).map(|i| handle(i, "T")).collect();
     let e = run(
         &snap,
@@ -145,10 +136,7 @@ fn the_open_use_is_leased_until_the_next_use() {
 /// the location.
 #[test]
 fn reservations_are_held_until_the_next_use() {
-    let snap = build(
-        ResidencySnapshotBuilder::new(MANAGER, 3).budget(N, 3 * n),
-        (0..3).map(|i| adopted(i, n, REPL, &[P])).collect(),
-    );
+    let snap = at_pageable(3, 3 * n);
     let h: Vec<_> = (0..3).map(|i| handle(i, "T")).collect();
     let ws = || vec![reservation(N, n, "ws")];
     // u0 holds h0 (n) + ws (n); p1 adds h1 (n): full; the program peaks at 3n.
@@ -251,10 +239,7 @@ fn recency_follows_the_program_and_exclusive_values_move() {
 /// order) keep what is needed soonest (6 copies, counted by hand in the comments).
 #[test]
 fn next_use_priorities_beat_lru_on_a_cyclic_program() {
-    let snap = build(
-        ResidencySnapshotBuilder::new(MANAGER, 3).budget(N, 3 * n),
-        (0..4).map(|i| adopted(i, n, REPL, &[P])).collect(),
-    );
+    let snap = at_pageable(4, 3 * n);
     let h: Vec<_> = (0..4).map(|i| handle(i, "T")).collect();
     let program: Vec<_> = (0..12)
         .map(|i| use_(&format!("u{i}"), &[&h[i % 4]], Vec::new()))
@@ -315,10 +300,7 @@ fn next_use_priorities_beat_lru_on_a_cyclic_program() {
 /// with the forecast's error; an unknown location is an invalid snapshot.
 #[test]
 fn the_minimum_budget_is_found_by_forecasting() {
-    let snap = build(
-        ResidencySnapshotBuilder::new(MANAGER, 3).budget(N, 100 * n),
-        (0..4).map(|i| adopted(i, n, REPL, &[P])).collect(),
-    );
+    let snap = at_pageable(4, 100 * n);
     let h: Vec<_> = (0..4).map(|i| handle(i, "T")).collect();
     let mut program = vec![use_("u0", &[&h[0]], vec![reservation(N, n, "ws")])];
     for (i, hi) in h.iter().enumerate().skip(1) {
@@ -341,10 +323,7 @@ fn the_minimum_budget_is_found_by_forecasting() {
     assert_eq!(min(true).unwrap(), 3 * n);
     // One byte less does not fit; the minimum itself does.
     let at = |budget: u64| {
-        let s = build(
-            ResidencySnapshotBuilder::new(MANAGER, 3).budget(N, budget),
-            (0..4).map(|i| adopted(i, n, REPL, &[P])).collect(),
-        );
+        let s = at_pageable(4, budget);
         run(&s, &program)
     };
     assert!(at(3 * n).is_ok());

@@ -13,17 +13,6 @@ const S1: ResidencyLocation = ResidencyLocation::Sim(1);
 const S2: ResidencyLocation = ResidencyLocation::Sim(2);
 use ReplicaMode::Replicable as REPL;
 
-fn build(
-    b: ResidencySnapshotBuilder,
-    values: Vec<ResidencyValueSnapshotParts>,
-) -> ResidencySnapshot {
-    values
-        .into_iter()
-        .fold(b, |b, v| b.value(v.build().unwrap()))
-        .build()
-        .unwrap()
-}
-
 fn cost_policy(
     tiers: Vec<(ResidencyLocation, Vec<ResidencyLocation>)>,
     costs: TransferCostModel,

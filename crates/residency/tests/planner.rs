@@ -16,17 +16,6 @@ fn tiers(t: Vec<(ResidencyLocation, Vec<ResidencyLocation>)>) -> DeterministicTi
     DeterministicTieredLRU::with_fallback_tiers(t).unwrap()
 }
 
-fn build(
-    b: ResidencySnapshotBuilder,
-    values: Vec<ResidencyValueSnapshotParts>,
-) -> ResidencySnapshot {
-    values
-        .into_iter()
-        .fold(b, |b, v| b.value(v.build().unwrap()))
-        .build()
-        .unwrap()
-}
-
 #[test]
 fn a_lru_drops_the_oldest_cached_replica() {
     let snap = build(

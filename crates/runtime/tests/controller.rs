@@ -28,6 +28,13 @@ fn req(
     )
     .unwrap()
 }
+/// The plan's reclaim of a single drop of `h` at N.
+fn drop_at_n(h: &ResidencyHandle) -> [ResidencyAction; 1] {
+    [ResidencyAction::DropResident {
+        handle: h.clone(),
+        location: N,
+    }]
+}
 fn none() -> TransferStreams {
     TransferStreams::new()
 }
@@ -117,13 +124,7 @@ fn f57_extra_replica_of_requested_handle_is_reclaimable() {
     let d = c
         .decide(&req("r", &[(&retained, P), (&incoming, N)], &[]))
         .unwrap();
-    assert_eq!(
-        d.plan().reclaim(),
-        &[ResidencyAction::DropResident {
-            handle: (*retained).clone(),
-            location: N
-        }]
-    );
+    assert_eq!(d.plan().reclaim(), &drop_at_n(&retained));
     c.scope(&d, &none()).unwrap().close().unwrap();
     assert_eq!(locs(&m, &retained), vec![P]);
     assert_eq!(locs(&m, &incoming), vec![P, N]);
@@ -697,13 +698,7 @@ fn prefetch_places_ahead_and_counts_as_the_latest_access() {
     u.close().unwrap();
     // Under pressure the older h0 goes, not the prefetched h1.
     let d = c.decide(&req("h2", &[(&h[2], N)], &[])).unwrap();
-    assert_eq!(
-        d.plan().reclaim(),
-        &[ResidencyAction::DropResident {
-            handle: (*h[0]).clone(),
-            location: N
-        }]
-    );
+    assert_eq!(d.plan().reclaim(), &drop_at_n(&h[0]));
 }
 
 /// Without the recorded access the prefetched value would have been the LRU victim: a value
@@ -722,13 +717,7 @@ fn a_bare_scope_records_no_access_unlike_a_prefetch() {
     c.scope(&d, &none()).unwrap().close().unwrap();
     assert_eq!(c.last_access_epoch(&h[1]), None);
     let d = c.decide(&req("h2", &[(&h[2], N)], &[])).unwrap();
-    assert_eq!(
-        d.plan().reclaim(),
-        &[ResidencyAction::DropResident {
-            handle: (*h[1]).clone(),
-            location: N
-        }]
-    );
+    assert_eq!(d.plan().reclaim(), &drop_at_n(&h[1]));
 }
 
 /// A prefetch with a reservation is refused before anything happens, naming the request,
@@ -963,14 +952,7 @@ fn apply_next_use_rejects_a_foreign_program_before_changing_anything() {
         other => panic!("expected ForeignHandle, found {other}"),
     }
     let d = c.decide(&req("probe", &[(&y, N)], &[])).unwrap();
-    assert_eq!(
-        d.plan().reclaim(),
-        &[ResidencyAction::DropResident {
-            handle: (*x).clone(),
-            location: N
-        }],
-        "mine kept priority 7"
-    );
+    assert_eq!(d.plan().reclaim(), &drop_at_n(&x), "mine kept priority 7");
 }
 
 /// `run_program` forecasts, then runs: each use's body sees its values leased and the

@@ -59,6 +59,18 @@ pub fn sourced(
     p
 }
 
+/// A snapshot of `values` built on `b`.
+pub fn build(
+    b: ResidencySnapshotBuilder,
+    values: Vec<ResidencyValueSnapshotParts>,
+) -> ResidencySnapshot {
+    values
+        .into_iter()
+        .fold(b, |b, v| b.value(v.build().expect("value")))
+        .build()
+        .expect("snapshot")
+}
+
 pub fn req(
     name: &str,
     reqs: &[(&ResidencyHandle, ResidencyLocation)],
