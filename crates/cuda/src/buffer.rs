@@ -66,8 +66,10 @@ pub struct Buffer {
     words: usize,
     pub(crate) storage: Storage,
     state: Arc<LocationState>,
-    /// Last asynchronous CUDA copy touching this buffer's page-locked memory.
-    fence: Mutex<Option<Event>>,
+    /// Pending work the contents depend on: for page-locked memory the last asynchronous
+    /// CUDA copy touching it; for device memory the producers named by
+    /// [`Buffer::order_after`] (at most one event per stream).
+    fence: Mutex<Vec<Event>>,
 }
 
 impl fmt::Debug for Buffer {
@@ -78,9 +80,23 @@ impl fmt::Debug for Buffer {
 
 impl Drop for Buffer {
     fn drop(&mut self) {
-        if let Some(ev) = self.fence.get_mut().take() {
-            // Memory must not be freed under an in-flight copy; errors leave nothing to do.
-            let _ = ev.synchronize();
+        let fences = std::mem::take(self.fence.get_mut());
+        match &self.storage {
+            // Simulated device memory is host memory whose producers have already run (a
+            // pending event only models the GPU's order): it is freed at once.
+            Storage::Host(_) => drop(fences),
+            // Device memory freed in stream order waits on the GPU (the free's stream waits
+            // for its producers); anything else waits on the host.
+            #[cfg(feature = "cuda")]
+            Storage::Device(d) => d.order_free_after(&fences),
+            // Page-locked memory must not be freed under an in-flight copy; errors leave
+            // nothing to do.
+            #[cfg(feature = "cuda")]
+            Storage::Locked(_) => {
+                for ev in &fences {
+                    let _ = ev.synchronize();
+                }
+            }
         }
         self.state.credit(self.words as u64 * 8);
     }
@@ -98,7 +114,7 @@ impl Buffer {
             words,
             storage,
             state,
-            fence: Mutex::new(None),
+            fence: Mutex::new(Vec::new()),
         }
     }
 
@@ -171,22 +187,67 @@ impl Buffer {
     }
 
     fn wait_fence(&self) {
-        let ev = self.fence.lock().take();
-        if let Some(ev) = ev {
+        let fences = std::mem::take(&mut *self.fence.lock());
+        for ev in fences {
             // A failed wait means the context is broken; the data is then undefined anyway,
             // but the memory is no longer in use by a copy that can still run.
             let _ = ev.synchronize();
         }
     }
 
-    /// The fence event of an in-flight copy on page-locked memory, if still pending.
-    #[cfg(feature = "cuda")]
-    pub(crate) fn pending_fence(&self) -> Option<Event> {
-        let mut f = self.fence.lock();
-        if f.as_ref().is_some_and(|e| e.query().unwrap_or(false)) {
-            *f = None;
+    /// The events of the work this buffer's contents still wait for: producers named by
+    /// [`order_after`](Self::order_after) and, for page-locked memory, an in-flight copy.
+    /// Completed events are forgotten. A stream that reads or writes the buffer after
+    /// waiting on each of them (`Stream::wait_event`) is ordered after that work; the
+    /// memory layer's own copies and the residency manager do this themselves.
+    ///
+    /// # Errors
+    /// [`MemoryError::Cuda`] when the driver reports an error querying an event.
+    pub fn pending_events(&self) -> Result<Vec<Event>, MemoryError> {
+        let mut fences = self.fence.lock();
+        let mut pending = Vec::with_capacity(fences.len());
+        for ev in fences.iter() {
+            if !ev.query()? {
+                pending.push(ev.clone());
+            }
         }
-        f.clone()
+        fences.clone_from(&pending);
+        Ok(pending)
+    }
+
+    /// Declares that this device buffer's contents are complete only once `event` is: work
+    /// enqueued before `event` (a kernel, a copy of another library) writes it. From now on
+    /// every copy into or out of the buffer is ordered after `event` on the GPU (its stream
+    /// waits on the event; the host does not block), [`pending_events`](Self::pending_events)
+    /// reports it until it completes, and a buffer freed in stream order waits for it on the
+    /// GPU. An event replaces an earlier one recorded on the same stream (it must be later);
+    /// events of several streams are all kept.
+    ///
+    /// # Errors
+    /// [`MemoryError::NotStreamOrdered`] when the buffer is host memory (pageable or pinned:
+    /// the host, not a stream, writes it), [`MemoryError::BackendMismatch`] when the event
+    /// belongs to another backend than the buffer (a simulated event for a CUDA buffer or the
+    /// reverse). Nothing changes on error.
+    pub fn order_after(&self, event: &Event) -> Result<(), MemoryError> {
+        if !self.location.is_device() {
+            return Err(MemoryError::NotStreamOrdered {
+                op: "order_after",
+                location: self.location,
+                bytes: self.nbytes(),
+                reason: "host memory is written by the host, not on a stream",
+            });
+        }
+        if matches!(self.location, ResidencyLocation::Cuda(_)) != event.is_cuda() {
+            return Err(MemoryError::BackendMismatch {
+                op: "order_after",
+                a: self.location,
+                b: event.location(),
+            });
+        }
+        let mut fences = self.fence.lock();
+        fences.retain(|f| f.stream_id() != event.stream_id());
+        fences.push(event.clone());
+        Ok(())
     }
 
     /// Consumes one copy fault armed at this buffer's location, if any.
@@ -194,9 +255,11 @@ impl Buffer {
         self.state.take_copy_fault()
     }
 
+    /// Marks an in-flight copy on page-locked memory: it replaces every earlier fence, since
+    /// the copy's stream waited on them first.
     #[cfg_attr(not(feature = "cuda"), allow(dead_code))]
     pub(crate) fn set_fence(&self, ev: &Event) {
-        *self.fence.lock() = Some(ev.clone());
+        *self.fence.lock() = vec![ev.clone()];
     }
 
     /// The words, when host-accessible (pageable, pinned, simulated device). Waits for an
@@ -218,7 +281,11 @@ impl Buffer {
     /// The words, mutably, when host-accessible. Waits for an in-flight CUDA copy first.
     #[must_use]
     pub fn host_slice_mut(&mut self) -> Option<&mut [u64]> {
-        self.wait_fence();
+        // Simulated device memory is written in place by its producers, which have run.
+        #[cfg(feature = "cuda")]
+        if matches!(self.storage, Storage::Locked(_)) {
+            self.wait_fence();
+        }
         match &mut self.storage {
             Storage::Host(v) => Some(v),
             #[cfg(feature = "cuda")]
@@ -503,6 +570,9 @@ pub(crate) fn copy_engine(
         None => {}
     }
     tracing::trace!(%from, %to, bytes, stream = stream.map(Stream::id), "copy");
+    if let Some(s) = stream {
+        order_after_fences(s, src, &dst)?;
+    }
     #[cfg(feature = "cuda")]
     if matches!(from, ResidencyLocation::Cuda(_)) || matches!(to, ResidencyLocation::Cuda(_)) {
         return crate::cuda::copy(mem, src, dst, len, stream);
@@ -517,4 +587,21 @@ pub(crate) fn copy_engine(
     })?;
     out.copy_from_slice(data);
     stream.map(Stream::record_event).transpose()
+}
+
+/// Makes `stream` wait on the pending events of the copy's endpoints (their producers, or an
+/// in-flight copy on page-locked memory) recorded on other streams: the copy then runs after
+/// them on the GPU, and its event completes only after them.
+fn order_after_fences(stream: &Stream, src: Src<'_>, dst: &Dst<'_>) -> Result<(), MemoryError> {
+    let mut fences = Vec::new();
+    if let Src::Buf(b, _) = src {
+        fences.extend(b.pending_events()?);
+    }
+    if let Dst::Buf(b, _) = dst {
+        fences.extend(b.pending_events()?);
+    }
+    for f in fences.iter().filter(|f| f.stream_id() != stream.id()) {
+        stream.wait_event(f)?;
+    }
+    Ok(())
 }

@@ -282,6 +282,35 @@ impl CudaBackend {
         Ok(CudaStream {
             raw,
             dev: Arc::clone(dev),
+            wrapped: None,
+        })
+    }
+
+    /// Takes over `stream`, a `cust` stream of device `index`'s primary context.
+    pub(crate) fn wrap_stream(
+        &self,
+        index: u8,
+        stream: cust::stream::Stream,
+    ) -> Result<CudaStream, MemoryError> {
+        let dev = self.device(index)?;
+        let loc = dev.location();
+        dev.bind("cuStreamGetCtx")?;
+        let raw = stream.as_inner();
+        let mut ctx: cu::CUcontext = std::ptr::null_mut();
+        // SAFETY: `raw` is the live handle of `stream`, owned here; out-pointer to a local.
+        let r = unsafe { cu::cuStreamGetCtx(raw, &mut ctx) };
+        check("cuStreamGetCtx", loc, r)?;
+        if ctx != dev.ctx.as_raw() {
+            return Err(MemoryError::StreamMismatch {
+                op: "wrap_stream",
+                stream: loc,
+                expected: format!("a stream of {loc}'s primary context"),
+            });
+        }
+        Ok(CudaStream {
+            raw,
+            dev: Arc::clone(dev),
+            wrapped: Some(stream),
         })
     }
 
@@ -380,10 +409,12 @@ impl CudaBackend {
     }
 }
 
-/// A CUDA stream (non-blocking), destroyed on drop.
+/// A CUDA stream, destroyed on drop: one this layer created (non-blocking), or a `cust`
+/// stream handed over by [`Memory::wrap_stream`] (kept, and destroyed by `cust`).
 pub(crate) struct CudaStream {
     raw: cu::CUstream,
     dev: Arc<CudaDevice>,
+    wrapped: Option<cust::stream::Stream>,
 }
 
 // SAFETY: CUDA stream handles may be used from any thread (with the context current, which
@@ -394,7 +425,9 @@ unsafe impl Sync for CudaStream {}
 
 impl Drop for CudaStream {
     fn drop(&mut self) {
-        if self.dev.bind("cuStreamDestroy").is_ok() {
+        // A wrapped `cust` stream is destroyed by its own drop, after this one (with the
+        // context bound here still current).
+        if self.dev.bind("cuStreamDestroy").is_ok() && self.wrapped.is_none() {
             // SAFETY: the stream was created by us and is destroyed once; pending work
             // still completes (the driver defers the release).
             let _ = unsafe { cu::cuStreamDestroy_v2(self.raw) };
@@ -406,6 +439,11 @@ impl CudaStream {
     /// The raw stream handle, for launches.
     pub(crate) fn raw(&self) -> cu::CUstream {
         self.raw
+    }
+
+    /// The `cust` stream this one wraps, if it was handed over by [`Memory::wrap_stream`].
+    pub(crate) fn as_cust(&self) -> Option<&cust::stream::Stream> {
+        self.wrapped.as_ref()
     }
 
     pub(crate) fn record(
@@ -581,6 +619,23 @@ impl DeviceAlloc {
     pub(crate) fn ptr(&self) -> u64 {
         self.ptr
     }
+
+    /// Orders the coming free after `fences` (the buffer's pending producers): on the GPU
+    /// when the memory is freed in stream order (its stream waits on them), else on the host.
+    pub(crate) fn order_free_after(&self, fences: &[Event]) {
+        let stream = self.free_on.as_ref().filter(|s| s.cuda().is_some());
+        for f in fences {
+            let ordered = match stream {
+                Some(s) if f.stream_id() == s.id() => true,
+                Some(s) => s.wait_event(f).is_ok(),
+                None => false,
+            };
+            if !ordered {
+                // Errors leave nothing to do: the context is then broken.
+                let _ = f.synchronize();
+            }
+        }
+    }
 }
 
 // ------------------------------------------------------------------------------------------
@@ -617,21 +672,8 @@ pub(crate) fn copy(
     })?;
     let loc = stream.location();
     let _ = mem;
-    // Page-locked endpoints with an in-flight copy: order this copy after it on the GPU.
-    let mut fences = Vec::new();
-    if let Src::Buf(b, _) = src {
-        if let Some(f) = b.pending_fence() {
-            fences.push(f);
-        }
-    }
-    if let Dst::Buf(b, _) = &dst {
-        if let Some(f) = b.pending_fence() {
-            fences.push(f);
-        }
-    }
-    for f in fences.iter().filter(|f| f.inner.stream_id != stream.id()) {
-        stream.wait_event(f)?;
-    }
+    // The endpoints' pending events (producers, in-flight copies on page-locked memory) were
+    // waited on by `copy_engine`.
     let s = match src {
         Src::Slice(s) => End::Host(s.as_ptr()),
         Src::Buf(b, start) => match &b.storage {
@@ -817,6 +859,118 @@ impl Memory {
             Storage::Device(alloc),
             Arc::clone(state),
         ))
+    }
+
+    /// Takes ownership of `words` words of stream-ordered device memory on CUDA device `loc`
+    /// whose contents are still being written by work enqueued on `stream`, without a copy
+    /// and without waiting: the stream-ordered counterpart of
+    /// [`adopt_device_words`](Self::adopt_device_words). The returned buffer counts in
+    /// `loc`'s [`crate::LocationUsage`] from now on; its contents are ordered after an event
+    /// recorded on `stream` now ([`Buffer::order_after`]: copies into or out of it, the
+    /// residency manager's leases and its copies wait on the GPU, not on the host), and when
+    /// dropped it is freed with `cuMemFreeAsync` on `stream`, after every later piece of work
+    /// there. This is how a library that computes on `stream` (the CKKS engine, given the
+    /// `cust` stream of [`Stream::as_cust`]) hands results to the memory layer without a host
+    /// synchronisation.
+    ///
+    /// # Safety
+    /// `ptr` must be the start of a live allocation of at least `words * 8` bytes made on
+    /// `loc`'s primary context from a memory pool (`cuMemAllocAsync`,
+    /// `cuMemAllocFromPoolAsync`; anything else is refused), owned by nobody else from now
+    /// on (the caller must not free it); every write to it must be enqueued on `stream`
+    /// before this call (or be complete), and work on other streams that reads it must be
+    /// ordered after the buffer's pending events and before its drop, as for any buffer of
+    /// this layer freed in stream order.
+    ///
+    /// # Errors
+    /// [`MemoryError::LocationUnavailable`] when `loc` is not a CUDA device of this `Memory`,
+    /// [`MemoryError::StreamMismatch`] when `stream` is not a CUDA stream of `loc`,
+    /// [`MemoryError::NotStreamOrdered`] when `ptr` is not pool memory,
+    /// [`MemoryError::SizeOverflow`], [`MemoryError::InjectedAllocFailure`],
+    /// [`MemoryError::Cuda`]. On error the caller still owns `ptr` and nothing changed.
+    pub unsafe fn adopt_device_words_on(
+        &self,
+        loc: &ResidencyLocation,
+        ptr: u64,
+        words: usize,
+        stream: &Stream,
+    ) -> Result<Buffer, MemoryError> {
+        const OP: &str = "adopt_device_words_on";
+        let ResidencyLocation::Cuda(index) = *loc else {
+            return Err(MemoryError::LocationUnavailable {
+                op: OP,
+                location: *loc,
+                reason: "only CUDA device memory can be adopted".to_owned(),
+            });
+        };
+        let state = self.state(OP, loc)?;
+        if stream.location() != *loc || stream.cuda().is_none() {
+            return Err(MemoryError::StreamMismatch {
+                op: OP,
+                stream: stream.location(),
+                expected: format!("a CUDA stream of {loc}"),
+            });
+        }
+        let dev = Arc::clone(self.cuda_backend(*loc)?.device(index)?);
+        let bytes = crate::memory::words_to_bytes(OP, *loc, words)?;
+        dev.bind(OP)?;
+        let mut pool: cu::CUmemoryPool = std::ptr::null_mut();
+        // SAFETY: out-pointer to a local of the attribute's type (a pool handle); the driver
+        // only reads `ptr` as an address (an unknown address is an error, not a fault).
+        let r = unsafe {
+            cu::cuPointerGetAttribute(
+                (&mut pool as *mut cu::CUmemoryPool).cast::<c_void>(),
+                cu::CUpointer_attribute::CU_POINTER_ATTRIBUTE_MEMPOOL_HANDLE,
+                ptr,
+            )
+        };
+        if r != cu::CUresult::CUDA_SUCCESS || pool.is_null() {
+            return Err(MemoryError::NotStreamOrdered {
+                op: OP,
+                location: *loc,
+                bytes,
+                reason: "the pointer is not an allocation of a memory pool (cuMemAllocAsync)",
+            });
+        }
+        let ready = stream.record_event()?;
+        state.debit(bytes)?;
+        let alloc = DeviceAlloc {
+            ptr,
+            dev,
+            free_on: Some(stream.clone()),
+            adopted: false,
+        };
+        let buf = Buffer::new(*loc, words, Storage::Device(alloc), Arc::clone(state));
+        buf.order_after(&ready)?;
+        Ok(buf)
+    }
+
+    /// Hands a `cust` stream of CUDA device `loc` (its primary context) to this memory
+    /// layer: the returned [`Stream`] runs the memory layer's work (copies, events, waits,
+    /// stream-ordered frees) on that very stream, and [`Stream::as_cust`] lends it back to
+    /// code that takes `cust` streams (the CKKS engine). Work of both is then in one order
+    /// without any event between them. The stream is destroyed when the last clone drops.
+    ///
+    /// # Errors
+    /// [`MemoryError::LocationUnavailable`] when `loc` is not a CUDA device of this `Memory`,
+    /// [`MemoryError::StreamMismatch`] when the stream belongs to another context,
+    /// [`MemoryError::Cuda`].
+    pub fn wrap_stream(
+        &self,
+        loc: &ResidencyLocation,
+        stream: cust::stream::Stream,
+    ) -> Result<Stream, MemoryError> {
+        const OP: &str = "wrap_stream";
+        self.check_available(OP, loc)?;
+        let ResidencyLocation::Cuda(index) = *loc else {
+            return Err(MemoryError::LocationUnavailable {
+                op: OP,
+                location: *loc,
+                reason: "only a CUDA device's stream can be wrapped".to_owned(),
+            });
+        };
+        let s = self.cuda_backend(*loc)?.wrap_stream(index, stream)?;
+        Ok(Stream::new_cuda(*loc, s))
     }
 
     /// Loads (JIT-compiles) `ptx` as module `name` on CUDA device `loc`, once: later calls

@@ -149,6 +149,19 @@ pub enum MemoryError {
         /// The buffer's location.
         location: ResidencyLocation,
     },
+    /// The memory is written by the host, not by work on a stream, so it cannot be ordered
+    /// after an event ([`crate::Buffer::order_after`]), nor adopted in stream order.
+    #[error("{op}: the {bytes} bytes at {location} are not stream-ordered memory: {reason}")]
+    NotStreamOrdered {
+        /// The operation.
+        op: &'static str,
+        /// The memory's location.
+        location: ResidencyLocation,
+        /// The buffer's or allocation's bytes.
+        bytes: u64,
+        /// Why.
+        reason: &'static str,
+    },
     /// A value declares no buffers, so it has no placement.
     #[error("{type_tag}: value has no buffers, so it has no placement")]
     EmptyValue {

@@ -168,6 +168,16 @@ impl Stream {
         }
     }
 
+    /// The `cust` stream under this one, when it was handed over by
+    /// [`Memory::wrap_stream`](crate::Memory::wrap_stream): for code that enqueues its own
+    /// work (kernels) in the same order as this layer's copies and events. `None` for
+    /// simulated streams and for streams this layer created.
+    #[cfg(feature = "cuda")]
+    #[must_use]
+    pub fn as_cust(&self) -> Option<&cust::stream::Stream> {
+        self.cuda().and_then(crate::cuda::CudaStream::as_cust)
+    }
+
     /// Records an event that completes when all work enqueued so far has run.
     ///
     /// # Errors
@@ -364,6 +374,16 @@ impl Event {
     #[must_use]
     pub fn id(&self) -> u64 {
         self.inner.id
+    }
+
+    /// True for events of CUDA streams (false for simulated ones).
+    #[must_use]
+    pub fn is_cuda(&self) -> bool {
+        match &self.inner.kind {
+            EventKind::Sim(_) => false,
+            #[cfg(feature = "cuda")]
+            EventKind::Cuda(_) => true,
+        }
     }
 
     /// The [`Stream::id`] of the stream the event was recorded on.

@@ -403,3 +403,70 @@ fn tensors_materialize_through_cuda_with_compaction() {
     check_words(&v[0], &data[100..1100], "view");
     check_words(&v[1], &data, "whole");
 }
+
+/// A `cust` stream handed to the memory layer, pool memory written on it by `cust` and
+/// adopted in stream order: no host wait at adoption, readers on other streams ordered after
+/// the producer on the GPU, the free enqueued on the producer's stream; plain `cuMemAlloc`
+/// memory is refused and stays the caller's.
+#[test]
+fn stream_ordered_adoption_of_pool_memory_written_on_a_wrapped_stream() {
+    use cust::memory::{AsyncCopyDestination, DeviceBuffer};
+    use cust::stream::{Stream as CustStream, StreamFlags};
+    let Some(mem) = memory_or_skip(&cuda_config(0, DeviceAllocMode::Pool)) else {
+        return;
+    };
+    let loc = L::Cuda(0);
+    // Any call of the memory layer makes the device's primary context current here.
+    let other = mem.stream(&loc).unwrap();
+    let raw = CustStream::new(StreamFlags::NON_BLOCKING, None).unwrap();
+    let handle = raw.as_inner();
+    let s = mem.wrap_stream(&loc, raw).unwrap();
+    assert_eq!(s.as_cust().unwrap().as_inner(), handle);
+    assert!(other.as_cust().is_none());
+
+    let words = random_words(41, 1 << 20);
+    let before = mem.usage(&loc).unwrap().allocated_bytes;
+    // SAFETY (test): uninitialised pool memory, fully written on `s` before any read.
+    let mut dev =
+        unsafe { DeviceBuffer::<u64>::uninitialized_async(words.len(), s.as_cust().unwrap()) }
+            .unwrap();
+    // SAFETY (test): `words` outlives the copy (the stream is synchronised below before
+    // `words` is dropped).
+    unsafe { dev.async_copy_from(&words[..], s.as_cust().unwrap()) }.unwrap();
+    let ptr = dev.as_device_ptr().as_raw();
+    // SAFETY: a pool allocation of `words.len()` words on cuda:0, written on `s`; ownership
+    // passes to the buffer (the cust handle is forgotten below, on success only).
+    let buf = unsafe { mem.adopt_device_words_on(&loc, ptr, words.len(), &s) }.unwrap();
+    std::mem::forget(dev);
+    assert_eq!(buf.device_ptr(), Some(ptr));
+    assert_eq!(
+        mem.usage(&loc).unwrap().allocated_bytes,
+        before + words.len() as u64 * 8
+    );
+    // A copy on another stream waits for the producer on the GPU.
+    let (copy, ev) = buf.copy_to(&mem, &loc, Some(&other)).unwrap();
+    ev.unwrap().synchronize().unwrap();
+    check_words(&copy.to_vec(&mem).unwrap(), &words, "ordered copy");
+    drop(buf);
+    s.synchronize().unwrap();
+    assert_eq!(
+        mem.usage(&loc).unwrap().allocated_bytes,
+        before + words.len() as u64 * 8,
+        "only the copy is left"
+    );
+    drop(copy);
+
+    // Plain device memory is refused, naming the location and bytes; the caller keeps it.
+    // SAFETY (test): never read.
+    let plain = unsafe { DeviceBuffer::<u64>::uninitialized(1024) }.unwrap();
+    let ptr = plain.as_device_ptr().as_raw();
+    // SAFETY: refused before the pointer is used beyond an attribute query.
+    match unsafe { mem.adopt_device_words_on(&loc, ptr, 1024, &s) } {
+        Err(MemoryError::NotStreamOrdered {
+            location, bytes, ..
+        }) => assert_eq!((location, bytes), (loc, 8192)),
+        other => panic!("plain memory adopted: {other:?}"),
+    }
+    drop(plain);
+    assert_eq!(mem.usage(&loc).unwrap().allocated_bytes, before);
+}
