@@ -122,6 +122,14 @@ impl Words {
         }
     }
 
+    /// The pending events of the buffer's producers (none for host vectors).
+    pub(crate) fn pending_events(&self) -> Result<Vec<Event>, MemoryError> {
+        match &self.backing {
+            Backing::Buffer(b) => b.pending_events(),
+            Backing::Host(_) => Ok(Vec::new()),
+        }
+    }
+
     /// An independent copy at `to` and its copy-complete event.
     pub(crate) fn materialize(
         &self,

@@ -276,6 +276,12 @@ macro_rules! resident_impl {
                     vec![$words.storage_key()]
                 }
             }
+            fn pending_events(
+                &self,
+            ) -> Result<Vec<fhelium_cuda::Event>, fhelium_cuda::MemoryError> {
+                let $v = self;
+                $words.pending_events()
+            }
             fn materialize(
                 &self,
                 mem: &fhelium_cuda::Memory,

@@ -186,6 +186,7 @@ impl Buffer {
         }
     }
 
+    #[cfg(feature = "cuda")]
     fn wait_fence(&self) {
         let fences = std::mem::take(&mut *self.fence.lock());
         for ev in fences {

@@ -47,6 +47,17 @@ pub trait Resident: Sized + Send + Sync + 'static {
         stream: Option<&Stream>,
     ) -> Result<Materialized<Self>, MemoryError>;
 
+    /// The events of work that still writes the value's buffers ([`crate::Buffer::order_after`]:
+    /// a kernel's result adopted before it completed); empty when the contents are complete,
+    /// which is the default. The residency manager orders the value's first replica after
+    /// them: leases make their consumer streams wait, copies out of it wait on the GPU.
+    ///
+    /// # Errors
+    /// [`MemoryError::Cuda`] when querying an event fails.
+    fn pending_events(&self) -> Result<Vec<Event>, MemoryError> {
+        Ok(Vec::new())
+    }
+
     /// The charge the manager debits for this value: `max(nbytes, storage_nbytes)` (spec 1.5).
     fn charge_nbytes(&self) -> u64 {
         self.nbytes().max(self.storage_nbytes())

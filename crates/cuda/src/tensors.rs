@@ -213,6 +213,18 @@ impl Resident for Tensors {
         .collect()
     }
 
+    fn pending_events(&self) -> Result<Vec<Event>, MemoryError> {
+        let mut events: Vec<Event> = Vec::new();
+        for v in &self.views {
+            for ev in v.buffer.pending_events()? {
+                if !events.iter().any(|e| e.id() == ev.id()) {
+                    events.push(ev);
+                }
+            }
+        }
+        Ok(events)
+    }
+
     /// Copies every view into its own fresh buffer at `to` (compaction: aliases become
     /// independent buffers, views shrink to their length). All copies run on one stream, so
     /// `ready` is the last copy's event.

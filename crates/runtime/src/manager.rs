@@ -152,6 +152,35 @@ impl Inner {
         Ok(())
     }
 
+    /// One event after which an adopted value's contents are complete
+    /// ([`Resident::pending_events`]): none when they are; the one producer's event; or, for
+    /// several, an event of `at`'s default stream after it waited on them all (on the GPU).
+    fn producers_ready<T: Resident>(
+        &self,
+        value: &T,
+        handle: &ResidencyHandle,
+        at: ResidencyLocation,
+        nbytes: u64,
+    ) -> Result<Option<Event>> {
+        let fail = |source| RuntimeError::Memory {
+            handle: Some(handle.clone()),
+            location: at,
+            nbytes,
+            source,
+        };
+        let mut events = value.pending_events().map_err(fail)?;
+        if events.len() <= 1 {
+            return Ok(events.pop());
+        }
+        let joined = self.memory.default_stream(&at).and_then(|s| {
+            for ev in &events {
+                s.wait_event(ev)?;
+            }
+            s.record_event()
+        });
+        joined.map(Some).map_err(fail)
+    }
+
     /// Install of spec 2.8. On failure nothing changed; a value whose copy is still in flight
     /// is retired rather than freed.
     fn install(
@@ -927,6 +956,9 @@ impl ResidencyManager {
         };
         self.inner.check_location(at)?;
         let spec = ResidencyValueSpec::adopted(tag, nbytes, storage, replica_mode)?;
+        let ready = self
+            .inner
+            .producers_ready(&value, &handle, at, nbytes.max(storage))?;
         let vi = st.values.len();
         st.values.push(ValueRecord {
             handle: handle.clone(),
@@ -939,7 +971,7 @@ impl ResidencyManager {
         });
         st.index.insert(handle_id, vi);
         let version = st.version;
-        if let Err(e) = Inner::install(&mut st, vi, at, Arc::new(value), None, false) {
+        if let Err(e) = Inner::install(&mut st, vi, at, Arc::new(value), ready, false) {
             st.values.pop();
             st.index.remove(&handle_id);
             debug_assert_eq!(st.version, version);
