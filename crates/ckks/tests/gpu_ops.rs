@@ -909,6 +909,110 @@ fn results_become_resident_values_on_cuda_and_come_back() {
     assert_eq!(usage(&mem), (bytes0, live0), "freed with the plaintext");
 }
 
+/// Stream-ordered adoption: a result computed on a `cust` stream handed to the memory layer
+/// becomes a `cuda:0` value without any host wait (long work queued before it on the same
+/// stream is still running after the adoption and after a drop), a copy of the memory layer
+/// on another stream waits for it on the GPU and gives the CPU engine's words, and a result
+/// that is not pool memory (an upload) is refused and given back.
+#[test]
+fn results_adopted_in_stream_order_never_wait_on_the_host() {
+    use cust::event::EventStatus;
+    use fhelium_cuda::{ResidencyLocation, Resident};
+    let Some(fx) = fixture() else { return };
+    let mem = fhelium_cuda::Memory::with_cuda().expect("memory layer on CUDA");
+    let loc = ResidencyLocation::Cuda(0);
+    let ws = mem
+        .wrap_stream(&loc, fx.gpu.stream().expect("stream"))
+        .expect("wrap the engine's stream");
+    let w = ws.as_cust().expect("a wrapped cust stream");
+    let usage = || mem.usage(&loc).expect("usage").allocated_bytes;
+    let bytes0 = usage();
+    let (_, dkey) = fx.rotation_key_by_one();
+    let ct = fresh(&fx.cpu, 6, 0);
+    let want = fx
+        .cpu
+        .coefficient_domain_to_ntt_domain(&ct)
+        .expect("cpu ntt");
+    let d = fx.gpu.upload_ciphertext(&ct, w).expect("upload");
+    w.synchronize().expect("sync");
+
+    let done = queue_long_work(&fx.gpu, &d, &dkey, w, "ordered adoption");
+    let r = fx.gpu.coefficient_domain_to_ntt_domain(&d, w).expect("ntt");
+    let ptr = r.device_ptr();
+    let res = fx
+        .gpu
+        .into_resident_ciphertext_on(r, &mem, &ws)
+        .expect("adopted in stream order");
+    assert_eq!(
+        done.query().expect("query"),
+        EventStatus::NotReady,
+        "the adoption waited"
+    );
+    assert_eq!(res.placement().expect("placement"), loc);
+    assert_eq!(res.pending_events().expect("pending").len(), 1);
+    assert_eq!(usage(), bytes0 + want.nbytes());
+    let view = fx.gpu.borrow_ciphertext(&res).expect("borrow");
+    assert_eq!(view.device_ptr(), ptr, "the same device words, not a copy");
+    drop(view);
+    // The memory layer's copy (its own stream) waits for the NTT on the GPU.
+    let host = res
+        .materialize(&mem, &ResidencyLocation::PinnedHost, None)
+        .expect("copy to pinned host")
+        .wait()
+        .expect("wait");
+    assert_eq!(done.query().expect("query"), EventStatus::Ready);
+    common::assert_same_words("adopted in stream order", &host, &want);
+    drop(res);
+
+    // A drop enqueues the free on the stream: no wait for the work before it.
+    let done = queue_long_work(&fx.gpu, &d, &dkey, w, "ordered drop");
+    let r = fx.gpu.coefficient_domain_to_ntt_domain(&d, w).expect("ntt");
+    let res = fx
+        .gpu
+        .into_resident_ciphertext_on(r, &mem, &ws)
+        .expect("adopted in stream order");
+    drop(res);
+    assert_eq!(
+        done.query().expect("query"),
+        EventStatus::NotReady,
+        "the drop waited"
+    );
+    assert_eq!(usage(), bytes0);
+    w.synchronize().expect("sync");
+
+    // A stream of another location (a simulated device) is refused: the result is given
+    // back unchanged and nothing is accounted.
+    let mixed = fhelium_cuda::Memory::new(&fhelium_cuda::MemoryConfig {
+        sim_devices: 1,
+        cuda: true,
+        ..fhelium_cuda::MemoryConfig::default()
+    })
+    .expect("memory layer with a simulated device");
+    let sim = mixed
+        .stream(&ResidencyLocation::Sim(0))
+        .expect("sim stream");
+    let r = fx.gpu.coefficient_domain_to_ntt_domain(&d, w).expect("ntt");
+    let err = fx
+        .gpu
+        .into_resident_ciphertext_on(r, &mixed, &sim)
+        .expect_err("a simulated stream");
+    assert!(
+        matches!(
+            *err.error,
+            CudaBackendError::Ckks(CkksError::Memory(
+                fhelium_cuda::MemoryError::StreamMismatch { stream, .. }
+            )) if stream == ResidencyLocation::Sim(0)
+        ),
+        "{}",
+        err.error
+    );
+    assert_eq!(mixed.usage(&loc).expect("usage").allocated_bytes, 0);
+    let back = fx.gpu.download_ciphertext(&err.value, w).expect("download");
+    common::assert_same_words("result given back", &back, &want);
+    w.synchronize().expect("sync");
+    assert_eq!(usage(), bytes0);
+}
+
 #[test]
 fn bad_operands_are_typed_errors() {
     let Some(fx) = fixture() else { return };

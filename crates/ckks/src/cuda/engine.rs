@@ -1027,6 +1027,15 @@ impl GpuPlaintext {
 }
 
 /// A device value whose words the memory layer can adopt ([`CudaEngine::into_resident_ciphertext`]).
+/// How [`CudaEngine`]'s adoption orders a result before the memory layer owns it.
+#[derive(Clone, Copy)]
+enum AdoptOn<'a> {
+    /// The `cust` stream it was computed on, synchronised first.
+    Synced(&'a Stream),
+    /// The memory-layer stream it was computed on, in stream order (no host wait).
+    Ordered(&'a fhelium_cuda::Stream),
+}
+
 trait Adoptable: std::fmt::Debug {
     /// The CPU-engine value over adopted words.
     type Host;
@@ -2224,7 +2233,7 @@ impl CudaEngine {
         mem: &fhelium_cuda::Memory,
         stream: &Stream,
     ) -> std::result::Result<Ciphertext, IntoResidentError> {
-        self.adopt_result("into_resident_ciphertext", ct, mem, stream)
+        self.adopt_result("into_resident_ciphertext", ct, mem, AdoptOn::Synced(stream))
     }
 
     /// [`into_resident_ciphertext`](Self::into_resident_ciphertext) for a device plaintext
@@ -2237,16 +2246,66 @@ impl CudaEngine {
         mem: &fhelium_cuda::Memory,
         stream: &Stream,
     ) -> std::result::Result<Plaintext, IntoResidentError<GpuPlaintext>> {
-        self.adopt_result("into_resident_plaintext", pt, mem, stream)
+        self.adopt_result("into_resident_plaintext", pt, mem, AdoptOn::Synced(stream))
     }
 
-    /// Hands `value`'s device words to `mem` without a copy (one stream synchronisation).
+    /// [`into_resident_ciphertext`](Self::into_resident_ciphertext) without a host wait, for
+    /// a result computed on `stream.as_cust()` (a `cust` stream handed to the memory layer by
+    /// [`fhelium_cuda::Memory::wrap_stream`]): the memory layer adopts the device allocation
+    /// in stream order ([`fhelium_cuda::Memory::adopt_device_words_on`]). The returned
+    /// value's buffer is ordered after the work enqueued on `stream` so far: the next
+    /// operations on `stream` need nothing, copies of the memory layer and leases of the
+    /// residency manager wait for it on the GPU, and dropping it frees the memory on
+    /// `stream`. `stream` must be the stream the result was computed on (or one ordered after
+    /// it).
+    ///
+    /// # Errors
+    /// As [`into_resident_ciphertext`](Self::into_resident_ciphertext), plus
+    /// [`fhelium_cuda::MemoryError::StreamMismatch`] when `stream` is not a CUDA stream of this
+    /// engine's device and [`fhelium_cuda::MemoryError::NotStreamOrdered`] for a result that
+    /// is not pool memory; the ciphertext is given back unchanged.
+    pub fn into_resident_ciphertext_on(
+        &self,
+        ct: GpuCiphertext,
+        mem: &fhelium_cuda::Memory,
+        stream: &fhelium_cuda::Stream,
+    ) -> std::result::Result<Ciphertext, IntoResidentError> {
+        self.adopt_result(
+            "into_resident_ciphertext_on",
+            ct,
+            mem,
+            AdoptOn::Ordered(stream),
+        )
+    }
+
+    /// [`into_resident_plaintext`](Self::into_resident_plaintext) in stream order, as
+    /// [`into_resident_ciphertext_on`](Self::into_resident_ciphertext_on).
+    ///
+    /// # Errors
+    /// As [`into_resident_ciphertext_on`](Self::into_resident_ciphertext_on); the plaintext is
+    /// given back unchanged.
+    pub fn into_resident_plaintext_on(
+        &self,
+        pt: GpuPlaintext,
+        mem: &fhelium_cuda::Memory,
+        stream: &fhelium_cuda::Stream,
+    ) -> std::result::Result<Plaintext, IntoResidentError<GpuPlaintext>> {
+        self.adopt_result(
+            "into_resident_plaintext_on",
+            pt,
+            mem,
+            AdoptOn::Ordered(stream),
+        )
+    }
+
+    /// Hands `value`'s device words to `mem` without a copy: after one synchronisation of a
+    /// `cust` stream, or in stream order on a memory-layer stream.
     fn adopt_result<V: Adoptable>(
         &self,
         op: &'static str,
         value: V,
         mem: &fhelium_cuda::Memory,
-        stream: &Stream,
+        on: AdoptOn<'_>,
     ) -> std::result::Result<V::Host, IntoResidentError<V>> {
         let back = |error: CudaBackendError, value: V| IntoResidentError {
             error: Box::new(error),
@@ -2264,16 +2323,27 @@ impl CudaEngine {
         if let Err(e) = mem.check_available(op, &loc) {
             return Err(back(CkksError::from(e).into(), value));
         }
-        if let Err(e) = drv(op, stream.synchronize()) {
-            return Err(back(e, value));
+        if let AdoptOn::Synced(stream) = on {
+            if let Err(e) = drv(op, stream.synchronize()) {
+                return Err(back(e, value));
+            }
         }
         let (ptr, words) = (value.words().ptr(), value.words().len());
-        // SAFETY: `value` owns `ptr` (an engine allocation of `words` words on this engine's
-        // device, from the device's pool, in the primary context `mem` uses too): its handle
-        // is forgotten below, without freeing, once `mem` has taken the allocation, so it has
-        // exactly one owner; every kernel writing it was enqueued on `stream`, synchronised
-        // above. A borrowed view never reaches here: `GpuView` hands out references only.
-        let adopted = unsafe { mem.adopt_device_words(&loc, ptr, words) };
+        let adopted = match on {
+            // SAFETY: `value` owns `ptr` (an engine allocation of `words` words on this
+            // engine's device, from the device's pool, in the primary context `mem` uses too):
+            // its handle is forgotten below, without freeing, once `mem` has taken the
+            // allocation, so it has exactly one owner; every kernel writing it was enqueued on
+            // `stream`, synchronised above. A borrowed view never reaches here: `GpuView`
+            // hands out references only.
+            AdoptOn::Synced(_) => unsafe { mem.adopt_device_words(&loc, ptr, words) },
+            // SAFETY: ownership as above; every kernel writing it was enqueued on `stream`
+            // (this method's contract), so the adoption's event and the stream-ordered free
+            // follow them; the memory layer refuses memory that is not pool memory.
+            AdoptOn::Ordered(stream) => unsafe {
+                mem.adopt_device_words_on(&loc, ptr, words, stream)
+            },
+        };
         let buf = match adopted {
             Ok(b) => b,
             Err(e) => return Err(back(CkksError::from(e).into(), value)),
