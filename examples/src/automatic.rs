@@ -436,7 +436,9 @@ impl AutomaticOutcome {
 /// rotate by the key's step -> NTT -> multiply by the prepared plaintext -> INTT -> rescale.
 ///
 /// The lease has already made `compute` wait on each replica's transfer event; this first
-/// orders the engine after `compute` ([`Engine::wait_for`], a no-op on the CPU engine).
+/// orders the engine after `compute` ([`Engine::wait_for`]) and last `compute` after the
+/// engine ([`Engine::signal`]), so releasing the lease covers the engine's reads (both are
+/// GPU-side waits on CUDA and no-ops on the CPU engine).
 pub(crate) fn seed_stage(
     engine: &Engine,
     timeline: &Timeline,
@@ -458,7 +460,9 @@ pub(crate) fn seed_stage(
     let coeff = timeline.op(compute, "ntt_to_coefficient", || {
         engine.ntt_domain_to_coefficient_domain(&prod)
     })?;
-    timeline.op(compute, "rescale_to_next_level", || {
+    let output = timeline.op(compute, "rescale_to_next_level", || {
         engine.rescale_to_next_level(&coeff)
-    })
+    })?;
+    engine.signal(compute)?;
+    Ok(output)
 }

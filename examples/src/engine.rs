@@ -84,16 +84,19 @@ pub enum Engine {
 /// The CUDA side of [`Engine::Cuda`]: a CPU engine for encoding, keys, encryption and
 /// decryption, and the CUDA engine that computes on `cuda:N` values.
 ///
-/// Stream rule: the CUDA engine enqueues on its own stream. Before computing on values borrowed
-/// through a lease, call [`Engine::wait_for`] with the lease's consumer stream (the lease made
-/// that stream wait on the transfer event, so the host wait covers the copies); every operation
-/// returns after its result is complete on the device (the result is copied into a memory-layer
-/// buffer and the engine stream synchronised), so the borrowed inputs are no longer read when
-/// the lease is released.
+/// Stream rule: the CUDA engine enqueues on its own stream, a `cust` stream handed to the
+/// memory layer ([`Memory::wrap_stream`]), and no operation waits on the host. Before
+/// computing on values borrowed through a lease, call [`Engine::wait_for`] with the lease's
+/// consumer stream (the engine stream waits, on the GPU, for the transfers the lease ordered
+/// there); after the operations, [`Engine::signal`] orders the consumer stream after them,
+/// so the lease's release (and a synchronisation of that stream) covers the engine's reads.
+/// Results become `cuda:N` values in stream order
+/// ([`fhelium_ckks::cuda::CudaEngine::into_resident_ciphertext_on`]): their buffers are
+/// ordered after the engine stream, and dropped ones are freed on it.
 #[cfg(feature = "cuda")]
 pub struct CudaBackend {
     // Field order = drop order: the stream goes before the engine releases its context.
-    stream: fhelium_ckks::cuda::Stream,
+    stream: fhelium_cuda::Stream,
     // The relinearization key, made on the device from `cpu`'s secret key on first use
     // (decision 0531: the CPU engine's key word for word; 18 MiB of the engine's pool, held
     // until the backend drops; not part of the residency manager's budget, like the engine's
@@ -157,8 +160,8 @@ impl Engine {
     }
 
     /// Orders the engine's work after everything enqueued so far on `stream` (the consumer
-    /// stream of a lease): the CUDA engine waits on the host for `stream`; the CPU engine needs
-    /// nothing (it runs on the host in program order).
+    /// stream of a lease): the CUDA engine's stream waits for it on the GPU (the host does
+    /// not block); the CPU engine needs nothing (it runs on the host in program order).
     ///
     /// # Errors
     /// [`ExampleError::Memory`] when the wait fails.
@@ -169,7 +172,25 @@ impl Engine {
                 Ok(())
             }
             #[cfg(feature = "cuda")]
-            Self::Cuda(_) => Ok(stream.synchronize()?),
+            Self::Cuda(b) => Ok(order(&b.stream, stream)?),
+        }
+    }
+
+    /// Orders everything enqueued so far on `stream` (the consumer stream of a lease) after
+    /// the engine's work: on CUDA the stream waits on the GPU for the engine's stream, so
+    /// releasing the lease, or synchronising `stream`, covers the operations that read the
+    /// leased values. Nothing for the CPU engine (its operations have returned complete).
+    ///
+    /// # Errors
+    /// [`ExampleError::Memory`] when the wait fails.
+    pub fn signal(&self, stream: &fhelium_cuda::Stream) -> Result<(), ExampleError> {
+        match self {
+            Self::Cpu(_) => {
+                let _ = stream;
+                Ok(())
+            }
+            #[cfg(feature = "cuda")]
+            Self::Cuda(b) => Ok(order(stream, &b.stream)?),
         }
     }
 
@@ -305,8 +326,8 @@ pub(crate) fn cuda_engine(
                 reason: format!("the CUDA CKKS engine cannot start: {e}"),
             })?;
     gpu.make_current()?;
-    let stream = gpu.stream()?;
-    let keys = gpu.device_key_cache(std::sync::Arc::clone(cpu), &stream)?;
+    let stream = memory.wrap_stream(&loc, gpu.stream()?)?;
+    let keys = gpu.device_key_cache(std::sync::Arc::clone(cpu), cust_stream(&stream)?)?;
     Ok(Engine::Cuda(Box::new(CudaBackend {
         stream,
         keys,
@@ -314,6 +335,29 @@ pub(crate) fn cuda_engine(
         cpu: std::sync::Arc::clone(cpu),
         memory: memory.clone(),
     })))
+}
+
+/// Makes `later` wait on the GPU for the work enqueued so far on `earlier` (nothing when they
+/// are one stream).
+#[cfg(feature = "cuda")]
+fn order(
+    later: &fhelium_cuda::Stream,
+    earlier: &fhelium_cuda::Stream,
+) -> Result<(), fhelium_cuda::MemoryError> {
+    if later == earlier {
+        return Ok(());
+    }
+    later.wait_event(&earlier.record_event()?)
+}
+
+/// The `cust` stream under the engine's memory-layer stream (always there: the backend made
+/// it with [`Memory::wrap_stream`]).
+#[cfg(feature = "cuda")]
+fn cust_stream(s: &fhelium_cuda::Stream) -> Result<&fhelium_ckks::cuda::Stream, ExampleError> {
+    s.as_cust().ok_or_else(|| ExampleError::DeviceUnavailable {
+        device: s.location().to_string(),
+        reason: "the engine's stream is not a wrapped cust stream".to_owned(),
+    })
 }
 
 /// A CUDA-engine operand: a no-copy view of a value already on the engine's device, or a copy
@@ -335,25 +379,85 @@ impl<T> std::ops::Deref for Operand<'_, T> {
     }
 }
 
+/// Device values an operation no longer needs, freed in stream order (a drop would wait for
+/// the device).
+#[cfg(feature = "cuda")]
+trait FreeAsync {
+    fn free_async(
+        self,
+        stream: &fhelium_ckks::cuda::Stream,
+    ) -> Result<(), fhelium_ckks::cuda::CudaBackendError>;
+}
+
+/// `FreeAsync` through the engine values' own `free_async`.
+#[cfg(feature = "cuda")]
+macro_rules! free_async {
+    ($($t:ty),*) => {$(
+        impl FreeAsync for $t {
+            fn free_async(
+                self,
+                stream: &fhelium_ckks::cuda::Stream,
+            ) -> Result<(), fhelium_ckks::cuda::CudaBackendError> {
+                <$t>::free_async(self, stream)
+            }
+        }
+    )*};
+}
+
+#[cfg(feature = "cuda")]
+free_async!(
+    fhelium_ckks::cuda::GpuCiphertext,
+    fhelium_ckks::cuda::GpuPlaintext,
+    fhelium_ckks::cuda::GpuSwitchKey
+);
+
+#[cfg(feature = "cuda")]
+impl<T: FreeAsync> Operand<'_, T> {
+    /// Done with the operand: a view is let go, an upload freed after the work enqueued on
+    /// `stream` (which read it).
+    fn finish(self, stream: &fhelium_ckks::cuda::Stream) -> Result<(), ExampleError> {
+        match self {
+            Self::View(_) => Ok(()),
+            Self::Copy(c) => Ok(c.free_async(stream)?),
+        }
+    }
+}
+
 #[cfg(feature = "cuda")]
 impl CudaBackend {
-    /// A no-copy view of a value already on the engine's device, or an upload of it.
-    fn operand<'a, T>(
+    /// The engine's `cust` stream.
+    fn s(&self) -> Result<&fhelium_ckks::cuda::Stream, ExampleError> {
+        cust_stream(&self.stream)
+    }
+
+    /// A no-copy view of `value` when it is on the engine's device (the engine stream first
+    /// waits, on the GPU, for the value's pending producers on other streams), or an upload
+    /// of it.
+    fn operand<'a, V: fhelium_cuda::Resident, T>(
         &self,
-        loc: ResidencyLocation,
-        borrow: impl FnOnce() -> Result<
+        value: &'a V,
+        borrow: impl FnOnce(
+            &'a V,
+        ) -> Result<
             fhelium_ckks::cuda::GpuView<'a, T>,
             fhelium_ckks::cuda::CudaBackendError,
         >,
         upload: impl FnOnce(
+            &'a V,
             &fhelium_ckks::cuda::Stream,
         ) -> Result<T, fhelium_ckks::cuda::CudaBackendError>,
     ) -> Result<Operand<'a, T>, ExampleError> {
-        Ok(if loc == self.gpu.location() {
-            Operand::View(borrow()?)
+        self.gpu.make_current()?;
+        if value.placement()? == self.gpu.location() {
+            for ev in value.pending_events()? {
+                if ev.stream_id() != self.stream.id() {
+                    self.stream.wait_event(&ev)?;
+                }
+            }
+            Ok(Operand::View(borrow(value)?))
         } else {
-            Operand::Copy(upload(&self.stream)?)
-        })
+            Ok(Operand::Copy(upload(value, self.s()?)?))
+        }
     }
 
     fn ct<'a>(
@@ -361,9 +465,9 @@ impl CudaBackend {
         ct: &'a Ciphertext,
     ) -> Result<Operand<'a, fhelium_ckks::cuda::GpuCiphertext>, ExampleError> {
         self.operand(
-            ct.location(),
-            || self.gpu.borrow_ciphertext(ct),
-            |s| self.gpu.upload_ciphertext(ct, s),
+            ct,
+            |v| self.gpu.borrow_ciphertext(v),
+            |v, s| self.gpu.upload_ciphertext(v, s),
         )
     }
 
@@ -372,9 +476,9 @@ impl CudaBackend {
         pt: &'a Plaintext,
     ) -> Result<Operand<'a, fhelium_ckks::cuda::GpuPlaintext>, ExampleError> {
         self.operand(
-            pt.location(),
-            || self.gpu.borrow_plaintext(pt),
-            |s| self.gpu.upload_plaintext(pt, s),
+            pt,
+            |v| self.gpu.borrow_plaintext(v),
+            |v, s| self.gpu.upload_plaintext(v, s),
         )
     }
 
@@ -383,22 +487,24 @@ impl CudaBackend {
         key: &'a RotationKey,
     ) -> Result<Operand<'a, fhelium_ckks::cuda::GpuSwitchKey>, ExampleError> {
         self.operand(
-            key.location(),
-            || self.gpu.borrow_rotation_key(key),
-            |s| self.gpu.upload_rotation_key(key, s),
+            key,
+            |v| self.gpu.borrow_rotation_key(v),
+            |v, s| self.gpu.upload_rotation_key(v, s),
         )
     }
 
-    /// A GPU result as a `cuda:N` value of the memory layer, without a copy (the memory
-    /// layer adopts the result's allocation; waits for the engine stream).
+    /// A GPU result as a `cuda:N` value of the memory layer, without a copy and without a
+    /// host wait: the memory layer adopts the allocation in stream order (the value's buffer
+    /// is ordered after the engine stream; dropped, it is freed there).
     fn out(&self, r: fhelium_ckks::cuda::GpuCiphertext) -> Result<Ciphertext, ExampleError> {
         Ok(self
             .gpu
-            .into_resident_ciphertext(r, &self.memory, &self.stream)
+            .into_resident_ciphertext_on(r, &self.memory, &self.stream)
             .map_err(fhelium_ckks::cuda::CudaBackendError::from)?)
     }
 
-    /// A host copy of `ct` for the CPU engine when it lives on a CUDA device.
+    /// A host copy of `ct` for the CPU engine when it lives on a CUDA device (the copy waits
+    /// for the value's producers on the GPU, the host for the copy).
     fn host(&self, ct: &Ciphertext) -> Result<Option<Ciphertext>, ExampleError> {
         if matches!(ct.location(), ResidencyLocation::Cuda(_)) {
             use fhelium_cuda::Resident;
@@ -411,14 +517,36 @@ impl CudaBackend {
         }
     }
 
+    /// One operation on one ciphertext operand: `f` enqueues it on the engine stream, the
+    /// operand is finished after it, the result adopted in stream order.
+    fn unary(
+        &self,
+        ct: &Ciphertext,
+        f: impl FnOnce(
+            &fhelium_ckks::cuda::GpuCiphertext,
+            &fhelium_ckks::cuda::Stream,
+        ) -> Result<
+            fhelium_ckks::cuda::GpuCiphertext,
+            fhelium_ckks::cuda::CudaBackendError,
+        >,
+    ) -> Result<Ciphertext, ExampleError> {
+        self.gpu.make_current()?;
+        let s = self.s()?;
+        let c = self.ct(ct)?;
+        let r = f(&c, s)?;
+        c.finish(s)?;
+        self.out(r)
+    }
+
     fn rotate_with_key(
         &self,
         ct: &Ciphertext,
         key: &RotationKey,
     ) -> Result<Ciphertext, ExampleError> {
-        self.gpu.make_current()?;
-        let (c, k) = (self.ct(ct)?, self.key(key)?);
-        self.out(self.gpu.rotate_with_key(&c, &k, &self.stream)?)
+        let k = self.key(key)?;
+        let r = self.unary(ct, |c, s| self.gpu.rotate_with_key(c, &k, s))?;
+        k.finish(self.s()?)?;
+        Ok(r)
     }
 
     fn rotate_many_with_keys(
@@ -427,41 +555,34 @@ impl CudaBackend {
         keys: &[&RotationKey],
     ) -> Result<Vec<Ciphertext>, ExampleError> {
         self.gpu.make_current()?;
+        let s = self.s()?;
         let c = self.ct(ct)?;
         let ks = keys
             .iter()
             .map(|k| self.key(k))
             .collect::<Result<Vec<_>, _>>()?;
         let refs: Vec<&fhelium_ckks::cuda::GpuSwitchKey> = ks.iter().map(|k| &**k).collect();
-        self.gpu
-            .rotate_many_with_keys(&c, &refs, &self.stream)?
-            .into_iter()
-            .map(|r| self.out(r))
-            .collect()
+        let rs = self.gpu.rotate_many_with_keys(&c, &refs, s)?;
+        drop(refs);
+        c.finish(s)?;
+        for k in ks {
+            k.finish(s)?;
+        }
+        rs.into_iter().map(|r| self.out(r)).collect()
     }
 
     fn coefficient_domain_to_ntt_domain(
         &self,
         ct: &Ciphertext,
     ) -> Result<Ciphertext, ExampleError> {
-        self.gpu.make_current()?;
-        let c = self.ct(ct)?;
-        self.out(
-            self.gpu
-                .coefficient_domain_to_ntt_domain(&c, &self.stream)?,
-        )
+        self.unary(ct, |c, s| self.gpu.coefficient_domain_to_ntt_domain(c, s))
     }
 
     fn ntt_domain_to_coefficient_domain(
         &self,
         ct: &Ciphertext,
     ) -> Result<Ciphertext, ExampleError> {
-        self.gpu.make_current()?;
-        let c = self.ct(ct)?;
-        self.out(
-            self.gpu
-                .ntt_domain_to_coefficient_domain(&c, &self.stream)?,
-        )
+        self.unary(ct, |c, s| self.gpu.ntt_domain_to_coefficient_domain(c, s))
     }
 
     fn multiply_plaintext(
@@ -469,14 +590,14 @@ impl CudaBackend {
         ct: &Ciphertext,
         pt: &Plaintext,
     ) -> Result<Ciphertext, ExampleError> {
-        self.gpu.make_current()?;
-        let (c, p) = (self.ct(ct)?, self.pt(pt)?);
-        self.out(self.gpu.multiply_plaintext(&c, &p, &self.stream)?)
+        let p = self.pt(pt)?;
+        let r = self.unary(ct, |c, s| self.gpu.multiply_plaintext(c, &p, s))?;
+        p.finish(self.s()?)?;
+        Ok(r)
     }
 
     /// [`Engine::rotate_multiply_accumulate`] on the device: the intermediate results stay
-    /// engine values, freed in stream order (no host wait); only the sum is adopted by the
-    /// memory layer (one stream synchronisation instead of one per operation).
+    /// engine values, freed in stream order; only the sum is adopted by the memory layer.
     fn rotate_multiply_accumulate(
         &self,
         col: &Ciphertext,
@@ -485,10 +606,15 @@ impl CudaBackend {
         acc: Option<&Ciphertext>,
     ) -> Result<Ciphertext, ExampleError> {
         self.gpu.make_current()?;
+        let s = self.s()?;
         let (c, p) = (self.ct(col)?, self.pt(diag)?);
-        let s = &self.stream;
         let rotated = match key {
-            Some(k) => Some(self.gpu.rotate_with_key(&c, &*self.key(k)?, s)?),
+            Some(k) => {
+                let k = self.key(k)?;
+                let r = self.gpu.rotate_with_key(&c, &k, s)?;
+                k.finish(s)?;
+                Some(r)
+            }
             None => None,
         };
         let ntt = self
@@ -497,11 +623,15 @@ impl CudaBackend {
         if let Some(r) = rotated {
             r.free_async(s)?;
         }
+        c.finish(s)?;
         let prod = self.gpu.multiply_plaintext(&ntt, &p, s)?;
         ntt.free_async(s)?;
+        p.finish(s)?;
         let out = match acc {
             Some(a) => {
-                let sum = self.gpu.add(&*self.ct(a)?, &prod, s)?;
+                let a = self.ct(a)?;
+                let sum = self.gpu.add(&a, &prod, s)?;
+                a.finish(s)?;
                 prod.free_async(s)?;
                 sum
             }
@@ -511,21 +641,18 @@ impl CudaBackend {
     }
 
     fn multiply(&self, a: &Ciphertext, b: &Ciphertext) -> Result<Ciphertext, ExampleError> {
-        self.gpu.make_current()?;
-        let (x, y) = (self.ct(a)?, self.ct(b)?);
-        self.out(self.gpu.multiply(&x, &y, &self.stream)?)
+        let y = self.ct(b)?;
+        let r = self.unary(a, |x, s| self.gpu.multiply(x, &y, s))?;
+        y.finish(self.s()?)?;
+        Ok(r)
     }
 
     fn relinearize(&self, ct: &Ciphertext) -> Result<Ciphertext, ExampleError> {
-        self.gpu.make_current()?;
-        let c = self.ct(ct)?;
-        self.out(self.gpu.relinearize(&c, &self.keys, &self.stream)?)
+        self.unary(ct, |c, s| self.gpu.relinearize(c, &self.keys, s))
     }
 
     fn rescale_to_next_level(&self, ct: &Ciphertext) -> Result<Ciphertext, ExampleError> {
-        self.gpu.make_current()?;
-        let c = self.ct(ct)?;
-        self.out(self.gpu.rescale_to_next_level(&c, &self.stream)?)
+        self.unary(ct, |c, s| self.gpu.rescale_to_next_level(c, s))
     }
 
     fn decrypt_message(&self, ct: &Ciphertext) -> Result<Vec<f64>, ExampleError> {

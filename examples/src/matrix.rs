@@ -1006,6 +1006,7 @@ pub fn run_matrix(
                 )?);
             }
         }
+        engine.signal(&compute)?;
         compute.synchronize()?;
         step_times[pi] = t0.elapsed();
         Ok::<(), ExampleError>(())
@@ -1019,6 +1020,7 @@ pub fn run_matrix(
     let reserved = manager.reserve(dev, 3 * input, "finish workspace")?;
     let t0 = Instant::now();
     let outputs = finish(&mut acc)?;
+    engine.signal(&compute)?;
     compute.synchronize()?;
     let finish_time = t0.elapsed();
     reserved.release()?;

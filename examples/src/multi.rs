@@ -541,7 +541,10 @@ pub fn run_multi(
                             let stream = &compute[&devices[di]];
                             s.spawn(move || {
                                 let t = Instant::now();
-                                let r = seed_stage(engine, timeline, stream, src, k, w);
+                                // The device's time: enqueue, then wait for its stream
+                                // (in this device's thread, so the others go on).
+                                let r = seed_stage(engine, timeline, stream, src, k, w)
+                                    .and_then(|o| Ok(stream.synchronize().map(|()| o)?));
                                 (di, i, t.elapsed(), r)
                             })
                         })
