@@ -13,6 +13,9 @@
 //!   entry transitions (reclaim, then the reservations, then placement: spec order) and the
 //!   replay is checked against the snapshot taken right after;
 //! - the flow's own spans: CKKS operations on the compute stream, the lease, the reservation.
+//!   On the CPU engine an operation's span is its run; on the CUDA engine, which never waits
+//!   on the host inside an operation (decision 0302), it is the host-side submission, and the
+//!   GPU runs the work in order behind it.
 //!
 //! A disabled timeline ([`Timeline::disabled`]) records nothing and costs nothing.
 
