@@ -166,6 +166,10 @@ pub struct MatrixOptions {
     /// Device budget in bytes; `None` derives the smallest budget the schedule needs
     /// ([`MatrixCharges::device_budget`]).
     pub device_budget: Option<u64>,
+    /// Where the rotation keys live on the host: pageable (the default) or pinned. On CUDA a
+    /// copy from pageable memory is staged by the driver and holds the host until it is done,
+    /// so a prefetched key overlaps no compute; from pinned memory it runs beside the step.
+    pub keys_at: ResidencyLocation,
 }
 
 impl Default for MatrixOptions {
@@ -178,6 +182,7 @@ impl Default for MatrixOptions {
             schedule: Some(Schedule::KeyMajor),
             prefetch: true,
             device_budget: None,
+            keys_at: PAGEABLE_HOST,
         }
     }
 }
@@ -248,6 +253,8 @@ pub struct MatrixOutcome {
     pub schedule_chosen: bool,
     /// Whether each step's new values were prefetched during the step before.
     pub prefetch: bool,
+    /// Where the rotation keys live on the host.
+    pub keys_at: ResidencyLocation,
     /// Charges and budget.
     pub charges: MatrixCharges,
     /// Encrypted columns of B, by column.
@@ -462,9 +469,10 @@ impl MatrixOutcome {
         let key_copies: usize = self.keys.iter().map(|k| self.copies_to_device(k)).sum();
         let _ = writeln!(
             out,
-            "Rotation keys: {key_copies} copies into {} ({}) for {} keys over {} layer(s); every key at least once: {}",
+            "Rotation keys: {key_copies} copies into {} ({}) from {} for {} keys over {} layer(s); every key at least once: {}",
             self.device,
             format_bytes(c.key * key_copies as u64),
+            self.keys_at,
             self.keys.len(),
             self.layers,
             if self.keys.iter().all(|k| self.copies_to_device(k) >= 1) {
@@ -499,14 +507,15 @@ impl MatrixOutcome {
     }
 }
 
-/// Adopts every value at pageable host as a replicable value.
+/// Adopts every value at `at` (a host location) as a replicable value.
 fn adopt_all<T: Resident>(
     manager: &ResidencyManager,
     values: Vec<T>,
+    at: ResidencyLocation,
 ) -> Result<Vec<Handle<T>>, ExampleError> {
     values
         .into_iter()
-        .map(|v| Ok(manager.adopt(v, Some(PAGEABLE_HOST), ReplicaMode::Replicable)?))
+        .map(|v| Ok(manager.adopt(v, Some(at), ReplicaMode::Replicable)?))
         .collect()
 }
 
@@ -653,6 +662,22 @@ pub fn check_layers(layers: usize) -> Result<(), ExampleError> {
     }
 }
 
+/// `--keys-at`: `pageable-host` or `pinned-host`, the host location the rotation keys are
+/// adopted at.
+///
+/// # Errors
+/// [`ExampleError::InvalidArgument`] naming `--keys-at` for anything else (a device location
+/// too: the keys start on the host and the controller streams them to the device).
+pub fn parse_keys_at(s: &str) -> Result<ResidencyLocation, ExampleError> {
+    match s.parse::<ResidencyLocation>() {
+        Ok(loc) if loc.is_host() => Ok(loc),
+        _ => Err(ExampleError::InvalidArgument {
+            argument: "--keys-at",
+            reason: format!("{s:?} is not a host location (pageable-host, pinned-host)"),
+        }),
+    }
+}
+
 /// The f64 product `A^layers · B` (row-major).
 #[must_use]
 pub fn layered_product(a: &[f64], b: &[f64], dim: usize, layers: usize) -> Vec<f64> {
@@ -721,6 +746,7 @@ pub fn run_matrix(
     let (dim, layers) = (options.dim, options.layers);
     check_dim(dim, None)?;
     check_layers(layers)?;
+    parse_keys_at(&options.keys_at.to_string())?;
     let eo = &options.engine;
     let setup = Engine::open(eo.device, eo.preset, eo.seed)?;
     let (engine, memory, dev) = (&setup.engine, &setup.memory, setup.device);
@@ -783,13 +809,25 @@ pub fn run_matrix(
         .budget(dev, charges.device_budget)
         .build()?;
     timeline.set_budgets(&manager);
-    let input_h = adopt_all(&manager, values.inputs)?;
+    let input_h = adopt_all(&manager, values.inputs, PAGEABLE_HOST)?;
     let diag_h = values
         .diagonals
         .into_iter()
-        .map(|layer| adopt_all(&manager, layer))
+        .map(|layer| adopt_all(&manager, layer, PAGEABLE_HOST))
         .collect::<Result<Vec<_>, _>>()?;
-    let key_h = adopt_all(&manager, values.keys)?;
+    // The keys were made in pageable memory: copied once to `keys_at` when that differs.
+    let keys = values
+        .keys
+        .into_iter()
+        .map(|k| {
+            if k.placement()? == options.keys_at {
+                Ok(k)
+            } else {
+                Ok(k.materialize(memory, &options.keys_at, None)?.wait()?)
+            }
+        })
+        .collect::<Result<Vec<_>, ExampleError>>()?;
+    let key_h = adopt_all(&manager, keys, options.keys_at)?;
     timeline.sample(&manager, "adopt");
 
     let policy = DeterministicTieredLRU::with_fallback_tiers([(dev, vec![PAGEABLE_HOST])])?;
@@ -1090,6 +1128,7 @@ pub fn run_matrix(
         schedule,
         schedule_chosen: options.schedule.is_none(),
         prefetch: options.prefetch,
+        keys_at: options.keys_at,
         charges,
         inputs,
         diagonals,

@@ -5,7 +5,8 @@
 
 use fhelium_ckks::CkksConfig;
 use fhelium_examples::matrix::{
-    check_layers, run_matrix, Eviction, MatrixOptions, MatrixOutcome, Schedule, MATRIX_MAX_ERROR,
+    check_layers, parse_keys_at, run_matrix, Eviction, MatrixOptions, MatrixOutcome, Schedule,
+    MATRIX_MAX_ERROR,
 };
 use fhelium_examples::{ExampleError, Timeline};
 use fhelium_residency::{ResidencyAction, ResidencyDecision, ResidencyHandle, ResidencyLocation};
@@ -482,6 +483,80 @@ fn a_bad_dimension_names_the_argument() {
             })
         ));
     }
+}
+
+/// Keys kept in pinned memory (`--keys-at pinned-host`): the same decisions and words as from
+/// pageable memory; every key copy comes from pinned host memory and the render says so.
+#[test]
+fn keys_in_pinned_memory_stream_the_same_way() {
+    let dim = 4;
+    let options = MatrixOptions {
+        dim,
+        keys_at: ResidencyLocation::PinnedHost,
+        ..MatrixOptions::default()
+    };
+    let o = run_matrix(&options, &Timeline::disabled()).unwrap();
+    check_prefetch_run(&o, SIM0);
+    assert_eq!(o.keys_at, ResidencyLocation::PinnedHost);
+    let key_copies: Vec<_> = o
+        .transfers
+        .iter()
+        .filter(|t| o.keys.contains(&t.handle))
+        .collect();
+    assert_eq!(key_copies.len(), dim - 1);
+    assert!(key_copies
+        .iter()
+        .all(|t| (t.from, t.to) == (ResidencyLocation::PinnedHost, SIM0)));
+    assert!(o
+        .transfers
+        .iter()
+        .filter(|t| !o.keys.contains(&t.handle))
+        .all(|t| t.from == ResidencyLocation::PageableHost));
+    assert!(o.render().contains("from pinned-host"), "{}", o.render());
+    let pageable = run(dim, true, None).unwrap();
+    assert!(pageable.render().contains("from pageable-host"));
+    for (j, (a, b)) in o.errors.iter().zip(&pageable.errors).enumerate() {
+        assert_eq!(
+            (a.max_abs.to_bits(), a.rms.to_bits()),
+            (b.max_abs.to_bits(), b.rms.to_bits()),
+            "column {j}"
+        );
+    }
+}
+
+/// `--keys-at` takes the two host locations only, and a device location in the options is
+/// refused before anything runs.
+#[test]
+fn keys_at_a_device_names_the_argument() {
+    assert_eq!(
+        parse_keys_at("pinned-host").unwrap(),
+        ResidencyLocation::PinnedHost
+    );
+    assert_eq!(
+        parse_keys_at("pageable-host").unwrap(),
+        ResidencyLocation::PageableHost
+    );
+    for bad in ["sim:0", "cuda:0", "pinned", ""] {
+        match parse_keys_at(bad) {
+            Err(ExampleError::InvalidArgument {
+                argument: "--keys-at",
+                reason,
+            }) => assert!(reason.contains(&format!("{bad:?}")), "{reason}"),
+            other => panic!("{bad}: {other:?}"),
+        }
+    }
+    let options = MatrixOptions {
+        dim: 4,
+        keys_at: SIM0,
+        ..MatrixOptions::default()
+    };
+    assert!(matches!(
+        run_matrix(&options, &Timeline::disabled()),
+        Err(ExampleError::InvalidArgument {
+            argument: "--keys-at",
+            ..
+        })
+    ));
 }
 
 /// On cuda:0 (feature `cuda`; skipped without a device unless FHELIUM_REQUIRE_GPU=1): the same

@@ -9,7 +9,9 @@
 //! when its step starts, `--schedule column-hoisted` runs FHElium's order instead (every key
 //! on the device at once, each column's 15 rotations over one ModUp). `--layers L` computes
 //! A^L x B with the same keys in every layer; `--evict next-use` reclaims the value needed
-//! farthest ahead in the forecast program instead of the least recently used one. Prints each step's decision, the device accounting and the result's
+//! farthest ahead in the forecast program instead of the least recently used one.
+//! `--keys-at pinned-host` keeps the keys in page-locked memory, so that on CUDA their copies
+//! run beside the compute. Prints each step's decision, the device accounting and the result's
 //! error against the f64 product; exits non-zero when a step cannot be admitted, a check
 //! fails or a slot's error exceeds 3e-5.
 
@@ -18,7 +20,7 @@ use std::process::ExitCode;
 use clap::Parser;
 use fhelium_examples::cli::ExampleArgs;
 use fhelium_examples::matrix::{
-    budget_from_mib, run_matrix, MatrixOptions, DEFAULT_DIM, MATRIX_MAX_ERROR,
+    budget_from_mib, parse_keys_at, run_matrix, MatrixOptions, DEFAULT_DIM, MATRIX_MAX_ERROR,
 };
 use fhelium_examples::ExampleError;
 
@@ -48,11 +50,16 @@ struct Cli {
     /// Admit each step's new values when the step starts instead of during the previous step.
     #[arg(long)]
     no_prefetch: bool,
+    /// Where the rotation keys live on the host: pageable-host, or pinned-host (on CUDA only
+    /// copies from pinned memory overlap the compute).
+    #[arg(long, default_value = "pageable-host")]
+    keys_at: String,
 }
 
 fn run(cli: &Cli) -> Result<(), ExampleError> {
     let device_budget = cli.budget_mib.map(budget_from_mib).transpose()?;
     let eviction = cli.evict.parse()?;
+    let keys_at = parse_keys_at(&cli.keys_at)?;
     let schedule = match cli.schedule.as_str() {
         "auto" => None,
         other => Some(other.parse()?),
@@ -67,6 +74,7 @@ fn run(cli: &Cli) -> Result<(), ExampleError> {
                 schedule,
                 prefetch: !cli.no_prefetch,
                 device_budget,
+                keys_at,
             },
             timeline,
         )
