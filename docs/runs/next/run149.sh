@@ -1,10 +1,10 @@
 #!/bin/bash
-# Run 149, prepared in the twenty-fifth session: .gpu/bin/x, after run 148 passes.
+# Run 149, prepared in the twenty-fifth session: .gpu/bin/y, after run 148 passes.
 # 1. gpu_ops; 2. FHElium built and timed in this call, then gpu_oplat twice (issue 7's
-# table, the same-call ratios). Carry [".gpu/bin/x", ".peer"].
+# table, the same-call ratios). Carry [".gpu/bin/y", ".peer"].
 set -u
 export FHELIUM_REQUIRE_GPU=1
-W=.gpu/bin/x
+W=.gpu/bin/y
 mkdir -p $OUT/logs
 r() { local name=$1; shift; local t0=$(date +%s); timeout 200 "$@" > $OUT/logs/$name.log 2>&1; echo "$name rc=$? ($(( $(date +%s)-t0 )) s)"; grep -E '^test result|FAILED|panicked|refused' $OUT/logs/$name.log | head -6; }
 nvidia-smi --query-gpu=name,driver_version,clocks.max.sm --format=csv,noheader
