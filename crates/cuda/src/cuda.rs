@@ -1276,6 +1276,19 @@ mod tests {
                 "{loc}: {err}"
             );
             assert!(err.to_string().contains(&loc.to_string()), "{err}");
+            // The stream-ordered form refuses the same, whatever the stream.
+            let stream = sims.stream(&ResidencyLocation::Sim(0)).expect("sim stream");
+            // SAFETY: as above.
+            let r = unsafe { mem.adopt_device_words_on(&loc, 0x1000, 8, &stream) };
+            let err = r.expect_err("refused");
+            assert!(
+                matches!(
+                    err,
+                    MemoryError::LocationUnavailable { op: "adopt_device_words_on", location, .. }
+                        if location == loc
+                ),
+                "{loc}: {err}"
+            );
         }
         assert_eq!(
             sims.usage(&ResidencyLocation::Sim(0))

@@ -412,7 +412,7 @@ fn tensors_materialize_through_cuda_with_compaction() {
 fn stream_ordered_adoption_of_pool_memory_written_on_a_wrapped_stream() {
     use cust::memory::{AsyncCopyDestination, DeviceBuffer};
     use cust::stream::{Stream as CustStream, StreamFlags};
-    let Some(mem) = memory_or_skip(&cuda_config(0, DeviceAllocMode::Pool)) else {
+    let Some(mem) = memory_or_skip(&cuda_config(1, DeviceAllocMode::Pool)) else {
         return;
     };
     let loc = L::Cuda(0);
@@ -454,6 +454,19 @@ fn stream_ordered_adoption_of_pool_memory_written_on_a_wrapped_stream() {
         before + words.len() as u64 * 8,
         "only the copy is left"
     );
+    // A buffer is ordered only after events of its own backend.
+    let sim_event = mem.stream(&L::Sim(0)).unwrap().record_event().unwrap();
+    match copy.order_after(&sim_event) {
+        Err(MemoryError::BackendMismatch { a, b, .. }) => assert_eq!((a, b), (loc, L::Sim(0))),
+        other => panic!("a simulated event on a CUDA buffer: {other:?}"),
+    }
+    let (sim_buf, _) = mem.alloc_from(&L::Sim(0), &[1, 2, 3], None).unwrap();
+    match sim_buf.order_after(&s.record_event().unwrap()) {
+        Err(MemoryError::BackendMismatch { a, b, .. }) => assert_eq!((a, b), (L::Sim(0), loc)),
+        other => panic!("a CUDA event on a simulated buffer: {other:?}"),
+    }
+    assert!(copy.pending_events().unwrap().is_empty());
+    assert!(sim_buf.pending_events().unwrap().is_empty());
     drop(copy);
 
     // Plain device memory is refused, naming the location and bytes; the caller keeps it.
