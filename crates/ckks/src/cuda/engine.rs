@@ -2259,6 +2259,32 @@ impl CudaEngine {
     /// `stream`. `stream` must be the stream the result was computed on (or one ordered after
     /// it).
     ///
+    /// ```no_run
+    /// use fhelium_ckks::cuda::CudaEngine;
+    /// use fhelium_ckks::{CpuEngine, Domain, Preset};
+    /// use fhelium_cuda::{Memory, ResidencyLocation, Resident};
+    /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// let mem = Memory::with_cuda()?;
+    /// let cpu = CpuEngine::with_seed(Preset::Slots8192Scale40Levels7Int64, [1; 32])?;
+    /// let gpu = CudaEngine::new(cpu.context(), 0)?;
+    /// // One stream for the engine and the memory layer: the engine takes its `cust` side.
+    /// let stream = mem.wrap_stream(&ResidencyLocation::Cuda(0), gpu.stream()?)?;
+    /// let s = stream.as_cust().expect("a wrapped stream");
+    /// let ct = gpu.upload_ciphertext(&cpu.encrypt_message(&vec![0.5; cpu.num_slots()])?, s)?;
+    /// let ntt = gpu.coefficient_domain_to_ntt_domain(&ct, s)?;
+    /// ct.free_async(s)?;
+    /// // No host wait: the value is ordered after `stream` and freed on it when dropped.
+    /// let value = gpu.into_resident_ciphertext_on(ntt, &mem, &stream)?;
+    /// assert_eq!(value.placement()?, ResidencyLocation::Cuda(0));
+    /// // A copy to the host waits for the NTT on the GPU; the host waits for the copy.
+    /// let host = value
+    ///     .materialize(&mem, &ResidencyLocation::PageableHost, None)?
+    ///     .wait()?;
+    /// assert_eq!(host.domain(), Domain::Ntt);
+    /// # Ok(())
+    /// # }
+    /// ```
+    ///
     /// # Errors
     /// As [`into_resident_ciphertext`](Self::into_resident_ciphertext), plus
     /// [`fhelium_cuda::MemoryError::StreamMismatch`] when `stream` is not a CUDA stream of this
