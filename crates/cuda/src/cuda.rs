@@ -836,16 +836,7 @@ impl Memory {
         words: usize,
     ) -> Result<Buffer, MemoryError> {
         const OP: &str = "adopt_device_words";
-        let ResidencyLocation::Cuda(index) = *loc else {
-            return Err(MemoryError::LocationUnavailable {
-                op: OP,
-                location: *loc,
-                reason: "only CUDA device memory can be adopted".to_owned(),
-            });
-        };
-        let state = self.state(OP, loc)?;
-        let dev = Arc::clone(self.cuda_backend(*loc)?.device(index)?);
-        let bytes = crate::memory::words_to_bytes(OP, *loc, words)?;
+        let (state, dev, bytes) = self.adoption_target(OP, loc, words)?;
         state.debit(bytes)?;
         let alloc = DeviceAlloc {
             ptr,
@@ -859,6 +850,27 @@ impl Memory {
             Storage::Device(alloc),
             Arc::clone(state),
         ))
+    }
+
+    /// What an adoption of `words` words at `loc` needs: the location's accounting, the
+    /// device and the bytes; `LocationUnavailable` off this memory's CUDA devices.
+    fn adoption_target(
+        &self,
+        op: &'static str,
+        loc: &ResidencyLocation,
+        words: usize,
+    ) -> Result<(&Arc<crate::memory::LocationState>, Arc<CudaDevice>, u64), MemoryError> {
+        let ResidencyLocation::Cuda(index) = *loc else {
+            return Err(MemoryError::LocationUnavailable {
+                op,
+                location: *loc,
+                reason: "only CUDA device memory can be adopted".to_owned(),
+            });
+        };
+        let state = self.state(op, loc)?;
+        let dev = Arc::clone(self.cuda_backend(*loc)?.device(index)?);
+        let bytes = crate::memory::words_to_bytes(op, *loc, words)?;
+        Ok((state, dev, bytes))
     }
 
     /// Takes ownership of `words` words of stream-ordered device memory on CUDA device `loc`
@@ -896,14 +908,7 @@ impl Memory {
         stream: &Stream,
     ) -> Result<Buffer, MemoryError> {
         const OP: &str = "adopt_device_words_on";
-        let ResidencyLocation::Cuda(index) = *loc else {
-            return Err(MemoryError::LocationUnavailable {
-                op: OP,
-                location: *loc,
-                reason: "only CUDA device memory can be adopted".to_owned(),
-            });
-        };
-        let state = self.state(OP, loc)?;
+        let (state, dev, bytes) = self.adoption_target(OP, loc, words)?;
         if stream.location() != *loc || stream.cuda().is_none() {
             return Err(MemoryError::StreamMismatch {
                 op: OP,
@@ -911,8 +916,6 @@ impl Memory {
                 expected: format!("a CUDA stream of {loc}"),
             });
         }
-        let dev = Arc::clone(self.cuda_backend(*loc)?.device(index)?);
-        let bytes = crate::memory::words_to_bytes(OP, *loc, words)?;
         dev.bind(OP)?;
         let mut pool: cu::CUmemoryPool = std::ptr::null_mut();
         // SAFETY: out-pointer to a local of the attribute's type (a pool handle); the driver
