@@ -280,9 +280,9 @@ impl CudaBackend {
         };
         check("cuStreamCreate", dev.location(), r)?;
         Ok(CudaStream {
+            wrapped: None,
             raw,
             dev: Arc::clone(dev),
-            wrapped: None,
         })
     }
 
@@ -308,9 +308,9 @@ impl CudaBackend {
             });
         }
         Ok(CudaStream {
+            wrapped: Some(stream),
             raw,
             dev: Arc::clone(dev),
-            wrapped: Some(stream),
         })
     }
 
@@ -412,9 +412,11 @@ impl CudaBackend {
 /// A CUDA stream, destroyed on drop: one this layer created (non-blocking), or a `cust`
 /// stream handed over by [`Memory::wrap_stream`] (kept, and destroyed by `cust`).
 pub(crate) struct CudaStream {
+    // Field order = drop order: a wrapped stream is destroyed while `dev` (and with it the
+    // context) is still alive, with the context bound by `Drop::drop`.
+    wrapped: Option<cust::stream::Stream>,
     raw: cu::CUstream,
     dev: Arc<CudaDevice>,
-    wrapped: Option<cust::stream::Stream>,
 }
 
 // SAFETY: CUDA stream handles may be used from any thread (with the context current, which
