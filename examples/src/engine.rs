@@ -172,7 +172,7 @@ impl Engine {
                 Ok(())
             }
             #[cfg(feature = "cuda")]
-            Self::Cuda(b) => Ok(order(&b.stream, stream)?),
+            Self::Cuda(b) => Ok(b.stream.wait_for(stream)?),
         }
     }
 
@@ -190,7 +190,7 @@ impl Engine {
                 Ok(())
             }
             #[cfg(feature = "cuda")]
-            Self::Cuda(b) => Ok(order(stream, &b.stream)?),
+            Self::Cuda(b) => Ok(stream.wait_for(&b.stream)?),
         }
     }
 
@@ -335,19 +335,6 @@ pub(crate) fn cuda_engine(
         cpu: std::sync::Arc::clone(cpu),
         memory: memory.clone(),
     })))
-}
-
-/// Makes `later` wait on the GPU for the work enqueued so far on `earlier` (nothing when they
-/// are one stream).
-#[cfg(feature = "cuda")]
-fn order(
-    later: &fhelium_cuda::Stream,
-    earlier: &fhelium_cuda::Stream,
-) -> Result<(), fhelium_cuda::MemoryError> {
-    if later == earlier {
-        return Ok(());
-    }
-    later.wait_event(&earlier.record_event()?)
 }
 
 /// The `cust` stream under the engine's memory-layer stream (always there: the backend made

@@ -489,10 +489,7 @@ pub(crate) fn staged_copy(
     };
     // Order the first hop after the work already on the given stream.
     if let Some(s) = stream {
-        if *s != s_src {
-            let before = s.record_event().map_err(|e| fail("order", e))?;
-            s_src.wait_event(&before).map_err(|e| fail("order", e))?;
-        }
+        s_src.wait_for(s).map_err(|e| fail("order", e))?;
     }
     let mut staging = mem
         .take_staging(len)

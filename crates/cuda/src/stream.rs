@@ -255,6 +255,19 @@ impl Stream {
         }
     }
 
+    /// Makes all work enqueued on this stream from now on wait until the work enqueued so far
+    /// on `earlier` has run (an event recorded there, waited on here); nothing when they are
+    /// one stream. The host does not block.
+    ///
+    /// # Errors
+    /// As [`record_event`](Self::record_event) and [`wait_event`](Self::wait_event).
+    pub fn wait_for(&self, earlier: &Stream) -> Result<(), MemoryError> {
+        if self == earlier {
+            return Ok(());
+        }
+        self.wait_event(&earlier.record_event()?)
+    }
+
     /// Blocks the host until all work enqueued on this stream has run.
     ///
     /// On a simulated stream this waits for its open hold and inherited gates to be released

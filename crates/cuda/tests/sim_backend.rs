@@ -299,6 +299,26 @@ fn stream_waits_inherit_pending_events() {
     assert!(b.record_event().unwrap().query().unwrap());
 }
 
+/// `wait_for(&earlier)`: the work enqueued on `earlier` so far, not what comes later.
+#[test]
+fn a_stream_waits_for_another_streams_work_so_far() {
+    let mem = Memory::with_sim_devices(1);
+    let (a, b) = (
+        mem.stream(&L::Sim(0)).unwrap(),
+        mem.stream(&L::Sim(0)).unwrap(),
+    );
+    a.hold().unwrap();
+    b.wait_for(&a).unwrap();
+    let eb = b.record_event().unwrap();
+    assert!(!eb.query().unwrap(), "b waits for a's held work");
+    a.release_hold().unwrap();
+    assert!(eb.query().unwrap());
+    // Work held on `a` after the wait does not hold `b`.
+    a.hold().unwrap();
+    assert!(b.record_event().unwrap().query().unwrap());
+    a.release_hold().unwrap();
+}
+
 #[test]
 fn synchronize_blocks_until_another_thread_releases() {
     let mem = Memory::with_sim_devices(1);
