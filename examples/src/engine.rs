@@ -326,7 +326,7 @@ pub(crate) fn cuda_engine(
                 reason: format!("the CUDA CKKS engine cannot start: {e}"),
             })?;
     gpu.make_current()?;
-    let stream = memory.wrap_stream(&loc, gpu.stream()?)?;
+    let stream = gpu.memory_stream(memory)?;
     let keys = gpu.device_key_cache(std::sync::Arc::clone(cpu), cust_stream(&stream)?)?;
     Ok(Engine::Cuda(Box::new(CudaBackend {
         stream,

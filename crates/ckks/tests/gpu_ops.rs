@@ -921,10 +921,22 @@ fn results_adopted_in_stream_order_never_wait_on_the_host() {
     let Some(fx) = fixture() else { return };
     let mem = fhelium_cuda::Memory::with_cuda().expect("memory layer on CUDA");
     let loc = ResidencyLocation::Cuda(0);
-    let ws = mem
-        .wrap_stream(&loc, fx.gpu.stream().expect("stream"))
-        .expect("wrap the engine's stream");
+    let ws = fx
+        .gpu
+        .memory_stream(&mem)
+        .expect("a stream of the engine and memory layer");
     let w = ws.as_cust().expect("a wrapped cust stream");
+    assert_eq!(ws.location(), loc);
+    // A memory layer without this device cannot take the stream.
+    assert!(
+        matches!(
+            fx.gpu.memory_stream(&fhelium_cuda::Memory::host_only()),
+            Err(CudaBackendError::Ckks(CkksError::Memory(
+                fhelium_cuda::MemoryError::LocationUnavailable { location, .. }
+            ))) if location == loc
+        ),
+        "a host-only memory layer took a CUDA stream"
+    );
     let usage = || mem.usage(&loc).expect("usage").allocated_bytes;
     let bytes0 = usage();
     let (_, dkey) = fx.rotation_key_by_one();

@@ -1345,6 +1345,22 @@ impl CudaEngine {
         )
     }
 
+    /// A new stream on the engine's device, handed to the memory layer `mem`
+    /// ([`fhelium_cuda::Memory::wrap_stream`]): the engine enqueues on its `cust` side
+    /// ([`fhelium_cuda::Stream::as_cust`]), the memory layer's copies, events and
+    /// stream-ordered frees run on the same stream, and results adopted with
+    /// [`into_resident_ciphertext_on`](Self::into_resident_ciphertext_on) need no host wait.
+    ///
+    /// # Errors
+    /// The driver's error making the stream; [`CkksError::Memory`] when `mem` has no CUDA
+    /// backend for this engine's device.
+    pub fn memory_stream(&self, mem: &fhelium_cuda::Memory) -> Result<fhelium_cuda::Stream> {
+        let s = self.stream()?;
+        Ok(mem
+            .wrap_stream(&self.location(), s)
+            .map_err(CkksError::from)?)
+    }
+
     /// Makes this engine's device (its primary context) current on the calling thread.
     ///
     /// The engine's operations use the thread's current context (allocations, launches), which
@@ -2268,7 +2284,7 @@ impl CudaEngine {
     /// let cpu = CpuEngine::with_seed(Preset::Slots8192Scale40Levels7Int64, [1; 32])?;
     /// let gpu = CudaEngine::new(cpu.context(), 0)?;
     /// // One stream for the engine and the memory layer: the engine takes its `cust` side.
-    /// let stream = mem.wrap_stream(&ResidencyLocation::Cuda(0), gpu.stream()?)?;
+    /// let stream = gpu.memory_stream(&mem)?;
     /// let s = stream.as_cust().expect("a wrapped stream");
     /// let ct = gpu.upload_ciphertext(&cpu.encrypt_message(&vec![0.5; cpu.num_slots()])?, s)?;
     /// let ntt = gpu.coefficient_domain_to_ntt_domain(&ct, s)?;
