@@ -525,15 +525,33 @@ impl CudaBackend {
         self.out(r)
     }
 
+    /// [`unary`](Self::unary) with a second operand, finished after the operation too.
+    fn binary<T: FreeAsync>(
+        &self,
+        ct: &Ciphertext,
+        other: Operand<'_, T>,
+        f: impl FnOnce(
+            &fhelium_ckks::cuda::GpuCiphertext,
+            &T,
+            &fhelium_ckks::cuda::Stream,
+        ) -> Result<
+            fhelium_ckks::cuda::GpuCiphertext,
+            fhelium_ckks::cuda::CudaBackendError,
+        >,
+    ) -> Result<Ciphertext, ExampleError> {
+        let r = self.unary(ct, |c, s| f(c, &other, s))?;
+        other.finish(self.s()?)?;
+        Ok(r)
+    }
+
     fn rotate_with_key(
         &self,
         ct: &Ciphertext,
         key: &RotationKey,
     ) -> Result<Ciphertext, ExampleError> {
-        let k = self.key(key)?;
-        let r = self.unary(ct, |c, s| self.gpu.rotate_with_key(c, &k, s))?;
-        k.finish(self.s()?)?;
-        Ok(r)
+        self.binary(ct, self.key(key)?, |c, k, s| {
+            self.gpu.rotate_with_key(c, k, s)
+        })
     }
 
     fn rotate_many_with_keys(
@@ -577,10 +595,9 @@ impl CudaBackend {
         ct: &Ciphertext,
         pt: &Plaintext,
     ) -> Result<Ciphertext, ExampleError> {
-        let p = self.pt(pt)?;
-        let r = self.unary(ct, |c, s| self.gpu.multiply_plaintext(c, &p, s))?;
-        p.finish(self.s()?)?;
-        Ok(r)
+        self.binary(ct, self.pt(pt)?, |c, p, s| {
+            self.gpu.multiply_plaintext(c, p, s)
+        })
     }
 
     /// [`Engine::rotate_multiply_accumulate`] on the device: the intermediate results stay
@@ -628,10 +645,7 @@ impl CudaBackend {
     }
 
     fn multiply(&self, a: &Ciphertext, b: &Ciphertext) -> Result<Ciphertext, ExampleError> {
-        let y = self.ct(b)?;
-        let r = self.unary(a, |x, s| self.gpu.multiply(x, &y, s))?;
-        y.finish(self.s()?)?;
-        Ok(r)
+        self.binary(a, self.ct(b)?, |x, y, s| self.gpu.multiply(x, y, s))
     }
 
     fn relinearize(&self, ct: &Ciphertext) -> Result<Ciphertext, ExampleError> {
