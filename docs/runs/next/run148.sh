@@ -46,7 +46,8 @@ m b400 matrix_residency --budget-mib 400
 m l3-lru matrix_residency --layers 3 --budget-mib 250 --evict lru --keys-at pinned-host
 m l3-next matrix_residency --layers 3 --budget-mib 250 --evict next-use --keys-at pinned-host
 CS=/usr/local/cuda/bin/compute-sanitizer
-r memcheck-ordered $CS --tool memcheck $W/gpu_ops --test-threads=1 results_adopted_in_stream_order
+# (not gpu_ops' ordered-adoption test: its "work still running" checks need real-time launches)
+r memcheck-ordered $CS --tool memcheck $W/gpu_memory --test-threads=1 stream_ordered_adoption
 r memcheck-rma $CS --tool memcheck $W/examples_lib --test-threads=1 cuda_
 r racecheck-rma $CS --tool racecheck $W/examples_lib --test-threads=1 cuda_rotate_multiply_accumulate
 tar czf $OUT/logs.tgz -C $OUT/logs . && rm -rf $OUT/logs
