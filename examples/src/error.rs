@@ -68,3 +68,14 @@ pub enum ExampleError {
         reason: String,
     },
 }
+
+/// A program run's failure as the example's error: the residency error, or the body's own
+/// error as it was (the step index is in the run's reports).
+impl From<fhelium_runtime::ProgramError<ExampleError>> for ExampleError {
+    fn from(e: fhelium_runtime::ProgramError<ExampleError>) -> Self {
+        match e {
+            fhelium_runtime::ProgramError::Residency(e) => Self::Runtime(e),
+            fhelium_runtime::ProgramError::Body { error, .. } => error,
+        }
+    }
+}

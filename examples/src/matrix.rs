@@ -47,7 +47,7 @@ use fhelium_residency::{
     ResidencyRequest, ResidencyRequirement, PAGEABLE_HOST,
 };
 use fhelium_runtime::{
-    ConsumerStreams, Handle, ProgramError, ProgramEviction, ResidencyController, ResidencyManager,
+    ConsumerStreams, Handle, ProgramEviction, ResidencyController, ResidencyManager,
     TransferStreams,
 };
 
@@ -1050,10 +1050,7 @@ pub fn run_matrix(
         Ok::<(), ExampleError>(())
     });
     drop(span);
-    let run = run.map_err(|e| match e {
-        ProgramError::Residency(e) => ExampleError::Runtime(e),
-        ProgramError::Body { error, .. } => error,
-    })?;
+    let run = run?;
     // The last layer's results, in a workspace of their own.
     let reserved = manager.reserve(dev, 3 * input, "finish workspace")?;
     let t0 = Instant::now();

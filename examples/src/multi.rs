@@ -37,8 +37,7 @@ use fhelium_residency::{
     ResidencyRequest, ResidencyRequirement, ResidencySnapshot, PAGEABLE_HOST, PINNED_HOST,
 };
 use fhelium_runtime::{
-    ConsumerStreams, ProgramError, ProgramEviction, ResidencyController, ResidencyManager,
-    TransferStreams,
+    ConsumerStreams, ProgramEviction, ResidencyController, ResidencyManager, TransferStreams,
 };
 
 use crate::automatic::seed_stage;
@@ -579,10 +578,7 @@ pub fn run_multi(
         },
     );
     drop(span);
-    let run = run.map_err(|e| match e {
-        ProgramError::Residency(e) => ExampleError::Runtime(e),
-        ProgramError::Body { error, .. } => error,
-    })?;
+    let run = run?;
     timeline.sample(&manager, "rounds closed");
     let compute_total: Duration = compute_times.iter().sum();
     let mut transfers = Vec::new();

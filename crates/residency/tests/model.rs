@@ -169,19 +169,11 @@ fn value_snapshot_rules() {
 
 fn loc_parts(budget: Option<u64>, used: u64, reserved: u64) -> ResidencyLocationSnapshotParts {
     ResidencyLocationSnapshotParts {
-        location: N,
-        budget_bytes: budget,
         used_bytes: used,
         reserved_bytes: reserved,
         peak_used_bytes: used,
         peak_charged_bytes: used.saturating_add(reserved),
-        value_count: 0,
-        reservation_count: 0,
-        use_count: 0,
-        hold_count: 0,
-        pending_event_count: 0,
-        allocator_allocated_bytes: None,
-        allocator_reserved_bytes: None,
+        ..ResidencyLocationSnapshotParts::empty(N, budget)
     }
 }
 
