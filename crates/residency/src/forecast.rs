@@ -369,13 +369,18 @@ impl Projection {
         Ok(())
     }
 
+    /// Sets the retention priority of `handle`. A handle the state does not know (unknown or
+    /// of another manager) has no priority to set: the step that uses it fails its decision
+    /// with the handle error, naming that step rather than the one being prepared.
     fn set_priority(
         &mut self,
         handle: &ResidencyHandle,
         request: &str,
         priority: i64,
     ) -> Result<(), ModelError> {
-        let i = self.position(handle, request)?;
+        let Some(i) = self.previous.value_index(handle) else {
+            return Ok(());
+        };
         if self.values[i].policy_metadata().priority() == priority {
             return Ok(());
         }

@@ -357,3 +357,68 @@ fn the_minimum_budget_is_found_by_forecasting() {
     .unwrap_err();
     assert!(matches!(e, ModelError::InvalidSnapshot { .. }), "{e}");
 }
+
+/// A handle error in a later step of a next-use forecast names that step, its request and the
+/// exact handle error (unknown, foreign, discarded), as the plain forecast does; it was once
+/// reported at step 0 as an unknown handle of step 0's request.
+#[test]
+fn next_use_forecast_handle_errors_name_the_step_that_uses_the_handle() {
+    let snap = build(
+        ResidencySnapshotBuilder::new(MANAGER, 3).budget(N, 8 * n),
+        vec![
+            adopted(0, n, REPL, &[P]),
+            adopted(1, n, REPL, &[]).discarded(),
+        ],
+    );
+    let known = handle(0, "T");
+    let unknown = handle(77, "T");
+    let foreign = ResidencyHandle::new(MANAGER + 1, 0, "T").unwrap();
+    let discarded = handle(1, "T");
+    for bad in [&unknown, &foreign, &discarded] {
+        let program = [
+            use_("s0", &[&known], Vec::new()),
+            use_("s1", &[&known], Vec::new()),
+            use_("s2", &[bad], Vec::new()),
+        ];
+        let plain = run(&snap, &program).unwrap_err();
+        let next = forecast_next_use(
+            &snap,
+            &program,
+            &lru_policy(),
+            None,
+            DEFAULT_SEARCH_STATE_LIMIT,
+        )
+        .unwrap_err();
+        assert_eq!(next, plain, "{bad}");
+        let ModelError::ForecastStep {
+            step,
+            ref request,
+            ref source,
+        } = next
+        else {
+            panic!("expected ForecastStep, found {next}");
+        };
+        assert_eq!((step, request.as_str()), (2, "s2"));
+        let named = match &**source {
+            ModelError::UnknownHandle { request, handle }
+            | ModelError::ForeignHandle {
+                request, handle, ..
+            }
+            | ModelError::DiscardedHandle { request, handle } => (request.as_str(), handle),
+            other => panic!("expected a handle error, found {other}"),
+        };
+        assert_eq!(named, ("s2", bad));
+        let expected_foreign = bad == &foreign;
+        assert_eq!(
+            matches!(
+                **source,
+                ModelError::ForeignHandle {
+                    manager_id: MANAGER,
+                    ..
+                }
+            ),
+            expected_foreign,
+            "{source}"
+        );
+    }
+}

@@ -465,6 +465,124 @@ fn report_rules() {
     );
 }
 
+/// Location parsing and construction fail with the exact variant carrying the rejected text.
+#[test]
+fn location_errors_carry_the_rejected_text() {
+    let parse = |t: &str| t.parse::<ResidencyLocation>().unwrap_err();
+    let text = |t: &str| t.to_owned();
+    for t in ["gpu:0", "host", "", "cuda-0"] {
+        assert_eq!(parse(t), ModelError::UnsupportedLocation { text: text(t) });
+    }
+    for t in ["cuda", "sim"] {
+        assert_eq!(parse(t), ModelError::UnindexedDevice { text: text(t) });
+    }
+    for t in ["cuda:01", "sim:", "cuda:+1"] {
+        assert_eq!(parse(t), ModelError::NonCanonicalIndex { text: text(t) });
+    }
+    assert_eq!(
+        parse("sim:128"),
+        ModelError::IndexOutOfRange {
+            text: text("sim:128")
+        }
+    );
+    assert_eq!(
+        ResidencyLocation::cuda(200).unwrap_err(),
+        ModelError::IndexOutOfRange {
+            text: text("cuda:200")
+        }
+    );
+    assert_eq!(
+        ResidencyLocation::sim(u32::MAX).unwrap_err(),
+        ModelError::IndexOutOfRange {
+            text: format!("sim:{}", u32::MAX)
+        }
+    );
+    // serde routes through the parser: the message names the rejected text
+    let e = serde_json::from_str::<ResidencyLocation>("\"cuda\"").unwrap_err();
+    assert!(
+        e.to_string()
+            .contains("\"cuda\" requires an indexed device"),
+        "{e}"
+    );
+}
+
+/// Requests without requirements, inconsistent reports and blank policy-configuration keys
+/// fail with the exact variant and its fields, directly and through serde.
+#[test]
+fn request_report_and_decision_errors_are_exact() {
+    assert_eq!(
+        ResidencyRequest::new("empty", [], []).unwrap_err(),
+        ModelError::NoRequirements {
+            request: "empty".to_owned()
+        }
+    );
+    assert_eq!(
+        ResidencyPlanReport::new("p", vec![], 3, 2).unwrap_err(),
+        ModelError::InvalidReport {
+            detail: "completed_at_ns must not precede started_at_ns".to_owned()
+        }
+    );
+    let bad = serde_json::json!({"plan_name": "p", "transitions": [], "started_at_ns": 3,
+        "completed_at_ns": 2});
+    let e = serde_json::from_value::<ResidencyPlanReport>(bad).unwrap_err();
+    assert!(
+        e.to_string().contains("completed_at_ns must not precede"),
+        "{e}"
+    );
+    let h = handle(0, "T");
+    let parts = ResidencyTransitionReportParts {
+        action: ensure(&h, C0),
+        no_op: false,
+        source: Some(P),
+        destination: Some(C0),
+        logical_nbytes: 4,
+        storage_nbytes: 8,
+        started_at_ns: 10,
+        completed_at_ns: 20,
+        allocator_device: Some(C0),
+        allocator_allocated_bytes_before: None,
+        allocator_allocated_bytes_after: None,
+        allocator_reserved_bytes_before: None,
+        allocator_reserved_bytes_after: None,
+        reason: None,
+    };
+    let invalid = |f: &dyn Fn(&mut ResidencyTransitionReportParts)| {
+        let mut p = parts.clone();
+        f(&mut p);
+        ResidencyTransitionReport::new(p).unwrap_err()
+    };
+    let detail = |d: &str| ModelError::InvalidReport {
+        detail: d.to_owned(),
+    };
+    assert_eq!(
+        invalid(&|p| p.storage_nbytes = 3),
+        detail("storage_nbytes must be at least logical_nbytes")
+    );
+    assert_eq!(
+        invalid(&|p| p.started_at_ns = 21),
+        detail("completed_at_ns must not precede started_at_ns")
+    );
+    assert_eq!(
+        invalid(&|p| p.reason = Some("\t".into())),
+        detail("reason must be non-empty when present")
+    );
+    assert_eq!(
+        invalid(&|p| p.allocator_device = Some(P)),
+        detail("allocator_device must be a device location")
+    );
+    let (snapshot, request, policy, _) = seed();
+    let d = decide(&snapshot, &request, &policy, None).unwrap();
+    let mut p = d.parts().clone();
+    p.policy_config = vec![
+        ("fallback_tiers".into(), "x".into()),
+        (" ".into(), "y".into()),
+    ];
+    assert_eq!(
+        ResidencyDecision::new(p).unwrap_err(),
+        ModelError::EmptyPolicyConfigKey
+    );
+}
+
 /// The trusted constructors the runtime uses build exactly what the validating ones build, and
 /// the index answers every query like a scan of the data.
 #[test]

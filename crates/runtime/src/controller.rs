@@ -169,7 +169,7 @@ impl<P: ResidencyPolicy> ResidencyController<P> {
             Some(&cs.facts.recency),
             self.search_state_limit,
         )
-        .map_err(RuntimeError::from_planner)?;
+        .map_err(|e| RuntimeError::from_planner(e, &snapshot))?;
         drop(cs);
         let mut parts = ResidencyDecisionParts::from(decision);
         let explanation = self.manager.explain(&parts.plan, Some(version))?;
@@ -413,7 +413,7 @@ impl<P: ResidencyPolicy> ResidencyController<P> {
             Some(&recency),
             self.search_state_limit,
         )
-        .map_err(RuntimeError::from_planner)
+        .map_err(|e| RuntimeError::from_planner(e, &snapshot))
     }
 
     /// [`ResidencyController::forecast`] of a run that calls
@@ -433,7 +433,7 @@ impl<P: ResidencyPolicy> ResidencyController<P> {
             Some(&recency),
             self.search_state_limit,
         )
-        .map_err(RuntimeError::from_planner)
+        .map_err(|e| RuntimeError::from_planner(e, &snapshot))
     }
 
     /// The snapshot (with this controller's policy facts) and recency a planner run needs.

@@ -12,7 +12,7 @@ use std::fmt;
 use fhelium_cuda::MemoryError;
 use fhelium_residency::{
     MemoryReservation, ModelError, ResidencyAction, ResidencyHandle, ResidencyLocation,
-    ResidencyPlanReport,
+    ResidencyPlanReport, ResidencySnapshot,
 };
 use thiserror::Error;
 
@@ -530,8 +530,9 @@ impl RuntimeError {
 }
 
 impl RuntimeError {
-    /// Maps a planner error to the runtime's classes (spec 3.2, 3.5, 3.9).
-    pub(crate) fn from_planner(e: ModelError) -> Self {
+    /// Maps a planner error to the runtime's classes (spec 3.2, 3.5, 3.9). `snapshot` is the
+    /// one the planner ran on: it gives an ownership error the value's charge.
+    pub(crate) fn from_planner(e: ModelError, snapshot: &ResidencySnapshot) -> Self {
         match e {
             ModelError::ForeignHandle {
                 handle, manager_id, ..
@@ -543,9 +544,9 @@ impl RuntimeError {
             ModelError::UnknownHandle { handle, .. } => Self::UnknownHandle { handle },
             ModelError::DiscardedHandle { handle, .. } => Self::DiscardedHandle { handle },
             ModelError::ExclusiveAtMultipleLocations { handle, locations } => Self::Ownership {
+                charged_nbytes: snapshot.value(&handle).map_or(0, |v| v.spec().charge()),
                 handle,
                 location: locations.first().copied(),
-                charged_nbytes: 0,
                 violation: OwnershipViolation::ExclusiveMultiLocation,
             },
             ModelError::Unavailable { handle } => Self::NoSource { handle },
@@ -574,7 +575,7 @@ impl RuntimeError {
             } => Self::Forecast {
                 step,
                 request,
-                source: Box::new(Self::from_planner(*source)),
+                source: Box::new(Self::from_planner(*source, snapshot)),
             },
             e @ ModelError::PrefetchReservation { .. } => Self::InvalidArgument {
                 reason: e.to_string(),

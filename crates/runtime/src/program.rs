@@ -89,7 +89,7 @@ impl<P: ResidencyPolicy> ResidencyController<P> {
             location,
             max_budget,
         )
-        .map_err(RuntimeError::from_planner)
+        .map_err(|e| RuntimeError::from_planner(e, &snapshot))
     }
 
     /// Runs `program` (decision 0207): forecasts it (a step that cannot fit fails here, before

@@ -1167,3 +1167,158 @@ fn minimum_budget_of_a_streamed_program() {
         .unwrap_err();
     assert!(matches!(e, RuntimeError::Model(_)), "{e}");
 }
+
+/// A decision issued by another manager is ForeignDecision naming both manager ids, is not a
+/// plan error, and changes neither manager.
+#[test]
+fn a_foreign_decision_names_both_managers_and_changes_nothing() {
+    let mem = memory();
+    let m = manager(&mem, &[]);
+    let other = manager(&mem, &[]);
+    let h = repl(&m, 1);
+    let _o = repl(&other, 2);
+    let d = ResidencyController::new(&m)
+        .decide(&req("d", &[(&h, N)], &[(N, 8)]))
+        .unwrap();
+    let versions = (m.state_version().unwrap(), other.state_version().unwrap());
+    let e = ResidencyController::new(&other)
+        .scope(&d, &none())
+        .unwrap_err();
+    match &e {
+        RuntimeError::ForeignDecision {
+            decision_manager,
+            manager,
+        } => assert_eq!(
+            (*decision_manager, *manager),
+            (m.manager_id(), other.manager_id())
+        ),
+        other => panic!("expected ForeignDecision, found {other}"),
+    }
+    assert_eq!(e.kind(), ResidencyErrorKind::Handle);
+    assert!(!e.is_plan_error());
+    assert!(
+        e.to_string()
+            .contains(&format!("{:016x}", other.manager_id())),
+        "{e}"
+    );
+    assert_eq!(
+        (m.state_version().unwrap(), other.state_version().unwrap()),
+        versions
+    );
+    assert_eq!((reserved(&m, N), reserved(&other, N)), (0, 0));
+    assert_eq!(locs(&m, &h), vec![P]);
+}
+
+/// An EXCLUSIVE value required at two locations is an Ownership error naming the handle, the
+/// first required location and the value's charge, from `decide` and (under its step) from
+/// `forecast`; nothing changes.
+#[test]
+fn exclusive_at_two_locations_names_handle_location_and_charge() {
+    use fhelium_residency::ResidencyProgramStep;
+    let mem = memory();
+    let m = manager(&mem, &[]);
+    let x = adopt(&m, P, ReplicaMode::Exclusive, 1);
+    let c = ResidencyController::new(&m);
+    let v = m.state_version().unwrap();
+    let check = |e: &RuntimeError| match e {
+        RuntimeError::Ownership {
+            handle,
+            location,
+            charged_nbytes,
+            violation,
+        } => assert_eq!(
+            (handle, *location, *charged_nbytes, *violation),
+            (
+                &*x,
+                Some(N),
+                NB,
+                fhelium_runtime::OwnershipViolation::ExclusiveMultiLocation
+            )
+        ),
+        other => panic!("expected Ownership, found {other}"),
+    };
+    let both = || req("both", &[(&x, N), (&x, P)], &[]);
+    let e = c.decide(&both()).unwrap_err();
+    check(&e);
+    assert!(e.to_string().contains(&format!("{NB} bytes")), "{e}");
+    let e = c
+        .forecast(&[
+            ResidencyProgramStep::used(req("one", &[(&x, P)], &[])),
+            ResidencyProgramStep::used(both()),
+        ])
+        .unwrap_err();
+    match &e {
+        RuntimeError::Forecast {
+            step,
+            request,
+            source,
+        } => {
+            assert_eq!((*step, request.as_str()), (1, "both"));
+            check(source);
+        }
+        other => panic!("expected Forecast, found {other}"),
+    }
+    assert_eq!(e.kind(), ResidencyErrorKind::Ownership);
+    assert_eq!(m.state_version().unwrap(), v);
+    assert_eq!(locs(&m, &x), vec![P]);
+}
+
+/// Stale-state and search-limit errors are plan errors of their own kinds, with the versions
+/// and limit they name; a closed manager's error is of kind Closed and not a plan error.
+#[test]
+fn stale_search_limit_and_closed_errors_have_their_kinds() {
+    let mem = memory();
+    let m = manager(&mem, &[(N, NB)]);
+    let a = repl(&m, 1);
+    m.ensure(&a, N, None).unwrap();
+    let b = repl(&m, 2);
+    let c = ResidencyController::new(&m);
+    let d = c.decide(&req("b", &[(&b, N)], &[])).unwrap();
+    m.reserve(P, 0, "bump").unwrap().release().unwrap();
+    let v = m.state_version().unwrap();
+    let e = c.scope(&d, &none()).unwrap_err();
+    assert!(
+        matches!(
+            e,
+            RuntimeError::StaleState {
+                expected_version,
+                actual_version
+            } if expected_version == d.expected_state_version() && actual_version == v
+        ),
+        "{e}"
+    );
+    assert_eq!(
+        (e.kind(), e.is_plan_error()),
+        (ResidencyErrorKind::StaleState, true)
+    );
+    assert_eq!(m.state_version().unwrap(), v);
+    assert_eq!(locs(&m, &a), vec![P, N]);
+    let e = ResidencyController::new(&m)
+        .search_state_limit(1)
+        .unwrap()
+        .decide(&req("b", &[(&b, N)], &[(N, NB)]))
+        .unwrap_err();
+    assert!(
+        matches!(
+            e,
+            RuntimeError::SearchLimit {
+                ref request_name,
+                state_limit: 1,
+                ..
+            } if request_name == "b"
+        ),
+        "{e}"
+    );
+    assert_eq!(
+        (e.kind(), e.is_plan_error()),
+        (ResidencyErrorKind::SearchLimit, true)
+    );
+    assert_eq!(m.state_version().unwrap(), v);
+    m.close(true, false).unwrap();
+    let e = c.decide(&req("b", &[(&b, N)], &[])).unwrap_err();
+    assert!(matches!(e, RuntimeError::Closed { .. }), "{e}");
+    assert_eq!(
+        (e.kind(), e.is_plan_error()),
+        (ResidencyErrorKind::Closed, false)
+    );
+}

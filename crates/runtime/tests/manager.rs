@@ -1030,3 +1030,160 @@ fn snapshots_share_unchanged_values_and_stay_immutable() {
     assert!(!s4.values()[2].discarded());
     assert_eq!(s5.location(P).unwrap().parts().value_count, 4);
 }
+
+/// EXCLUSIVE replication and the drop of a final MUST_PRESERVE copy are Ownership errors naming
+/// the handle, the location and the value's charge, and change nothing.
+#[test]
+fn exclusive_and_final_copy_errors_name_handle_location_and_bytes() {
+    let mem = memory();
+    let m = manager(&mem, &[(P, 2 * NB), (N, 2 * NB)]);
+    let h = adopt(&m, P, ReplicaMode::Exclusive, 1);
+    let ownership = |e: &RuntimeError| match e {
+        RuntimeError::Ownership {
+            handle,
+            location,
+            charged_nbytes,
+            violation,
+        } => (handle.clone(), *location, *charged_nbytes, *violation),
+        other => panic!("expected Ownership, found {other}"),
+    };
+    let before = fingerprint(&m);
+    for (to, e) in [
+        (N, m.ensure(&h, N, None).unwrap_err()),
+        (
+            S0,
+            m.apply(
+                &ResidencyAction::EnsureResident {
+                    handle: (*h).clone(),
+                    location: S0,
+                },
+                None,
+            )
+            .unwrap_err(),
+        ),
+    ] {
+        assert_eq!(
+            ownership(&e),
+            (
+                (*h).clone(),
+                Some(to),
+                NB,
+                OwnershipViolation::ReplicateExclusive
+            )
+        );
+        assert_eq!(e.kind(), ResidencyErrorKind::Ownership);
+        assert!(e.to_string().contains(&format!("{NB} bytes")), "{e}");
+    }
+    assert_eq!(fingerprint(&m), before);
+    let e = m.drop_at(&h, P).unwrap_err();
+    assert_eq!(
+        ownership(&e),
+        (
+            (*h).clone(),
+            Some(P),
+            NB,
+            OwnershipViolation::FinalMustPreserve
+        )
+    );
+    assert_eq!(fingerprint(&m), before);
+    assert_eq!(locs(&m, &h), vec![P]);
+}
+
+/// A handle this manager never issued (an unknown id, or a known id with another type tag) is
+/// UnknownHandle naming that handle, for every operation, and changes nothing.
+#[test]
+fn unknown_handles_are_named_and_change_nothing() {
+    let mem = memory();
+    let m = manager(&mem, &[]);
+    let h = repl(&m, 1);
+    let unknown_id = ResidencyHandle::new(m.manager_id(), h.handle_id() ^ 1, "Tensors").unwrap();
+    let retyped = ResidencyHandle::new(m.manager_id(), h.handle_id(), "Plaintext").unwrap();
+    let before = fingerprint(&m);
+    for fake in [&unknown_id, &retyped] {
+        for e in [
+            m.ensure(fake, N, None).unwrap_err(),
+            m.drop_at(fake, P).unwrap_err(),
+            m.discard(fake).unwrap_err(),
+            m.hold(&[&h, fake], P).unwrap_err(),
+            m.acquire(&[fake], P, None).unwrap_err(),
+        ] {
+            assert!(
+                matches!(&e, RuntimeError::UnknownHandle { handle } if handle == fake),
+                "{e}"
+            );
+            assert_eq!(e.kind(), ResidencyErrorKind::Handle);
+            assert!(e.to_string().contains(&fake.to_string()), "{e}");
+        }
+    }
+    assert_eq!(fingerprint(&m), before);
+}
+
+/// A device lease without a consumer stream is MissingConsumerStream naming the location, and
+/// takes no lease.
+#[test]
+fn a_device_lease_without_a_stream_names_its_location() {
+    let mem = memory();
+    let m = manager(&mem, &[]);
+    let h = repl(&m, 1);
+    m.ensure(&h, S0, None).unwrap();
+    let before = fingerprint(&m);
+    let e = m.acquire(&[&h], S0, None).unwrap_err();
+    assert!(
+        matches!(e, RuntimeError::MissingConsumerStream { location: S0 }),
+        "{e}"
+    );
+    assert_eq!(e.kind(), ResidencyErrorKind::InvalidArgument);
+    assert!(e.to_string().contains("sim:0"), "{e}");
+    assert_eq!(fingerprint(&m), before);
+}
+
+/// Adopting a value whose type tag is blank is the typed model error EmptyValueType and
+/// registers nothing.
+#[test]
+fn adopting_a_value_with_a_blank_type_tag_is_a_model_error() {
+    #[derive(Debug)]
+    struct Blank;
+    impl fhelium_cuda::Resident for Blank {
+        fn type_tag(&self) -> &'static str {
+            " "
+        }
+        fn placement(&self) -> Result<ResidencyLocation, fhelium_cuda::MemoryError> {
+            Ok(P)
+        }
+        fn nbytes(&self) -> u64 {
+            8
+        }
+        fn storage_nbytes(&self) -> u64 {
+            8
+        }
+        fn storage_keys(&self) -> Vec<fhelium_cuda::StorageKey> {
+            Vec::new()
+        }
+        fn materialize(
+            &self,
+            _: &fhelium_cuda::Memory,
+            _: &ResidencyLocation,
+            _: Option<&fhelium_cuda::Stream>,
+        ) -> Result<fhelium_cuda::Materialized<Self>, fhelium_cuda::MemoryError> {
+            Ok(fhelium_cuda::Materialized {
+                value: Blank,
+                ready: None,
+            })
+        }
+    }
+    let mem = memory();
+    let m = manager(&mem, &[]);
+    let _h = repl(&m, 1);
+    let before = fingerprint(&m);
+    let e = m.adopt(Blank, None, ReplicaMode::Exclusive).unwrap_err();
+    assert!(
+        matches!(
+            e,
+            RuntimeError::Model(fhelium_residency::ModelError::EmptyValueType)
+        ),
+        "{e}"
+    );
+    assert_eq!(e.kind(), ResidencyErrorKind::InvalidArgument);
+    assert_eq!(fingerprint(&m), before);
+    assert_eq!(m.snapshot().unwrap().values().len(), 1);
+}

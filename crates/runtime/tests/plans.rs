@@ -348,3 +348,52 @@ fn injected_failures_in_plans_leave_the_failing_step_unapplied() {
     let s = m.snapshot().unwrap();
     assert_eq!(s.location(S0).map_or(0, |l| l.used_bytes()), 0);
 }
+
+/// A runtime failure in a scope's enter phase is a PlanExecution in phase `enter` naming the
+/// failing action; the reclaim and enter steps before it stay committed and the reservations
+/// admitted before it are released.
+#[test]
+fn failure_in_the_enter_phase_releases_the_reservations() {
+    let mem = memory();
+    let m = manager(&mem, &[]);
+    let (gone, _) = sourced(&m, P, 1, 0);
+    let (first, _) = sourced(&m, P, 2, 0);
+    let (second, _) = sourced(&m, P, 3, 1);
+    m.ensure(&gone, N, None).unwrap();
+    let plan = ResidencyPlan::new("en")
+        .unwrap()
+        .with_reclaim([drop_(&gone, N)])
+        .with_enter([ensure(&first, N), ensure(&second, N)])
+        .with_reservations([res(N, 5, "ws"), res(P, 7, "ws2")]);
+    let e = m.enter_scope(&plan, &none(), None).unwrap_err();
+    assert!(!e.is_plan_error());
+    assert_eq!(e.kind(), ResidencyErrorKind::PlanExecution);
+    let f = e.plan_execution().unwrap();
+    assert_eq!(
+        (f.plan_name.as_str(), f.phase, f.failed_action_index),
+        ("en", PlanPhase::Enter, Some(1))
+    );
+    assert_eq!(f.failed_action.as_ref(), Some(&plan.enter()[1]));
+    assert!(f.failed_reservation.is_none() && f.failed_reservation_index.is_none());
+    assert!(
+        matches!(&f.source, RuntimeError::Source { handle, location: P, .. } if handle == &*second),
+        "{}",
+        f.source
+    );
+    let kinds: Vec<_> = f
+        .partial_report
+        .transitions()
+        .iter()
+        .map(|t| t.action().kind_name())
+        .collect();
+    assert_eq!(kinds, ["DropResident", "EnsureResident"]);
+    assert!(
+        e.to_string().contains("during enter at EnsureResident #1"),
+        "{e}"
+    );
+    assert_eq!((reserved(&m, N), reserved(&m, P)), (0, 0));
+    assert!(m.snapshot().unwrap().reservations().is_empty());
+    assert!(locs(&m, &gone).is_empty());
+    assert_eq!(locs(&m, &first), vec![N]);
+    assert!(locs(&m, &second).is_empty());
+}
