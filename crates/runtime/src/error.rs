@@ -306,6 +306,19 @@ pub enum RuntimeError {
         /// What failed ("Expected Plaintext, got Ciphertext", "Logical payload size mismatch", ...).
         detail: String,
     },
+    /// `adopt` without a location, of a value whose buffers name no single location to adopt
+    /// it at (buffers at different locations, pageable and pinned host storage mixed, or no
+    /// buffers at all): `source` names the locations involved.
+    #[error("Residency materialization of '{handle}' ({nbytes} bytes) rejected: no single location to adopt it at: {source}")]
+    Unplaced {
+        /// The handle it would have had.
+        handle: ResidencyHandle,
+        /// Logical bytes of the value.
+        nbytes: u64,
+        /// Why the buffers name no location ([`MemoryError::PlacementDisagrees`],
+        /// [`MemoryError::MixedPinning`], [`MemoryError::EmptyValue`]).
+        source: MemoryError,
+    },
     /// An ownership rule (spec 2.5, 2.6, storage independence).
     #[error("{violation} (value '{handle}', location {location:?}, {charged_nbytes} bytes)")]
     Ownership {
@@ -485,7 +498,9 @@ impl RuntimeError {
             | Self::NoSource { .. }
             | Self::LeaseLost { .. } => ResidencyErrorKind::Unavailable,
             Self::InUse { .. } | Self::ManagerInUse { .. } => ResidencyErrorKind::InUse,
-            Self::Materialization { .. } => ResidencyErrorKind::Materialization,
+            Self::Materialization { .. } | Self::Unplaced { .. } => {
+                ResidencyErrorKind::Materialization
+            }
             Self::Ownership { .. } => ResidencyErrorKind::Ownership,
             Self::Plan { .. } => ResidencyErrorKind::Plan,
             Self::SearchLimit { .. } => ResidencyErrorKind::SearchLimit,

@@ -925,7 +925,8 @@ impl ResidencyManager {
     /// materialization at `at` (or at its own placement when `at` is `None`).
     ///
     /// # Errors
-    /// [`RuntimeError::Materialization`] (placement mismatch, mixed pinning),
+    /// [`RuntimeError::Unplaced`] (`at` is `None` and the value's buffers name no single
+    /// location), [`RuntimeError::Materialization`] (the value does not match its location),
     /// [`RuntimeError::Budget`], [`RuntimeError::Ownership`] (storage aliases a managed value),
     /// [`RuntimeError::LocationUnavailable`], [`RuntimeError::Closed`],
     /// [`RuntimeError::Reentrancy`]. On error no state remains.
@@ -947,11 +948,10 @@ impl ResidencyManager {
                 .entered();
         let at = match at {
             Some(l) => l,
-            None => Resident::placement(&value).map_err(|e| RuntimeError::Materialization {
+            None => Resident::placement(&value).map_err(|source| RuntimeError::Unplaced {
                 handle: handle.clone(),
-                location: ResidencyLocation::PageableHost,
                 nbytes,
-                detail: format!("Cannot infer location: {e}"),
+                source,
             })?,
         };
         self.inner.check_location(at)?;

@@ -1187,3 +1187,68 @@ fn adopting_a_value_with_a_blank_type_tag_is_a_model_error() {
     assert_eq!(fingerprint(&m), before);
     assert_eq!(m.snapshot().unwrap().values().len(), 1);
 }
+
+/// `adopt` without a location, of values whose buffers name no single location (sim:0 and
+/// pageable host; pageable and pinned host; no buffers), is `Unplaced`: it names the handle
+/// the value would have had, its bytes and, through its source, the locations that disagree;
+/// it is of kind Materialization and registers nothing.
+#[test]
+fn adopting_a_value_with_no_single_location_is_unplaced_and_changes_nothing() {
+    let mem = memory();
+    let m = manager(&mem, &[(S0, 4 * NB)]);
+    let _h = repl(&m, 1);
+    let views = |locs: &[ResidencyLocation]| {
+        let views = locs
+            .iter()
+            .flat_map(|l| value_at(&mem, *l, 7).views().to_vec())
+            .collect();
+        Tensors::new(views)
+    };
+    let before = fingerprint(&m);
+    let expect =
+        |value: Tensors, nbytes: u64, check: &dyn Fn(&fhelium_cuda::MemoryError) -> bool| {
+            let e = m.adopt(value, None, ReplicaMode::Replicable).unwrap_err();
+            match &e {
+                RuntimeError::Unplaced {
+                    handle,
+                    nbytes: n,
+                    source,
+                } => {
+                    assert_eq!(handle.value_type(), "Tensors", "{e}");
+                    assert!(e.to_string().contains(&handle.to_string()), "{e}");
+                    assert_eq!(*n, nbytes, "{e}");
+                    assert!(check(source), "{e}");
+                }
+                other => panic!("expected Unplaced, got {other:?}"),
+            }
+            assert_eq!(e.kind(), ResidencyErrorKind::Materialization);
+            assert!(e.to_string().contains(&format!("({nbytes} bytes)")), "{e}");
+            assert_eq!(fingerprint(&m), before);
+        };
+    expect(views(&[S0, P]), 2 * NB, &|s| {
+        matches!(
+            s,
+            fhelium_cuda::MemoryError::PlacementDisagrees {
+                first: S0,
+                other: P,
+                ..
+            }
+        )
+    });
+    expect(views(&[P, N]), 2 * NB, &|s| {
+        matches!(s, fhelium_cuda::MemoryError::MixedPinning { .. })
+    });
+    expect(Tensors::new(Vec::new()), 0, &|s| {
+        matches!(s, fhelium_cuda::MemoryError::EmptyValue { .. })
+    });
+    // Named explicitly, the location is checked against the buffers instead.
+    let e = m
+        .adopt(views(&[S0, P]), Some(S0), ReplicaMode::Replicable)
+        .unwrap_err();
+    assert!(
+        matches!(e, RuntimeError::Materialization { location: S0, .. }),
+        "{e}"
+    );
+    assert_eq!(fingerprint(&m), before);
+    assert_eq!(m.snapshot().unwrap().values().len(), 1);
+}
