@@ -10,7 +10,8 @@
 # 5. FHElium and ours again, both pinned to one core (`taskset -c 3`), then both plain.
 set -u
 T0=$(date +%s)
-left() { echo $(( 585 - ($(date +%s) - T0) )); }
+LIMIT=${LIMIT:-585}
+left() { echo $(( LIMIT - ($(date +%s) - T0) )); }
 need() { [ "$(left)" -ge "$1" ] || { echo "skip $2 ($(left) s left)"; return 1; }; }
 export FHELIUM_REQUIRE_GPU=1
 W=.gpu/bin/z
