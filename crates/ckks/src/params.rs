@@ -532,6 +532,137 @@ mod tests {
         assert!(matches!(c.validate(), Err(CkksError::InvalidConfig { .. })));
     }
 
+    /// Every structural refusal of `generate_with_budget` and `validate` is `InvalidConfig`
+    /// with the exact reason, and an engine built from a hand-made bad config gives the same
+    /// error.
+    #[test]
+    fn structural_refusals_give_their_exact_reasons() {
+        let invalid = |reason: &str| {
+            Err::<CkksConfig, _>(CkksError::InvalidConfig {
+                reason: reason.to_owned(),
+            })
+        };
+        let range = "(4..=17), scale_bits";
+        for (log_n, bits, nump) in [
+            (3, 30, 1),
+            (18, 30, 1),
+            (12, 19, 1),
+            (12, 59, 1),
+            (12, 30, 0),
+        ] {
+            assert_eq!(
+                CkksConfig::generate_with_budget(log_n, bits, 2, nump, false),
+                invalid(&format!(
+                    "log_n {log_n} {range} {bits} (20..=58), num_p_primes {nump} (>= 1)"
+                ))
+            );
+        }
+        assert_eq!(
+            CkksConfig::generate_with_budget(12, 30, 0, 1, false),
+            invalid("need at least 2 Q primes and 1 P prime, got 1 and 1")
+        );
+        // Between 2^19 and 2^21 there are five candidates = 1 mod 2^18, too few for ten.
+        assert_eq!(
+            CkksConfig::generate_with_budget(17, 20, 10, 1, false),
+            invalid("not enough 20-bit NTT primes for N = 2^17")
+        );
+
+        let base = CkksConfig::from_preset(Preset::Slots8192Scale40Levels7Int64).expect("preset");
+        let (q0, q1) = (base.q_primes[0], base.q_primes[1]);
+        let bad = |f: &dyn Fn(&mut CkksConfig)| {
+            let mut c = base.clone();
+            f(&mut c);
+            c
+        };
+        for (cfg, reason) in [
+            (
+                bad(&|c| c.p_primes.clear()),
+                "need at least 2 Q primes and 1 P prime, got 8 and 0".to_owned(),
+            ),
+            (
+                bad(&|c| c.q_primes.truncate(1)),
+                "need at least 2 Q primes and 1 P prime, got 1 and 1".to_owned(),
+            ),
+            (
+                bad(&|c| c.q_primes[2] = 7),
+                "prime id 2 = 7 is not a prime ≡ 1 mod 2N below 2^62".to_owned(),
+            ),
+            (
+                bad(&|c| c.p_primes[0] = 1 << 62),
+                format!(
+                    "prime id 8 = {} is not a prime ≡ 1 mod 2N below 2^62",
+                    1u64 << 62
+                ),
+            ),
+            (
+                bad(&|c| c.q_primes[1] = q0),
+                format!("duplicate prime {q0}"),
+            ),
+            (
+                bad(&|c| c.p_primes[0] = q1),
+                format!("duplicate prime {q1}"),
+            ),
+            (
+                bad(&|c| c.galois_generator = 5),
+                "galois generator 5 (only 3 is supported)".to_owned(),
+            ),
+            (
+                bad(&|c| c.sigma = 3.2),
+                "the budget table covers sigma = 3.19 at 128 bits only (got sigma 3.2, 128 bits)"
+                    .to_owned(),
+            ),
+            (
+                bad(&|c| c.security_bits = 192),
+                "the budget table covers sigma = 3.19 at 128 bits only (got sigma 3.19, 192 bits)"
+                    .to_owned(),
+            ),
+        ] {
+            let want = CkksError::InvalidConfig { reason };
+            assert_eq!(cfg.validate(), Err(want.clone()));
+            assert_eq!(
+                crate::CpuEngine::from_config(cfg, Some([1; 32])).map(|_| ()),
+                Err(want)
+            );
+        }
+    }
+
+    /// Over the budget, or at a ring degree the table has no row for, is
+    /// `SecurityBudgetExceeded` with the exact figures; an unknown preset name is named.
+    #[test]
+    fn budget_and_preset_refusals_carry_their_figures() {
+        let total = |log_n, bits, levels| {
+            CkksConfig::generate_with_budget(log_n, bits, levels, 1, false)
+                .expect("without the budget")
+                .total_modulus_bits()
+        };
+        assert_eq!(
+            CkksConfig::generate(14, 50, 8, 1),
+            Err(CkksError::SecurityBudgetExceeded {
+                log_n: 14,
+                total_modulus_bits: total(14, 50, 8),
+                budget_bits: Some(430),
+                security_bits: 128,
+            })
+        );
+        assert!(total(14, 50, 8) > 430);
+        // No table row below N = 2^13: nothing is secure there.
+        assert_eq!(
+            CkksConfig::generate(12, 30, 2, 1),
+            Err(CkksError::SecurityBudgetExceeded {
+                log_n: 12,
+                total_modulus_bits: total(12, 30, 2),
+                budget_bits: None,
+                security_bits: 128,
+            })
+        );
+        assert_eq!(
+            "slots8192-scale40-levels7".parse::<Preset>(),
+            Err(CkksError::UnknownPreset {
+                name: "slots8192-scale40-levels7".to_owned()
+            })
+        );
+    }
+
     #[test]
     fn generated_primes_follow_the_rule() {
         let qs = scale_primes(12, 30, 6).expect("enough");

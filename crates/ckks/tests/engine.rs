@@ -641,3 +641,596 @@ fn extreme_rotation_steps_reduce_modulo_the_slots_without_overflow() {
     let got = e.decrypt_message(&r).expect("decrypt");
     assert!(max_err(&got, &roll(&m, -1)) < 1e-6);
 }
+
+/// A small ring (N = 2^12, insecure, budget check off) with two special primes: a second
+/// parameter set whose values and keys are cheap.
+fn small_engine(seed: u8) -> CpuEngine {
+    let cfg = CkksConfig::generate_with_budget(12, 30, 4, 2, false).expect("config");
+    CpuEngine::from_config(cfg, Some([seed; 32])).expect("engine")
+}
+
+/// Operands of two-input operations that disagree in level, scale, domain or basis give the
+/// error naming the operation and both operands' values exactly; no input changes.
+#[test]
+fn binary_mismatches_name_the_operation_and_both_operands() {
+    let e = engine();
+    let m = seed_message(e.num_slots());
+    let ct = e.encrypt_message(&m).expect("enc");
+    let before = ct.words().to_vec();
+    let ntt = e.coefficient_domain_to_ntt_domain(&ct).expect("ntt");
+    let l1 = e.mod_switch_to_next_level(&ct).expect("l1");
+    let ntt1 = e.coefficient_domain_to_ntt_domain(&l1).expect("ntt");
+    let odd_scale = 2f64.powi(40) * (1.0 + f64::EPSILON);
+    let other = e
+        .encrypt(&e.encode(&m, 0, Some(odd_scale)).expect("enc"))
+        .expect("enc");
+    assert_eq!(
+        e.add(&ct, &l1).unwrap_err(),
+        CkksError::LevelMismatch {
+            op: "add",
+            left: 0,
+            right: 1
+        }
+    );
+    assert_eq!(
+        e.multiply(&ntt1, &ntt).unwrap_err(),
+        CkksError::LevelMismatch {
+            op: "multiply",
+            left: 1,
+            right: 0
+        }
+    );
+    assert_eq!(
+        e.subtract(&ct, &other).unwrap_err(),
+        CkksError::ScaleMismatch {
+            op: "subtract",
+            left: 2f64.powi(40),
+            right: odd_scale
+        }
+    );
+    assert_eq!(
+        e.subtract(&l1, &ntt1).unwrap_err(),
+        CkksError::DomainMismatch {
+            op: "subtract",
+            expected: Domain::Coefficient,
+            actual: Domain::Ntt
+        }
+    );
+    assert_eq!(
+        e.multiply(&ct, &ct).unwrap_err(),
+        CkksError::DomainMismatch {
+            op: "multiply",
+            expected: Domain::Ntt,
+            actual: Domain::Coefficient
+        }
+    );
+    // Plaintext operands.
+    let ints = e.encode(&m, 0, None).expect("enc");
+    let add_pt = e
+        .prepare_plaintext_for_addition(&ints, ModulusBasis::Q)
+        .expect("prep");
+    let add_pt1 = e
+        .prepare_plaintext_for_addition(&e.encode(&m, 1, None).expect("enc"), ModulusBasis::Q)
+        .expect("prep");
+    let add_odd = e
+        .prepare_plaintext_for_addition(
+            &e.encode(&m, 0, Some(odd_scale)).expect("enc"),
+            ModulusBasis::Q,
+        )
+        .expect("prep");
+    let mul_qp = e
+        .prepare_plaintext_for_multiplication(&ints, ModulusBasis::QP)
+        .expect("prep");
+    assert_eq!(
+        e.add_plaintext(&ct, &add_pt1).unwrap_err(),
+        CkksError::LevelMismatch {
+            op: "add_plaintext",
+            left: 0,
+            right: 1
+        }
+    );
+    assert_eq!(
+        e.add_plaintext(&ct, &add_odd).unwrap_err(),
+        CkksError::ScaleMismatch {
+            op: "add_plaintext",
+            left: 2f64.powi(40),
+            right: odd_scale
+        }
+    );
+    assert_eq!(
+        e.add_plaintext(&ntt, &add_pt).unwrap_err(),
+        CkksError::DomainMismatch {
+            op: "add_plaintext",
+            expected: Domain::Ntt,
+            actual: Domain::Coefficient
+        }
+    );
+    assert_eq!(
+        e.multiply_plaintext(&ntt, &mul_qp).unwrap_err(),
+        CkksError::BasisMismatch {
+            op: "multiply_plaintext",
+            expected: ModulusBasis::Q,
+            actual: ModulusBasis::QP
+        }
+    );
+    assert_eq!(
+        e.multiply_plaintext(&ct, &mul_qp).unwrap_err(),
+        CkksError::DomainMismatch {
+            op: "multiply_plaintext",
+            expected: Domain::Ntt,
+            actual: Domain::Coefficient
+        }
+    );
+    assert_eq!(ct.words(), &before[..]);
+    assert!(max_err(&e.decrypt_message(&ct).expect("dec"), &m) < 1e-5);
+}
+
+/// Values of another parameter set are `ContextMismatch` naming both context ids, in either
+/// operand position; keys of another parameter set or another secret key, a rotation key used
+/// for conjugation and a plaintext in the wrong representation are named with their exact
+/// reasons.
+#[test]
+fn foreign_values_keys_and_representations_are_named_exactly() {
+    let e = engine();
+    let small = small_engine(1);
+    let twin = small_engine(2); // same parameters, another secret key
+    let m = seed_message(e.num_slots());
+    let ct = e.encrypt_message(&m).expect("enc");
+    let before = ct.words().to_vec();
+    let alien = small.encrypt_message(&[0.5]).expect("enc");
+    let alien_pt = small.encode(&[0.5], 0, None).expect("enc");
+    let mismatch = |op| CkksError::ContextMismatch {
+        op,
+        expected: e.context_id(),
+        actual: small.context_id(),
+    };
+    assert_ne!(e.context_id(), small.context_id());
+    assert_eq!(e.negate(&alien).unwrap_err(), mismatch("negate"));
+    assert_eq!(e.add(&ct, &alien).unwrap_err(), mismatch("add"));
+    assert_eq!(e.decrypt(&alien).unwrap_err(), mismatch("decrypt"));
+    assert_eq!(e.decode(&alien_pt).unwrap_err(), mismatch("decode"));
+    assert_eq!(e.encrypt(&alien_pt).unwrap_err(), mismatch("encrypt"));
+    assert_eq!(
+        e.prepare_plaintext_for_addition(&alien_pt, ModulusBasis::Q)
+            .unwrap_err(),
+        mismatch("prepare_plaintext_for_addition")
+    );
+    assert_eq!(
+        e.rescale_to_next_level(&alien).unwrap_err(),
+        mismatch("rescale_to_next_level")
+    );
+
+    // Keys of another parameter set.
+    let other_params = "key was made for another parameter set".to_owned();
+    let small_key = small.rotation_key(1).expect("key");
+    assert_eq!(
+        e.rotate_with_key(&ct, &small_key).unwrap_err(),
+        CkksError::WrongKey {
+            op: "rotate_with_key",
+            reason: other_params.clone()
+        }
+    );
+    assert_eq!(
+        e.rotate_many_with_keys(&ct, &[&small_key]).unwrap_err(),
+        CkksError::WrongKey {
+            op: "rotate_many_with_keys",
+            reason: other_params.clone()
+        }
+    );
+    let ntt = e.coefficient_domain_to_ntt_domain(&ct).expect("ntt");
+    let prod = e.multiply(&ntt, &ntt).expect("mul");
+    let small_rlk = small.relinearization_key().expect("rlk");
+    assert_eq!(
+        e.relinearize_with_key(&prod, &small_rlk).unwrap_err(),
+        CkksError::WrongKey {
+            op: "relinearize",
+            reason: other_params
+        }
+    );
+    for (op, got) in [
+        (
+            "create_rotation_key",
+            e.create_rotation_key(1, small.secret_key()).map(|_| ()),
+        ),
+        (
+            "create_conjugation_key",
+            e.create_conjugation_key(small.secret_key()).map(|_| ()),
+        ),
+        (
+            "create_relinearization_key",
+            e.create_relinearization_key(small.secret_key()).map(|_| ()),
+        ),
+    ] {
+        assert_eq!(
+            got.unwrap_err(),
+            CkksError::WrongKey {
+                op,
+                reason: "secret key was made for another parameter set".to_owned()
+            }
+        );
+    }
+
+    // Keys of the same parameters but another secret key, and a rotation key as conjugation.
+    let sct = small.encrypt_message(&[0.25]).expect("enc");
+    let twin_key = twin.rotation_key(1).expect("key");
+    let reason = format!(
+        "key belongs to secret key {:016x}, engine secret key is {:016x}",
+        twin.secret_key().key_id(),
+        small.secret_key().key_id()
+    );
+    assert_eq!(
+        twin_key.key_switch_key().key_id(),
+        twin.secret_key().key_id()
+    );
+    assert_eq!(
+        small.rotate_with_key(&sct, &twin_key).unwrap_err(),
+        CkksError::WrongKey {
+            op: "rotate_with_key",
+            reason: reason.clone()
+        }
+    );
+    assert_eq!(
+        small.conjugate(&sct, &twin_key).unwrap_err(),
+        CkksError::WrongKey {
+            op: "conjugate",
+            reason
+        }
+    );
+    assert_eq!(
+        small.conjugate(&sct, &small_key).unwrap_err(),
+        CkksError::WrongKey {
+            op: "conjugate",
+            reason: "a rotation key is not a conjugation key".to_owned()
+        }
+    );
+
+    // Plaintext representations.
+    let ints = e.encode(&m, 0, None).expect("enc");
+    let rns = prepared(e, &m, 0, None);
+    let approx = e.decrypt(&ct).expect("dec");
+    let rep = |op, expected, actual| CkksError::RepresentationMismatch {
+        op,
+        expected,
+        actual,
+    };
+    assert_eq!(
+        e.encrypt(&rns).unwrap_err(),
+        rep("encrypt", "integer_coefficients", "rns")
+    );
+    assert_eq!(
+        e.encrypt_with_sampling_key(&approx, &[7; 32]).unwrap_err(),
+        rep(
+            "encrypt",
+            "integer_coefficients",
+            "approximate_coefficients"
+        )
+    );
+    assert_eq!(
+        e.decode(&rns).unwrap_err(),
+        rep(
+            "decode",
+            "integer_coefficients or approximate_coefficients",
+            "rns"
+        )
+    );
+    assert_eq!(
+        e.prepare_plaintext_for_multiplication(&approx, ModulusBasis::Q)
+            .unwrap_err(),
+        rep(
+            "prepare_plaintext_for_multiplication",
+            "integer_coefficients",
+            "approximate_coefficients"
+        )
+    );
+    assert_eq!(
+        e.prepare_plaintext_for_addition(&rns, ModulusBasis::QP)
+            .unwrap_err(),
+        rep(
+            "prepare_plaintext_for_addition",
+            "integer_coefficients",
+            "rns"
+        )
+    );
+    assert_eq!(
+        e.add_plaintext(&ct, &ints).unwrap_err(),
+        rep("add_plaintext", "rns", "integer_coefficients")
+    );
+    assert_eq!(
+        e.multiply_plaintext(&ntt, &approx).unwrap_err(),
+        rep("multiply_plaintext", "rns", "approximate_coefficients")
+    );
+    assert_eq!(
+        e.plaintext_ntt_domain_to_coefficient_domain(&ints)
+            .unwrap_err(),
+        rep(
+            "plaintext_ntt_domain_to_coefficient_domain",
+            "rns",
+            "integer_coefficients"
+        )
+    );
+    assert_eq!(ct.words(), &before[..]);
+    assert_eq!(ints.integer_coefficients().map(|c| c.len()), Some(e.n()));
+}
+
+/// Levels out of range, scales that are not positive normal numbers (given, or produced by a
+/// rescale or a product) and messages that are too long or not finite are refused with every
+/// field named; no input changes.
+#[test]
+fn levels_scales_and_messages_out_of_range_name_every_field() {
+    let e = engine();
+    let s = e.num_slots();
+    let m = seed_message(s);
+    let ct = e.encrypt_message(&m).expect("enc");
+    let before = ct.words().to_vec();
+    assert_eq!(
+        e.mod_switch_to_level(&ct, 7).unwrap_err(),
+        CkksError::InvalidLevel {
+            op: "mod_switch_to_level",
+            level: 7,
+            current: 0,
+            max_level: 6
+        }
+    );
+    let last = e.mod_switch_to_level(&ct, 6).expect("l6");
+    assert_eq!(
+        e.mod_switch_to_next_level(&last).unwrap_err(),
+        CkksError::LevelExhausted {
+            op: "mod_switch_to_next_level",
+            level: 6,
+            max_level: 6
+        }
+    );
+    assert_eq!(
+        e.rescale_to_next_level(&last).unwrap_err(),
+        CkksError::LevelExhausted {
+            op: "rescale_to_next_level",
+            level: 6,
+            max_level: 6
+        }
+    );
+    let z = [Complex64::new(0.1, 0.0)];
+    for level in [7, usize::MAX] {
+        let want = CkksError::InvalidLevel {
+            op: "encode",
+            level,
+            current: level,
+            max_level: 6,
+        };
+        assert_eq!(e.encode(&m, level, None).unwrap_err(), want);
+        assert_eq!(e.encode_complex(&z, level, None).unwrap_err(), want);
+    }
+    for bad in [
+        0.0,
+        -0.0,
+        -1.0,
+        f64::MIN_POSITIVE / 2.0,
+        f64::NAN,
+        f64::INFINITY,
+        f64::NEG_INFINITY,
+    ] {
+        match e.encode(&m, 0, Some(bad)) {
+            Err(CkksError::InvalidScale {
+                op: "encode",
+                scale,
+            }) => {
+                assert_eq!(scale.to_bits(), bad.to_bits());
+            }
+            other => panic!("scale {bad:e}: {other:?}"),
+        }
+    }
+    // A product over or under binary64, and a rescale into the subnormals.
+    for (big, product) in [(1e200, f64::INFINITY), (1e-200, 0.0)] {
+        let c = e
+            .coefficient_domain_to_ntt_domain(
+                &e.encrypt(&e.encode(&[0.0], 0, Some(big)).expect("enc"))
+                    .expect("enc"),
+            )
+            .expect("ntt");
+        let p = prepared(e, &[0.0], 0, Some(big));
+        assert_eq!(
+            e.multiply(&c, &c).unwrap_err(),
+            CkksError::InvalidScale {
+                op: "multiply",
+                scale: product
+            }
+        );
+        assert_eq!(
+            e.multiply_plaintext(&c, &p).unwrap_err(),
+            CkksError::InvalidScale {
+                op: "multiply_plaintext",
+                scale: product
+            }
+        );
+    }
+    let tiny = e
+        .encrypt(&e.encode(&[0.0], 0, Some(2f64.powi(-1000))).expect("enc"))
+        .expect("enc");
+    let tiny_before = tiny.words().to_vec();
+    let q0 = e.config().q_primes[0] as f64;
+    assert_eq!(
+        e.rescale_to_next_level(&tiny).unwrap_err(),
+        CkksError::InvalidScale {
+            op: "rescale_to_next_level",
+            scale: 2f64.powi(-1000) / q0
+        }
+    );
+    assert_eq!(tiny.words(), &tiny_before[..]);
+    // Messages.
+    let long = vec![0.0; s + 1];
+    let too_long = CkksError::MessageTooLong {
+        len: s + 1,
+        slots: s,
+    };
+    assert_eq!(e.encrypt_message(&long).unwrap_err(), too_long);
+    assert_eq!(
+        e.encrypt_complex_message(&vec![Complex64::new(0.0, 0.0); s + 1])
+            .unwrap_err(),
+        too_long
+    );
+    for bad in [f64::NAN, f64::INFINITY, f64::NEG_INFINITY, 1e300] {
+        let mut msg = m.clone();
+        msg[17] = bad;
+        match e.encode(&msg, 0, None) {
+            Err(CkksError::CoefficientOutOfRange {
+                op: "encode",
+                value,
+            }) => {
+                assert!(
+                    !value.is_finite() || value.abs() >= 2f64.powi(63),
+                    "{value}"
+                );
+            }
+            other => panic!("message value {bad:e}: {other:?}"),
+        }
+    }
+    assert_eq!(ct.words(), &before[..]);
+}
+
+/// Memory failures reach the caller as `CkksError::Memory` with the memory layer's exact error:
+/// the engine's own key allocation, a value at a location the engine's memory lacks, and a
+/// result over a device's capacity; the memory's usage is unchanged afterwards.
+#[test]
+fn memory_failures_carry_the_memory_error_and_free_everything() {
+    let cfg = CkksConfig::generate_with_budget(12, 30, 4, 2, false).expect("config");
+    let n = cfg.n();
+    let rows = cfg.q_primes.len() + cfg.p_primes.len();
+    // Room for one fresh ciphertext (2 x 5 rows x 4096 words: 327,680 bytes), not two.
+    let cap = 500_000;
+    let mem = Memory::with_sim_devices_capacity(1, cap);
+    let host = ResidencyLocation::PageableHost;
+    let faults = mem.sim_faults(&host).expect("host faults");
+    faults.fail_next_allocs(1);
+    assert_eq!(
+        CpuEngine::from_config_in(cfg.clone(), Some([4; 32]), mem.clone()).unwrap_err(),
+        CkksError::Memory(fhelium_cuda::MemoryError::InjectedAllocFailure {
+            location: host,
+            bytes: (rows * n * 8) as u64
+        })
+    );
+    assert_eq!(mem.usage(&host).expect("usage").allocated_bytes, 0);
+    let e = CpuEngine::from_config_in(cfg, Some([4; 32]), mem.clone()).expect("engine");
+
+    // A value on a device of another memory: the result cannot be allocated there.
+    let elsewhere = Memory::with_sim_devices(2);
+    let ct = e.encrypt_message(&[0.5, 0.25]).expect("enc");
+    let far = ct
+        .materialize(&elsewhere, &ResidencyLocation::Sim(1), None)
+        .expect("copy")
+        .wait()
+        .expect("ready");
+    assert_eq!(
+        e.negate(&far).unwrap_err(),
+        CkksError::Memory(fhelium_cuda::MemoryError::LocationUnavailable {
+            op: "alloc",
+            location: ResidencyLocation::Sim(1),
+            reason: "this memory has 1 simulated device(s)".to_owned()
+        })
+    );
+    assert_eq!(far.words(), ct.words());
+
+    // A result over the device's capacity.
+    let on_sim = ct
+        .materialize(&mem, &ResidencyLocation::Sim(0), None)
+        .expect("fits")
+        .wait()
+        .expect("ready");
+    let used = mem.usage(&ResidencyLocation::Sim(0)).expect("usage");
+    let bytes = ct.nbytes();
+    assert_eq!(used.allocated_bytes, bytes);
+    assert!(bytes <= cap && 2 * bytes > cap, "one copy fits, two do not");
+    assert_eq!(
+        e.coefficient_domain_to_ntt_domain(&on_sim).unwrap_err(),
+        CkksError::Memory(fhelium_cuda::MemoryError::OutOfMemory {
+            op: "alloc",
+            location: ResidencyLocation::Sim(0),
+            requested_bytes: bytes,
+            available_bytes: cap - bytes
+        })
+    );
+    assert_eq!(mem.usage(&ResidencyLocation::Sim(0)).expect("usage"), used);
+    assert_eq!(on_sim.words(), ct.words());
+}
+
+/// Single-operand operations given a value in the wrong domain name the operation, the domain
+/// they need and the one given; no input changes.
+#[test]
+fn domain_mismatches_name_the_operation_and_both_domains() {
+    let e = engine();
+    let small = small_engine(3);
+    let ct = small.encrypt_message(&[0.5, -0.5]).expect("enc");
+    let ntt = small.coefficient_domain_to_ntt_domain(&ct).expect("ntt");
+    let before = ntt.words().to_vec();
+    let prod = small.multiply(&ntt, &ntt).expect("mul");
+    let prod_coeff = small.ntt_domain_to_coefficient_domain(&prod).expect("intt");
+    let ints = small.encode(&[0.5], 0, None).expect("enc");
+    let add_pt = small
+        .prepare_plaintext_for_addition(&ints, ModulusBasis::Q)
+        .expect("prep");
+    let mul_pt = small
+        .prepare_plaintext_for_multiplication(&ints, ModulusBasis::Q)
+        .expect("prep");
+    let key = small.rotation_key(1).expect("key");
+    let conj = small
+        .create_conjugation_key(small.secret_key())
+        .expect("conj");
+    let (c, n) = (Domain::Coefficient, Domain::Ntt);
+    let wrong = |op, expected, actual| CkksError::DomainMismatch {
+        op,
+        expected,
+        actual,
+    };
+    for (got, want) in [
+        (
+            small.coefficient_domain_to_ntt_domain(&ntt).map(|_| ()),
+            wrong("coefficient_domain_to_ntt_domain", c, n),
+        ),
+        (
+            small.ntt_domain_to_coefficient_domain(&ct).map(|_| ()),
+            wrong("ntt_domain_to_coefficient_domain", n, c),
+        ),
+        (
+            small.rescale_to_next_level(&ntt).map(|_| ()),
+            wrong("rescale_to_next_level", c, n),
+        ),
+        (
+            small.rotate_with_key(&ntt, &key).map(|_| ()),
+            wrong("rotate_with_key", c, n),
+        ),
+        (
+            small.rotate_many_with_keys(&ntt, &[&key]).map(|_| ()),
+            wrong("rotate_many_with_keys", c, n),
+        ),
+        (
+            small.conjugate(&ntt, &conj).map(|_| ()),
+            wrong("conjugate", c, n),
+        ),
+        (
+            small.relinearize(&prod_coeff).map(|_| ()),
+            wrong("relinearize", n, c),
+        ),
+        (
+            small
+                .plaintext_coefficient_domain_to_ntt_domain(&mul_pt)
+                .map(|_| ()),
+            wrong("plaintext_coefficient_domain_to_ntt_domain", c, n),
+        ),
+        (
+            small
+                .plaintext_ntt_domain_to_coefficient_domain(&add_pt)
+                .map(|_| ()),
+            wrong("plaintext_ntt_domain_to_coefficient_domain", n, c),
+        ),
+    ] {
+        assert_eq!(got.unwrap_err(), want);
+    }
+    assert_eq!(ntt.words(), &before[..]);
+    // The seed preset's engine refuses the small ring's values by context before any domain.
+    assert_eq!(
+        e.coefficient_domain_to_ntt_domain(&ntt).unwrap_err(),
+        CkksError::ContextMismatch {
+            op: "coefficient_domain_to_ntt_domain",
+            expected: e.context_id(),
+            actual: small.context_id()
+        }
+    );
+}

@@ -286,3 +286,134 @@ fn keys_depend_on_the_seed_and_the_galois_element_only() {
     let ct = b.encrypt_complex_message(&m).expect("encrypt");
     assert_rotated(&b, &b.rotate_with_key(&ct, &a1).expect("rotate"), &m, 1);
 }
+
+/// Calls that use the key cache and are refused for their input (wrong domain, components,
+/// context or a step with no key) give the exact error and leave the cache as it was: the
+/// same keys in the same order, the same bytes, no key made.
+#[test]
+fn refused_inputs_leave_the_key_cache_as_it_was() {
+    let e = small_engine(7);
+    let slots = e.num_slots() as i64;
+    let m = message(&e);
+    let ct = e.encrypt_complex_message(&m).expect("encrypt");
+    let _ = e.rotation_key(2).expect("key 2");
+    let _ = e.rotation_key(-1).expect("key -1");
+    let held = (e.cached_keys(), e.key_cache_bytes());
+    assert_eq!(
+        held,
+        (vec![rot(&e, 2), rot(&e, -1)], 2 * e.switch_key_bytes())
+    );
+    let ntt = e.coefficient_domain_to_ntt_domain(&ct).expect("ntt");
+    let prod = e.multiply(&ntt, &ntt).expect("multiply");
+    let other = CpuEngine::from_config(
+        CkksConfig::generate_with_budget(12, 30, 3, 1, false).expect("config"),
+        Some([7; 32]),
+    )
+    .expect("engine");
+    let alien = other
+        .encrypt_complex_message(&message(&other))
+        .expect("enc");
+    let refusals = [
+        (
+            e.rotate_by_step(&ntt, 3).map(|_| ()),
+            CkksError::DomainMismatch {
+                op: "rotate_by_step",
+                expected: fhelium_ckks::Domain::Coefficient,
+                actual: fhelium_ckks::Domain::Ntt,
+            },
+        ),
+        (
+            e.rotate_many_by_steps(&prod, &[3, 4]).map(|_| ()),
+            CkksError::ComponentMismatch {
+                op: "rotate_many_by_steps",
+                expected: 2,
+                actual: 3,
+            },
+        ),
+        (
+            e.relinearize(&ntt).map(|_| ()),
+            CkksError::ComponentMismatch {
+                op: "relinearize",
+                expected: 3,
+                actual: 2,
+            },
+        ),
+        (
+            e.rotate_by_step(&alien, 3).map(|_| ()),
+            CkksError::ContextMismatch {
+                op: "rotate_by_step",
+                expected: e.context_id(),
+                actual: other.context_id(),
+            },
+        ),
+        (
+            e.rotation_key(-2 * slots).map(|_| ()),
+            CkksError::InvalidRotation {
+                op: "rotation_key",
+                reason: format!(
+                    "step {} is a multiple of the slot count: no rotation key",
+                    -2 * slots
+                ),
+            },
+        ),
+        (
+            e.create_rotation_key(slots, e.secret_key()).map(|_| ()),
+            CkksError::InvalidRotation {
+                op: "create_rotation_key",
+                reason: format!("step {slots} is the identity"),
+            },
+        ),
+    ];
+    for (got, want) in refusals {
+        assert_eq!(got.unwrap_err(), want);
+        assert_eq!((e.cached_keys(), e.key_cache_bytes()), held);
+    }
+    // Key 2 is still the older: the refusals counted as no use.
+    let _ = e.rotation_key(5).expect("key 5");
+    e.set_key_cache_capacity(Some(2 * e.switch_key_bytes()));
+    assert_eq!(e.cached_keys(), vec![rot(&e, -1), rot(&e, 5)]);
+}
+
+/// A key whose storage cannot be allocated (a fault armed on the engine's memory) fails the
+/// call with the memory layer's exact error and leaves the cache unchanged; the next call makes
+/// the same key a twin engine makes.
+#[test]
+fn a_key_that_cannot_be_allocated_fails_the_call_and_changes_nothing() {
+    let cfg = CkksConfig::generate_with_budget(12, 30, 4, 2, false).expect("config");
+    let memory = fhelium_cuda::Memory::host_only();
+    let e = CpuEngine::from_config_in(cfg, Some([8; 32]), memory.clone()).expect("engine");
+    let twin = small_engine(8);
+    let kb = e.switch_key_bytes();
+    let ct = e.encrypt_complex_message(&message(&e)).expect("encrypt");
+    let _ = e.rotation_key(1).expect("key 1");
+    let held = (e.cached_keys(), e.key_cache_bytes());
+    let host = ResidencyLocation::PageableHost;
+    let used = memory.usage(&host).expect("usage");
+    let faults = memory.sim_faults(&host).expect("faults");
+    let no_room = CkksError::Memory(fhelium_cuda::MemoryError::InjectedAllocFailure {
+        location: host,
+        bytes: kb,
+    });
+    faults.fail_next_allocs(1);
+    assert_eq!(e.rotate_by_step(&ct, 3).unwrap_err(), no_room);
+    faults.fail_next_allocs(1);
+    assert_eq!(e.rotate_many_by_steps(&ct, &[1, 3]).unwrap_err(), no_room);
+    let n = e.coefficient_domain_to_ntt_domain(&ct).expect("ntt");
+    let prod = e.multiply(&n, &n).expect("multiply");
+    let used_prod = memory.usage(&host).expect("usage");
+    faults.fail_next_allocs(1);
+    assert_eq!(e.relinearize(&prod).unwrap_err(), no_room);
+    faults.fail_next_allocs(1);
+    assert_eq!(e.relinearization_key().unwrap_err(), no_room);
+    assert_eq!((e.cached_keys(), e.key_cache_bytes()), held);
+    assert_eq!(
+        memory.usage(&host).expect("usage").allocated_bytes,
+        used_prod.allocated_bytes
+    );
+    assert!(used_prod.allocated_bytes > used.allocated_bytes);
+    assert_eq!(faults.pending_alloc_failures(), 0);
+    // Nothing left armed: the key is made, equal to the twin's.
+    let k3 = e.rotation_key(3).expect("key 3");
+    assert_eq!(k3.view(), twin.rotation_key(3).expect("twin key 3").view());
+    assert_eq!(e.cached_keys(), vec![rot(&e, 1), rot(&e, 3)]);
+}

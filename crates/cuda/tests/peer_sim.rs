@@ -432,3 +432,109 @@ fn cost_models_learn_which_pairs_lack_peer_access() {
             > auto.estimate(L::Sim(0), L::Sim(1), bytes).nanoseconds
     );
 }
+
+/// Every refusal of `copy_from_staged` and `peer_link` names all its fields (operation, both
+/// ends, bytes, the stream, the reason), and none writes the destination, counts a copy or
+/// keeps a staging buffer.
+#[test]
+fn staged_and_link_refusals_name_every_field_and_change_nothing() {
+    let mem = sim(3, PeerMode::Auto);
+    let src = filled(&mem, L::Sim(0), &[1, 2, 3]);
+    let mut host = filled(&mem, L::PageableHost, &[0; 3]);
+    assert_eq!(
+        host.copy_from_staged(&mem, &src, None).unwrap_err(),
+        MemoryError::NotAPeerPair {
+            op: "copy_from_staged",
+            from: L::Sim(0),
+            to: L::PageableHost,
+            reason: "sim:0 -> pageable-host has a host endpoint; peer copies connect two devices"
+                .to_owned(),
+        }
+    );
+    assert_eq!(
+        mem.peer_link(&L::PinnedHost, &L::Sim(2)).unwrap_err(),
+        MemoryError::NotAPeerPair {
+            op: "peer_link",
+            from: L::PinnedHost,
+            to: L::Sim(2),
+            reason: "pinned-host -> sim:2 has a host endpoint; peer copies connect two devices"
+                .to_owned(),
+        }
+    );
+    assert_eq!(
+        mem.peer_link(&L::Sim(0), &L::Sim(3)).unwrap_err(),
+        MemoryError::LocationUnavailable {
+            op: "peer_link",
+            location: L::Sim(3),
+            reason: "this memory has 3 simulated device(s)".to_owned(),
+        }
+    );
+    let mut short = filled(&mem, L::Sim(1), &[POISON; 2]);
+    assert_eq!(
+        short.copy_from_staged(&mem, &src, None).unwrap_err(),
+        MemoryError::SizeMismatch {
+            op: "copy_from_staged",
+            from: L::Sim(0),
+            to: L::Sim(1),
+            from_bytes: 24,
+            to_bytes: 16,
+        }
+    );
+    let mut dst = filled(&mem, L::Sim(1), &[POISON; 3]);
+    let s2 = mem.stream(&L::Sim(2)).unwrap();
+    assert_eq!(
+        dst.copy_from_staged(&mem, &src, Some(&s2)).unwrap_err(),
+        MemoryError::StreamMismatch {
+            op: "copy_from_staged",
+            stream: L::Sim(2),
+            expected: "a stream of a device endpoint of the copy sim:0 -> sim:1".to_owned(),
+        }
+    );
+    mem.sim_faults(&L::Sim(1)).unwrap().fail_next_copies(1);
+    assert_eq!(
+        dst.copy_from_staged(&mem, &src, None).unwrap_err(),
+        MemoryError::InjectedCopyFailure {
+            from: L::Sim(0),
+            to: L::Sim(1),
+            bytes: 24
+        }
+    );
+    // A buffer of a memory with more devices than this one.
+    let bigger = sim(4, PeerMode::Auto);
+    let far = filled(&bigger, L::Sim(3), &[4, 5, 6]);
+    assert_eq!(
+        dst.copy_from_staged(&mem, &far, None).unwrap_err(),
+        MemoryError::LocationUnavailable {
+            op: "copy_from_staged",
+            location: L::Sim(3),
+            reason: "this memory has 3 simulated device(s)".to_owned(),
+        }
+    );
+    // The staging allocation fails: the hop and its cause are named in full.
+    mem.sim_faults(&L::PinnedHost).unwrap().fail_next_allocs(1);
+    assert_eq!(
+        dst.copy_from_staged(&mem, &src, None).unwrap_err(),
+        MemoryError::PeerCopy {
+            from: L::Sim(0),
+            to: L::Sim(1),
+            bytes: 24,
+            path: PeerPath::Staged,
+            stage: "staging alloc",
+            cause: Box::new(MemoryError::InjectedAllocFailure {
+                location: L::PinnedHost,
+                bytes: 24
+            }),
+        }
+    );
+    assert_eq!(dst.host_slice().unwrap(), &[POISON; 3]);
+    assert_eq!(short.host_slice().unwrap(), &[POISON; 2]);
+    assert_eq!(host.host_slice().unwrap(), &[0; 3]);
+    assert_eq!(
+        mem.peer_copy_stats(),
+        fhelium_cuda::PeerCopyStats::default()
+    );
+    assert_eq!((mem.staging_buffers(), pinned_bytes(&mem)), (0, 0));
+    // Nothing is left armed: the same copy now succeeds.
+    dst.copy_from_staged(&mem, &src, None).unwrap();
+    assert_eq!(dst.host_slice().unwrap(), &[1, 2, 3]);
+}

@@ -588,3 +588,295 @@ fn bounded_waits_on_held_events_time_out_with_a_typed_error() {
     s.release_hold().unwrap();
     ev.synchronize_within(Duration::from_millis(30)).unwrap();
 }
+
+/// Streams refused on host locations and a stream of another device given to `alloc` name the
+/// operation, the location and what was expected, and debit nothing.
+#[test]
+fn stream_refusals_name_every_field_and_debit_nothing() {
+    let mem = Memory::with_sim_devices(2);
+    for loc in [L::PageableHost, L::PinnedHost] {
+        let want = MemoryError::StreamOnHost {
+            op: "stream",
+            location: loc,
+        };
+        assert_eq!(mem.stream(&loc).unwrap_err(), want);
+        assert_eq!(mem.default_stream(&loc).unwrap_err(), want);
+    }
+    let s0 = mem.stream(&L::Sim(0)).unwrap();
+    for loc in [L::Sim(1), L::PageableHost, L::PinnedHost] {
+        assert_eq!(
+            mem.alloc(&loc, 4, Some(&s0)).unwrap_err(),
+            MemoryError::StreamMismatch {
+                op: "alloc",
+                stream: L::Sim(0),
+                expected: format!("a stream of {loc}"),
+            }
+        );
+    }
+    let (host, _) = mem.alloc_from(&L::PageableHost, &[1, 2, 3], None).unwrap();
+    assert_eq!(
+        host.copy_to(&mem, &L::PinnedHost, Some(&s0)).unwrap_err(),
+        MemoryError::StreamMismatch {
+            op: "copy",
+            stream: L::Sim(0),
+            expected:
+                "no stream: the host-to-host copy pageable-host -> pinned-host is synchronous"
+                    .to_owned(),
+        }
+    );
+    let s1 = mem.stream(&L::Sim(1)).unwrap();
+    assert_eq!(
+        host.copy_to(&mem, &L::Sim(0), Some(&s1)).unwrap_err(),
+        MemoryError::StreamMismatch {
+            op: "copy",
+            stream: L::Sim(1),
+            expected: "a stream of a device endpoint of the copy pageable-host -> sim:0".to_owned(),
+        }
+    );
+    let mut dst = poisoned(&mem, L::Sim(0), 3);
+    assert_eq!(
+        dst.write(&mem, &[7, 8, 9], Some(&s1)).unwrap_err(),
+        MemoryError::StreamMismatch {
+            op: "write",
+            stream: L::Sim(1),
+            expected: "a stream of a device endpoint of the copy pageable-host -> sim:0".to_owned(),
+        }
+    );
+    assert_eq!(dst.host_slice().unwrap(), &[POISON; 3]);
+    // Only the three-word source and the poisoned destination are allocated.
+    assert_eq!(mem.usage(&L::Sim(0)).unwrap().allocated_bytes, 24);
+    for loc in [L::Sim(1), L::PinnedHost] {
+        let u = mem.usage(&loc).unwrap();
+        assert_eq!((u.allocated_bytes, u.live_buffers), (0, 0), "{loc}");
+    }
+}
+
+/// A word count whose byte count overflows u64 or isize is `SizeOverflow` naming the words and
+/// the location, with nothing debited.
+#[test]
+fn size_overflow_names_the_words_and_the_location() {
+    let mem = Memory::with_sim_devices(1);
+    let past_isize = (isize::MAX as usize) / 8 + 1;
+    for (loc, words) in [
+        (L::PageableHost, usize::MAX),
+        (L::PinnedHost, usize::MAX / 8 + 1),
+        (L::Sim(0), past_isize),
+    ] {
+        assert_eq!(
+            mem.alloc(&loc, words, None).unwrap_err(),
+            MemoryError::SizeOverflow {
+                op: "alloc",
+                location: loc,
+                words
+            }
+        );
+        let u = mem.usage(&loc).unwrap();
+        assert_eq!((u.allocated_bytes, u.live_buffers), (0, 0), "{loc}");
+    }
+}
+
+/// A host allocation the system cannot satisfy (4 EiB) is `OutOfMemory` with nothing available,
+/// and the location's bytes and live buffers are restored; the next allocation works.
+#[test]
+fn a_host_allocation_the_system_refuses_is_out_of_memory_and_undone() {
+    let mem = Memory::with_sim_devices(1);
+    let words = 1usize << 59;
+    for loc in [L::PageableHost, L::PinnedHost, L::Sim(0)] {
+        assert_eq!(
+            mem.alloc(&loc, words, None).unwrap_err(),
+            MemoryError::OutOfMemory {
+                op: "alloc",
+                location: loc,
+                requested_bytes: 1 << 62,
+                available_bytes: 0,
+            }
+        );
+        let u = mem.usage(&loc).unwrap();
+        assert_eq!((u.allocated_bytes, u.live_buffers), (0, 0), "{loc}");
+        let ok = mem.alloc(&loc, 16, None).unwrap();
+        assert_eq!(mem.usage(&loc).unwrap().allocated_bytes, 128);
+        drop(ok);
+    }
+}
+
+/// `write` and `copy_from` with a source of another size name both ends and both byte counts,
+/// and leave the destination as it was.
+#[test]
+fn size_mismatches_name_both_ends_and_leave_the_destination() {
+    let mem = Memory::with_sim_devices(2);
+    let mut dst = poisoned(&mem, L::Sim(1), 8);
+    assert_eq!(
+        dst.write(&mem, &[1; 9], None).unwrap_err(),
+        MemoryError::SizeMismatch {
+            op: "write",
+            from: L::PageableHost,
+            to: L::Sim(1),
+            from_bytes: 72,
+            to_bytes: 64,
+        }
+    );
+    let (src, _) = mem.alloc_from(&L::Sim(0), &[5; 7], None).unwrap();
+    assert_eq!(
+        dst.copy_from(&mem, &src, None).unwrap_err(),
+        MemoryError::SizeMismatch {
+            op: "copy_from",
+            from: L::Sim(0),
+            to: L::Sim(1),
+            from_bytes: 56,
+            to_bytes: 64,
+        }
+    );
+    assert_eq!(dst.host_slice().unwrap(), &[POISON; 8]);
+    assert_eq!(src.host_slice().unwrap(), &[5; 7]);
+}
+
+/// Ranges past the end of a buffer, including ranges whose end overflows `usize`, are
+/// `RangeOutOfBounds` naming the buffer's location and words (no panic, nothing allocated).
+#[test]
+fn out_of_range_and_overflowing_ranges_are_refused_with_every_field() {
+    let mem = Memory::with_sim_devices(2);
+    let data = random_words(12, 64);
+    let src = shared(&mem, L::Sim(0), &data);
+    for (start, len) in [(usize::MAX, 2), (1, usize::MAX), (65, 0), (0, 65)] {
+        assert_eq!(
+            src.copy_range_to(&mem, &L::Sim(1), start, len, None)
+                .unwrap_err(),
+            MemoryError::RangeOutOfBounds {
+                op: "copy",
+                location: L::Sim(0),
+                start,
+                len,
+                words: 64,
+            }
+        );
+        assert_eq!(
+            TensorView::new(Arc::clone(&src), start, len).unwrap_err(),
+            MemoryError::RangeOutOfBounds {
+                op: "TensorView::new",
+                location: L::Sim(0),
+                start,
+                len,
+                words: 64,
+            }
+        );
+    }
+    let u = mem.usage(&L::Sim(1)).unwrap();
+    assert_eq!((u.allocated_bytes, u.live_buffers), (0, 0));
+    assert_eq!(src.host_slice().unwrap(), &data[..]);
+    // The last word and an empty range at the end are in bounds.
+    let (last, _) = src.copy_range_to(&mem, &L::Sim(1), 63, 1, None).unwrap();
+    assert_eq!(last.host_slice().unwrap(), &data[63..]);
+    assert!(TensorView::new(src, 64, 0).unwrap().is_empty());
+}
+
+/// Locations this memory does not have (another memory's device, CUDA without CUDA) and host
+/// locations asked for device facts are `LocationUnavailable` naming the operation, the
+/// location and why; the buffers involved are unchanged.
+#[test]
+fn unavailable_locations_name_the_operation_and_the_reason() {
+    let mem = Memory::host_only();
+    assert_eq!(
+        mem.device_info(&L::PinnedHost).unwrap_err(),
+        MemoryError::LocationUnavailable {
+            op: "device_info",
+            location: L::PinnedHost,
+            reason: "not a device location".to_owned(),
+        }
+    );
+    assert_eq!(
+        mem.device_info(&L::Sim(0)).unwrap_err(),
+        MemoryError::LocationUnavailable {
+            op: "device_info",
+            location: L::Sim(0),
+            reason: "this memory has 0 simulated device(s)".to_owned(),
+        }
+    );
+    for (op, err) in [
+        ("stream", mem.stream(&L::Cuda(0)).unwrap_err()),
+        ("alloc", mem.alloc(&L::Cuda(3), 1, None).unwrap_err()),
+        ("device_info", mem.device_info(&L::Cuda(0)).unwrap_err()),
+    ] {
+        match err {
+            MemoryError::LocationUnavailable {
+                op: o,
+                location: L::Cuda(_),
+                reason,
+            } => {
+                assert_eq!(o, op);
+                assert!(reason.contains("require available CUDA"), "{reason}");
+            }
+            other => panic!("{op}: {other:?}"),
+        }
+    }
+
+    // Buffers of a memory with two simulated devices, used with the host-only memory.
+    let other = Memory::with_sim_devices(2);
+    let data = random_words(13, 16);
+    let (src, _) = other.alloc_from(&L::Sim(1), &data, None).unwrap();
+    let missing = |op: &'static str| MemoryError::LocationUnavailable {
+        op,
+        location: L::Sim(1),
+        reason: "this memory has 0 simulated device(s)".to_owned(),
+    };
+    assert_eq!(
+        src.copy_to(&mem, &L::PageableHost, None).unwrap_err(),
+        missing("copy")
+    );
+    let mut host = mem.alloc(&L::PageableHost, 16, None).unwrap();
+    assert_eq!(
+        host.copy_from(&mem, &src, None).unwrap_err(),
+        missing("copy_from")
+    );
+    let mut dev = poisoned(&other, L::Sim(1), 16);
+    assert_eq!(dev.write(&mem, &data, None).unwrap_err(), missing("write"));
+    let t = Tensors::new(vec![TensorView::whole(Arc::new(src))]);
+    assert_eq!(
+        t.materialize(&other, &L::Sim(2), None).unwrap_err(),
+        MemoryError::LocationUnavailable {
+            op: "materialize",
+            location: L::Sim(2),
+            reason: "this memory has 2 simulated device(s)".to_owned(),
+        }
+    );
+    assert!(host.host_slice().unwrap().iter().all(|w| *w == 0));
+    assert_eq!(dev.host_slice().unwrap(), &[POISON; 16]);
+    assert_eq!(t.to_vecs(&other).unwrap(), vec![data]);
+    assert_eq!(mem.usage(&L::PageableHost).unwrap().live_buffers, 1);
+}
+
+/// The unbounded waits (`Stream::synchronize`, `Event::synchronize`) on a hold never released
+/// give up after [`fhelium_cuda::SIM_HOLD_TIMEOUT`] (30 s) with `HoldTimeout` naming the wait
+/// and the device, and leave the event pending.
+#[test]
+fn unbounded_waits_on_a_hold_never_released_time_out_after_the_default_limit() {
+    let mem = Memory::with_sim_devices(1);
+    let s = mem.stream(&L::Sim(0)).unwrap();
+    s.hold().unwrap();
+    let ev = s.record_event().unwrap();
+    let millis = u64::try_from(fhelium_cuda::SIM_HOLD_TIMEOUT.as_millis()).unwrap();
+    let (stream_err, event_err) = std::thread::scope(|scope| {
+        let a = scope.spawn(|| s.synchronize().unwrap_err());
+        let b = scope.spawn(|| ev.synchronize().unwrap_err());
+        (a.join().unwrap(), b.join().unwrap())
+    });
+    assert_eq!(
+        stream_err,
+        MemoryError::HoldTimeout {
+            op: "stream synchronize",
+            location: L::Sim(0),
+            millis
+        }
+    );
+    assert_eq!(
+        event_err,
+        MemoryError::HoldTimeout {
+            op: "event synchronize",
+            location: L::Sim(0),
+            millis
+        }
+    );
+    assert!(!ev.query().unwrap() && s.is_held());
+    s.release_hold().unwrap();
+    s.synchronize().unwrap();
+    ev.synchronize().unwrap();
+}
