@@ -250,7 +250,9 @@ impl CpuEngine {
 
     fn check_ct(&self, op: &'static str, ct: &Ciphertext) -> Result<(), CkksError> {
         self.check_ctx(op, ct.context)?;
-        ct.words.check_host(op)
+        ct.words.check_host(op)?;
+        ct.words
+            .check_rows_canonical(op, ct.n, &ct.prime_ids, |id| self.ctx.modulus(id).value())
     }
 
     fn check_pt(&self, op: &'static str, pt: &Plaintext) -> Result<(), CkksError> {

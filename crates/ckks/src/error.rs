@@ -165,6 +165,23 @@ pub enum CkksError {
         /// Where the value lives.
         location: ResidencyLocation,
     },
+    /// A value whose words a caller wrote (`Ciphertext::view_mut`) holds a word that is not a
+    /// canonical residue of its row's prime; the operation read nothing else and changed nothing.
+    #[error("{op}: word {index} at {location} is {word}, not a residue of prime id {prime_id} (q = {modulus}); words written through view_mut must stay below their row's modulus")]
+    NonCanonicalWord {
+        /// Operation name.
+        op: &'static str,
+        /// Where the value lives.
+        location: ResidencyLocation,
+        /// The word's index in the value (component, then limb row, then coefficient).
+        index: usize,
+        /// The prime of the word's row.
+        prime_id: usize,
+        /// The word.
+        word: u64,
+        /// The row's modulus.
+        modulus: u64,
+    },
     /// Serialized data (`serial`) that does not describe a value of this engine's parameters.
     #[error("{what}: invalid data: {reason}")]
     InvalidData {

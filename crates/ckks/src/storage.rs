@@ -5,6 +5,8 @@
 //! injection of the memory layer apply). [`Words::from_vec`] wraps a plain host vector
 //! (pageable memory outside any budget), for code that downloads results.
 
+use std::sync::atomic::{AtomicBool, Ordering};
+
 use fhelium_cuda::{Buffer, Event, Memory, MemoryError, StorageKey, Stream};
 use fhelium_residency::ResidencyLocation;
 
@@ -22,6 +24,9 @@ enum Backing {
 pub(crate) struct Words {
     backing: Backing,
     location: ResidencyLocation,
+    /// Written through a public mutable view since the engine last checked that every word is
+    /// canonical ([`Words::mark_written`], [`Words::check_rows_canonical`]).
+    written: AtomicBool,
 }
 
 /// Is a location's memory readable by the host (pageable, pinned or a simulated device)?
@@ -37,6 +42,7 @@ impl Words {
         Self {
             backing: Backing::Host(data),
             location,
+            written: AtomicBool::new(false),
         }
     }
 
@@ -45,6 +51,7 @@ impl Words {
         Self {
             location: buffer.location(),
             backing: Backing::Buffer(buffer),
+            written: AtomicBool::new(false),
         }
     }
 
@@ -141,7 +148,53 @@ impl Words {
             Backing::Buffer(b) => b.copy_to(mem, to, stream)?,
             Backing::Host(v) => mem.alloc_from(to, v, stream)?,
         };
-        Ok((Self::from_buffer(buf), ev))
+        let copy = Self::from_buffer(buf);
+        // A copy of words nobody has checked since a caller wrote them is just as unchecked.
+        copy.written
+            .store(self.written.load(Ordering::Relaxed), Ordering::Relaxed);
+        Ok((copy, ev))
+    }
+
+    /// Marks the words as written by a caller: the next operation that reads them checks that
+    /// every word is canonical first.
+    pub(crate) fn mark_written(&self) {
+        self.written.store(true, Ordering::Relaxed);
+    }
+
+    /// When the words were written by a caller since the last check ([`Words::mark_written`]):
+    /// checks that each row of `n` words (row r belongs to prime `ids[r % ids.len()]`, whose
+    /// modulus `modulus` gives) holds canonical residues, and remembers that they do.
+    ///
+    /// # Errors
+    /// [`CkksError::NonCanonicalWord`] for the first word `>=` its modulus (the words stay
+    /// marked, so every later operation refuses them too); [`CkksError::NotHostAccessible`].
+    pub(crate) fn check_rows_canonical(
+        &self,
+        op: &'static str,
+        n: usize,
+        ids: &[usize],
+        modulus: impl Fn(usize) -> u64,
+    ) -> Result<(), CkksError> {
+        if !self.written.load(Ordering::Relaxed) {
+            return Ok(());
+        }
+        self.check_host(op)?;
+        for (r, row) in self.as_slice().chunks_exact(n).enumerate() {
+            let prime_id = ids[r % ids.len()];
+            let q = modulus(prime_id);
+            if let Some(k) = row.iter().position(|&w| w >= q) {
+                return Err(CkksError::NonCanonicalWord {
+                    op,
+                    location: self.location,
+                    index: r * n + k,
+                    prime_id,
+                    word: row[k],
+                    modulus: q,
+                });
+            }
+        }
+        self.written.store(false, Ordering::Relaxed);
+        Ok(())
     }
 
     /// Overwrites every word with zero (secret material).

@@ -202,8 +202,14 @@ impl Ciphertext {
         ArrayView3::from_shape(shape, self.words.as_slice()).ok()
     }
 
-    /// Mutable ndarray view shaped `[component, limb, N]` (values must stay canonical).
+    /// Mutable ndarray view shaped `[component, limb, N]` (`None` when the words are not
+    /// host-accessible). Every word must stay a canonical residue of its row's prime (below
+    /// `q`): the next operation that reads the ciphertext checks them all once and refuses it
+    /// with [`CkksError::NonCanonicalWord`](crate::CkksError::NonCanonicalWord) otherwise.
     pub fn view_mut(&mut self) -> Option<ArrayViewMut3<'_, u64>> {
+        if self.words.check_host("view_mut").is_ok() {
+            self.words.mark_written();
+        }
         let shape = (self.components, self.prime_ids.len(), self.n);
         ArrayViewMut3::from_shape(shape, self.words.as_mut_slice()).ok()
     }

@@ -1234,3 +1234,99 @@ fn domain_mismatches_name_the_operation_and_both_domains() {
         }
     );
 }
+
+/// Words written through `Ciphertext::view_mut` that are not canonical residues make every
+/// operation reading the ciphertext (either operand position) refuse it with
+/// `NonCanonicalWord`, naming the word's index, prime and modulus, instead of panicking or
+/// computing garbage; once the word is canonical again the operations run and equal those on
+/// an untouched copy.
+#[test]
+fn words_written_out_of_range_through_view_mut_are_refused_by_every_operation() {
+    let e = engine();
+    let m = seed_message(e.num_slots());
+    let coef = e.encrypt_message(&m).expect("enc");
+    let ntt = e.coefficient_domain_to_ntt_domain(&coef).expect("ntt");
+    let prod = e.multiply(&ntt, &ntt).expect("multiply");
+    let w = prepared(e, &m, 0, None);
+    let add_pt = e
+        .prepare_plaintext_for_addition(&e.encode(&m, 0, None).expect("encode"), ModulusBasis::Q)
+        .expect("prepare");
+    let rot = e.rotation_key(1).expect("rotation key");
+    let conj = e
+        .create_conjugation_key(e.secret_key())
+        .expect("conjugation key");
+    let relin = e.relinearization_key().expect("relinearization key");
+    let n = e.n();
+    // Component 1, limb 3, coefficient 17: prime id 3 of the Q chain.
+    let index = n * coef.num_limbs() + 3 * n + 17;
+    let copy = |ct: &Ciphertext| {
+        e.ciphertext_from_data(&ct.to_data().expect("to_data"))
+            .expect("from_data")
+    };
+    let poisoned = |ct: &Ciphertext| {
+        let mut bad = copy(ct);
+        bad.view_mut().expect("host words")[[1, 3, 17]] = u64::MAX;
+        bad
+    };
+    let check = |name: &str, r: Result<(), CkksError>| match r {
+        Err(CkksError::NonCanonicalWord {
+            index: i,
+            prime_id: 3,
+            word: u64::MAX,
+            modulus,
+            location: ResidencyLocation::PageableHost,
+            ..
+        }) if i == index && modulus < u64::MAX => {}
+        other => panic!("{name}: expected NonCanonicalWord at {index}, got {other:?}"),
+    };
+    let ok = |r: Result<Ciphertext, CkksError>| r.map(drop);
+    let ok_many = |r: Result<Vec<Ciphertext>, CkksError>| r.map(drop);
+    let c = poisoned(&coef);
+    check("decrypt", e.decrypt(&c).map(drop));
+    check("decrypt_message", e.decrypt_message(&c).map(drop));
+    check("decrypt_complex", e.decrypt_complex_message(&c).map(drop));
+    check("to ntt", ok(e.coefficient_domain_to_ntt_domain(&c)));
+    check("add left", ok(e.add(&c, &coef)));
+    check("add right", ok(e.add(&coef, &c)));
+    check("subtract right", ok(e.subtract(&coef, &c)));
+    check("negate", ok(e.negate(&c)));
+    check("add_plaintext", ok(e.add_plaintext(&c, &add_pt)));
+    check("rotate_by_step", ok(e.rotate_by_step(&c, 1)));
+    check("rotate_with_key", ok(e.rotate_with_key(&c, &rot)));
+    check("conjugate", ok(e.conjugate(&c, &conj)));
+    check("rotate_many", ok_many(e.rotate_many_by_steps(&c, &[1, 2])));
+    check(
+        "rotate_many_keys",
+        ok_many(e.rotate_many_with_keys(&c, &[&rot])),
+    );
+    check("rescale", ok(e.rescale_to_next_level(&c)));
+    check("mod_switch", ok(e.mod_switch_to_next_level(&c)));
+    check("mod_switch_to_level", ok(e.mod_switch_to_level(&c, 2)));
+    check("multiply_by_integer", ok(e.multiply_by_integer(&c, 3)));
+    let t = poisoned(&ntt);
+    check(
+        "to coefficients",
+        ok(e.ntt_domain_to_coefficient_domain(&t)),
+    );
+    check("multiply_plaintext", ok(e.multiply_plaintext(&t, &w)));
+    check("multiply left", ok(e.multiply(&t, &ntt)));
+    check("multiply right", ok(e.multiply(&ntt, &t)));
+    let p = poisoned(&prod);
+    check("relinearize", ok(e.relinearize(&p)));
+    check(
+        "relinearize_with_key",
+        ok(e.relinearize_with_key(&p, &relin)),
+    );
+    // The word made canonical again: checked once, then the operations run as on the original.
+    let mut fixed = poisoned(&coef);
+    let original = coef.view().expect("view")[[1, 3, 17]];
+    fixed.view_mut().expect("host words")[[1, 3, 17]] = original;
+    assert_eq!(
+        e.rotate_by_step(&fixed, 1).expect("rotate").words(),
+        e.rotate_by_step(&coef, 1).expect("rotate").words()
+    );
+    assert_eq!(
+        e.add(&fixed, &coef).expect("add").words(),
+        e.add(&coef, &coef).expect("add").words()
+    );
+}

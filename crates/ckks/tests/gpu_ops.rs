@@ -2523,3 +2523,37 @@ fn operations_and_their_kernel_launches_are_spanned() {
         CudaBackendError::Ckks(CkksError::DomainMismatch { .. })
     ));
 }
+
+/// A ciphertext whose words a caller wrote out of range through `view_mut` is refused by the
+/// upload with `NonCanonicalWord` (word index, prime, modulus); made canonical again, it
+/// uploads, and its NTT equals the CPU engine's word for word.
+#[test]
+fn uploads_refuse_words_written_out_of_range() {
+    let Some(fx) = fixture() else { return };
+    let n = fx.cpu.n();
+    let mut ct = fresh(&fx.cpu, 2, 0);
+    let original = ct.view().expect("view")[[0, 5, 9]];
+    ct.view_mut().expect("host words")[[0, 5, 9]] = u64::MAX;
+    let e = fx.gpu.upload_ciphertext(&ct, &fx.stream).unwrap_err();
+    assert!(
+        matches!(
+            e,
+            CudaBackendError::Ckks(CkksError::NonCanonicalWord {
+                index,
+                prime_id: 5,
+                word: u64::MAX,
+                ..
+            }) if index == 5 * n + 9
+        ),
+        "{e}"
+    );
+    ct.view_mut().expect("host words")[[0, 5, 9]] = original;
+    let want = fx
+        .cpu
+        .coefficient_domain_to_ntt_domain(&ct)
+        .expect("cpu ntt");
+    fx.check("ntt after the word was restored", &want, || {
+        fx.gpu
+            .coefficient_domain_to_ntt_domain(&fx.up(&ct), &fx.stream)
+    });
+}

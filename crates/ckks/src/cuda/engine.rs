@@ -1940,6 +1940,11 @@ impl CudaEngine {
         const OP: &str = "upload_ciphertext";
         self.check_context(OP, ct.context)?;
         self.check_rows(OP, &ct.prime_ids)?;
+        // Words a caller wrote through `Ciphertext::view_mut` must be canonical residues.
+        ct.words
+            .check_rows_canonical(OP, crate::cuda::tables::KERNEL_N, &ct.prime_ids, |id| {
+                self.moduli[id]
+            })?;
         Ok(GpuCiphertext {
             buf: self.owned(self.upload_words(OP, &ct.words, stream)?),
             device: self.device,
