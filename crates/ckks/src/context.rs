@@ -88,7 +88,7 @@ impl Context {
         }
         Ok(Self {
             id: context_id(&config),
-            encoder: Encoder::new(n),
+            encoder: Encoder::new(n)?,
             config,
             n,
             nq,

@@ -22,40 +22,74 @@ pub struct Encoder {
     twist: Vec<Complex64>,
 }
 
+/// The ring degrees the encoder takes: powers of two from 4 to 2^30 (`2N` and the products of
+/// two residues mod `2N` fit a u64).
+fn check_ring_degree(n: usize) -> Result<(), CkksError> {
+    if n.is_power_of_two() && (4..=1 << 30).contains(&n) {
+        Ok(())
+    } else {
+        Err(CkksError::InvalidConfig {
+            reason: format!("encoder ring degree {n}: a power of two from 4 to 2^30"),
+        })
+    }
+}
+
 /// `e_s = g^-s mod 2N` for s < N/2.
-#[must_use]
-pub fn slot_exponents(n: usize, generator: u64) -> Vec<u64> {
+///
+/// # Errors
+/// [`CkksError::InvalidConfig`] unless `n` is a power of two from 4 to 2^30 and `generator`
+/// is odd (a unit mod 2N).
+pub fn slot_exponents(n: usize, generator: u64) -> Result<Vec<u64>, CkksError> {
+    check_ring_degree(n)?;
+    if generator.is_multiple_of(2) {
+        return Err(CkksError::InvalidConfig {
+            reason: format!("slot generator {generator} is even: not a unit mod 2N"),
+        });
+    }
     let two_n = 2 * n as u64;
+    let generator = generator % two_n;
     // g^-1 mod 2N = g^(N/2 - 1) since the order of g divides N/2.
     let mut g_inv = 1u64;
     for _ in 0..(n / 2 - 1) {
         g_inv = g_inv * generator % two_n;
     }
     let mut e = 1u64;
-    (0..n / 2)
+    Ok((0..n / 2)
         .map(|_| {
             let cur = e;
             e = e * g_inv % two_n;
             cur
         })
-        .collect()
+        .collect())
 }
 
 impl Encoder {
-    /// Tables for ring degree `n` (a power of two ≥ 4) and the generator-3 order.
-    #[must_use]
-    pub fn new(n: usize) -> Self {
+    /// Tables for ring degree `n` and the generator-3 order.
+    ///
+    /// # Errors
+    /// [`CkksError::InvalidConfig`] unless `n` is a power of two from 4 to 2^30.
+    pub fn new(n: usize) -> Result<Self, CkksError> {
+        let exponents = slot_exponents(n, 3)?;
         let roots = (0..n / 2)
             .map(|j| Complex64::from_polar(1.0, -2.0 * std::f64::consts::PI * j as f64 / n as f64))
             .collect();
         let twist = (0..n)
             .map(|k| Complex64::from_polar(1.0, std::f64::consts::PI * k as f64 / n as f64))
             .collect();
-        Self {
+        Ok(Self {
             n,
-            exponents: slot_exponents(n, 3),
+            exponents,
             roots,
             twist,
+        })
+    }
+
+    /// Refuses coefficient vectors that are not of length N.
+    fn check_coefficients(&self, op: &'static str, len: usize) -> Result<(), CkksError> {
+        if len == self.n {
+            Ok(())
+        } else {
+            Err(CkksError::CoefficientCount { op, len, n: self.n })
         }
     }
 
@@ -129,19 +163,23 @@ impl Encoder {
             .collect())
     }
 
-    /// Slots `Σ_k a_k ζ^(k e_s)` (unscaled) of real coefficients.
-    #[must_use]
-    pub fn embed(&self, coefficients: &[f64]) -> Vec<Complex64> {
+    /// Slots `Σ_k a_k ζ^(k e_s)` (unscaled) of N real coefficients.
+    ///
+    /// # Errors
+    /// [`CkksError::CoefficientCount`] unless there are exactly N coefficients.
+    pub fn embed(&self, coefficients: &[f64]) -> Result<Vec<Complex64>, CkksError> {
+        self.check_coefficients("embed", coefficients.len())?;
         let mut b: Vec<Complex64> = coefficients
             .iter()
             .zip(&self.twist)
             .map(|(&a, z)| z * a)
             .collect();
         self.fft(&mut b, true);
-        self.exponents
+        Ok(self
+            .exponents
             .iter()
             .map(|&e| b[((e - 1) / 2) as usize])
-            .collect()
+            .collect())
     }
 
     /// Encodes to integer coefficients `round(Δ·a_k)`.
@@ -162,13 +200,17 @@ impl Encoder {
             .collect()
     }
 
-    /// Decodes real coefficients at `scale` to N/2 complex slots.
-    #[must_use]
-    pub fn decode(&self, coefficients: &[f64], scale: f64) -> Vec<Complex64> {
-        self.embed(coefficients)
+    /// Decodes N real coefficients at `scale` to N/2 complex slots.
+    ///
+    /// # Errors
+    /// [`CkksError::CoefficientCount`] unless there are exactly N coefficients.
+    pub fn decode(&self, coefficients: &[f64], scale: f64) -> Result<Vec<Complex64>, CkksError> {
+        self.check_coefficients("decode", coefficients.len())?;
+        Ok(self
+            .embed(coefficients)?
             .into_iter()
             .map(|z| z / scale)
-            .collect()
+            .collect())
     }
 }
 
@@ -176,16 +218,59 @@ impl Encoder {
 mod tests {
     use super::*;
 
+    /// Ring degrees the tables cannot hold, even generators and coefficient vectors of the
+    /// wrong length are typed errors, not panics (n = 1 used to underflow, a short vector to
+    /// index out of bounds).
+    #[test]
+    fn bad_degrees_generators_and_lengths_are_refused() {
+        for n in [0, 1, 2, 3, 12, 1 << 31] {
+            assert!(
+                matches!(Encoder::new(n), Err(CkksError::InvalidConfig { ref reason }) if reason.contains(&n.to_string())),
+                "n = {n}"
+            );
+        }
+        assert!(matches!(
+            slot_exponents(16, 4),
+            Err(CkksError::InvalidConfig { .. })
+        ));
+        // A generator above 2N is taken mod 2N (no overflow of the products).
+        assert_eq!(
+            slot_exponents(16, u64::MAX - 28).expect("odd"),
+            slot_exponents(16, (u64::MAX - 28) % 32).expect("odd")
+        );
+        let enc = Encoder::new(16).expect("encoder");
+        for len in [0, 8, 15, 17] {
+            let c = vec![0.5; len];
+            assert_eq!(
+                enc.embed(&c),
+                Err(CkksError::CoefficientCount {
+                    op: "embed",
+                    len,
+                    n: 16
+                })
+            );
+            assert_eq!(
+                enc.decode(&c, 2.0),
+                Err(CkksError::CoefficientCount {
+                    op: "decode",
+                    len,
+                    n: 16
+                })
+            );
+        }
+        assert_eq!(enc.decode(&[0.0; 16], 2.0).expect("16").len(), 8);
+    }
+
     #[test]
     fn exponents_match_the_spec() {
-        let e = slot_exponents(16384, 3);
+        let e = slot_exponents(16384, 3).expect("exponents");
         assert_eq!(&e[..6], &[1, 10923, 3641, 23059, 18609, 6203]);
     }
 
     #[test]
     fn encode_decode_round_trip_and_direct_formula() {
         let n = 64;
-        let enc = Encoder::new(n);
+        let enc = Encoder::new(n).expect("encoder");
         let msg: Vec<Complex64> = (0..n / 2)
             .map(|j| Complex64::new((j as f64 * 0.3).sin(), (j as f64 * 0.7).cos() * 0.5))
             .collect();
@@ -200,15 +285,17 @@ mod tests {
                 .sum();
             assert!((ak - 2.0 / n as f64 * s.re).abs() < 1e-12);
         }
-        let back = enc.embed(&a);
+        let back = enc.embed(&a).expect("n coefficients");
         for (x, y) in back.iter().zip(&msg) {
             assert!((x - y).norm() < 1e-12);
         }
         let coeffs = enc.encode(&msg, 2f64.powi(30)).expect("fits");
-        let dec = enc.decode(
-            &coeffs.iter().map(|&c| c as f64).collect::<Vec<_>>(),
-            2f64.powi(30),
-        );
+        let dec = enc
+            .decode(
+                &coeffs.iter().map(|&c| c as f64).collect::<Vec<_>>(),
+                2f64.powi(30),
+            )
+            .expect("n coefficients");
         for (x, y) in dec.iter().zip(&msg) {
             assert!((x - y).norm() < 1e-7);
         }
@@ -231,7 +318,7 @@ mod tests {
             shape in 0u8..4,
             log_scale in 20i32..=50,
         ) {
-            let enc = Encoder::new(16384);
+            let enc = Encoder::new(16384).expect("encoder");
             let mut x = seed | 1;
             let mut next = move || {
                 // xorshift64*: a cheap deterministic stream per case
@@ -265,7 +352,7 @@ mod tests {
 
     #[test]
     fn too_long_and_out_of_range_messages_are_refused() {
-        let enc = Encoder::new(16);
+        let enc = Encoder::new(16).expect("encoder");
         let long = vec![Complex64::new(1.0, 0.0); 9];
         assert!(matches!(
             enc.encode(&long, 1.0),

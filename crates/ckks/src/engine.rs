@@ -871,7 +871,7 @@ impl CpuEngine {
                 })
             }
         };
-        Ok(self.ctx.encoder.decode(&coeffs, pt.scale))
+        self.ctx.encoder.decode(&coeffs, pt.scale)
     }
 
     /// Decodes to the real parts of the slots.

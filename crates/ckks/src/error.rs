@@ -148,6 +148,16 @@ pub enum CkksError {
         /// Slot count N/2.
         slots: usize,
     },
+    /// A coefficient vector handed to the encoder that is not of length N.
+    #[error("{op}: {len} coefficients given, the ring has N = {n}")]
+    CoefficientCount {
+        /// Operation name.
+        op: &'static str,
+        /// Coefficients given.
+        len: usize,
+        /// Ring degree N.
+        n: usize,
+    },
     /// A message value that is not finite, or a scaled coefficient outside the int64 range.
     #[error("{op}: scaled coefficient {value:e} is not finite or does not fit in int64")]
     CoefficientOutOfRange {

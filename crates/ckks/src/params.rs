@@ -175,10 +175,14 @@ impl CkksConfig {
         num_p_primes: usize,
         enforce_security_budget: bool,
     ) -> Result<Self, CkksError> {
-        if !(4..=17).contains(&log_n) || !(20..=58).contains(&scale_bits) || num_p_primes == 0 {
+        if !(4..=17).contains(&log_n)
+            || !(20..=58).contains(&scale_bits)
+            || !(1..=MAX_CHAIN_PRIMES).contains(&num_p_primes)
+            || num_scale_primes > MAX_CHAIN_PRIMES
+        {
             return Err(CkksError::InvalidConfig {
                 reason: format!(
-                    "log_n {log_n} (4..=17), scale_bits {scale_bits} (20..=58), num_p_primes {num_p_primes} (>= 1)"
+                    "log_n {log_n} (4..=17), scale_bits {scale_bits} (20..=58), num_scale_primes {num_scale_primes} (<= {MAX_CHAIN_PRIMES}), num_p_primes {num_p_primes} (1..={MAX_CHAIN_PRIMES})"
                 ),
             });
         }
@@ -277,13 +281,18 @@ impl CkksConfig {
     /// Ring degree N.
     #[must_use]
     pub const fn n(&self) -> usize {
-        1 << self.log_n
+        // A hand-built config may name any log_n: 0 rather than an overflowing shift
+        // (`validate` refuses it).
+        match 1usize.checked_shl(self.log_n) {
+            Some(n) => n,
+            None => 0,
+        }
     }
 
     /// Number of complex slots N/2.
     #[must_use]
     pub const fn slots(&self) -> usize {
-        1 << (self.log_n - 1)
+        self.n() / 2
     }
 
     /// The default scale `2^scale_bits`.
@@ -295,13 +304,13 @@ impl CkksConfig {
     /// Number of public levels (= number of scale primes); levels are `0..num_levels()`.
     #[must_use]
     pub fn num_levels(&self) -> usize {
-        self.q_primes.len() - 1
+        self.q_primes.len().saturating_sub(1)
     }
 
     /// The last public level (`num_levels() - 1`).
     #[must_use]
     pub fn max_level(&self) -> usize {
-        self.num_levels() - 1
+        self.num_levels().saturating_sub(1)
     }
 
     /// `ceil(log2(Q * P))`.
@@ -332,8 +341,10 @@ impl CkksConfig {
     /// chunks of `num_p_primes`, then the base prime as its own digit (spec §1.5).
     #[must_use]
     pub fn digits(&self) -> Vec<Vec<usize>> {
-        let nscale = self.q_primes.len() - 1;
-        let w = self.p_primes.len();
+        let nscale = self.num_levels();
+        // One digit per special prime's worth of scale primes (a hand-built config without
+        // special primes, which `validate` refuses, gets one prime per digit).
+        let w = self.p_primes.len().max(1);
         let mut d: Vec<Vec<usize>> = (0..nscale)
             .collect::<Vec<_>>()
             .chunks(w)
@@ -344,11 +355,32 @@ impl CkksConfig {
     }
 }
 
+/// The most primes of one kind ([`scale_primes`], [`message_primes`]) a chain may ask for: far
+/// beyond what the security budget allows at the largest ring (N = 2^17: ~3,500 bits), and
+/// small enough that a request is answered quickly or refused.
+pub const MAX_CHAIN_PRIMES: usize = 256;
+
+/// The ranges in which the prime searches compute without overflow: 1 <= `log_n` <= 30 (2N
+/// fits), 2N < 2^(`bits` - 1) <= 2^61 (candidates of `bits` bits exist and `2^(bits + 1)` fits),
+/// `count` <= [`MAX_CHAIN_PRIMES`].
+fn check_prime_search(what: &str, log_n: u32, bits: u32, count: usize) -> Result<(), CkksError> {
+    if (1..=30).contains(&log_n) && log_n + 2 < bits && bits <= 62 && count <= MAX_CHAIN_PRIMES {
+        Ok(())
+    } else {
+        Err(CkksError::InvalidConfig {
+            reason: format!(
+                "{what}: log_n {log_n} (1..=30), bits {bits} (log_n + 3..=62), count {count} (<= {MAX_CHAIN_PRIMES})"
+            ),
+        })
+    }
+}
+
 /// NTT-friendly primes of `bits` bits closest to `2^bits`, alternating below / above (decision
 /// 0401). For (log_n 14, 40 bits) it returns FHElium's exact catalog primes
 /// [`SCALE40_N16384_PRIMES`]; for other rows our own rule: the first prime is taken on the side
 /// opposite the nearest candidate, then the sides alternate, each taking its next unused prime.
 pub fn scale_primes(log_n: u32, bits: u32, count: usize) -> Result<Vec<u64>, CkksError> {
+    check_prime_search("scale_primes", log_n, bits, count)?;
     if log_n == 14 && bits == 40 && count <= SCALE40_N16384_PRIMES.len() {
         return Ok(SCALE40_N16384_PRIMES[..count].to_vec());
     }
@@ -407,6 +439,7 @@ pub fn scale_primes(log_n: u32, bits: u32, count: usize) -> Result<Vec<u64>, Ckk
 /// The `count` largest NTT-friendly primes (`q ≡ 1 mod 2N`) below `2^bits`, descending (the rule
 /// of FHElium's message-prime catalog: the base prime first, then the special primes).
 pub fn message_primes(log_n: u32, bits: u32, count: usize) -> Result<Vec<u64>, CkksError> {
+    check_prime_search("message_primes", log_n, bits, count)?;
     let two_n = 2u64 << log_n;
     let mut c = ((1u64 << bits) - 1) / two_n * two_n + 1;
     let mut out = Vec::with_capacity(count);
@@ -543,20 +576,61 @@ mod tests {
             })
         };
         let range = "(4..=17), scale_bits";
-        for (log_n, bits, nump) in [
-            (3, 30, 1),
-            (18, 30, 1),
-            (12, 19, 1),
-            (12, 59, 1),
-            (12, 30, 0),
+        let m = MAX_CHAIN_PRIMES;
+        for (log_n, bits, nums, nump) in [
+            (3, 30, 2, 1),
+            (18, 30, 2, 1),
+            (12, 19, 2, 1),
+            (12, 59, 2, 1),
+            (12, 30, 2, 0),
+            // Chains beyond MAX_CHAIN_PRIMES (usize::MAX used to overflow the allocation and
+            // `1 + num_p_primes`).
+            (12, 30, m + 1, 1),
+            (12, 30, usize::MAX, 1),
+            (12, 30, 2, m + 1),
+            (12, 30, 2, usize::MAX),
         ] {
             assert_eq!(
-                CkksConfig::generate_with_budget(log_n, bits, 2, nump, false),
+                CkksConfig::generate_with_budget(log_n, bits, nums, nump, false),
                 invalid(&format!(
-                    "log_n {log_n} {range} {bits} (20..=58), num_p_primes {nump} (>= 1)"
+                    "log_n {log_n} {range} {bits} (20..=58), num_scale_primes {nums} (<= {m}), num_p_primes {nump} (1..={m})"
                 ))
             );
         }
+        // The prime searches refuse what they cannot compute instead of overflowing.
+        for (log_n, bits, count) in [
+            (0, 40, 1),
+            (31, 62, 1),
+            (63, 40, 1),
+            (14, 0, 1),
+            (14, 16, 1),
+            (14, 63, 1),
+            (14, 40, m + 1),
+        ] {
+            for r in [
+                scale_primes(log_n, bits, count),
+                message_primes(log_n, bits, count),
+            ] {
+                assert!(
+                    matches!(&r, Err(CkksError::InvalidConfig { reason }) if reason.contains(&format!("log_n {log_n} (1..=30), bits {bits}"))),
+                    "{log_n} {bits} {count}: {r:?}"
+                );
+            }
+        }
+        // Accessors of a hand-built config that `validate` refuses answer without panicking.
+        let broken = CkksConfig {
+            log_n: 70,
+            q_primes: Vec::new(),
+            p_primes: Vec::new(),
+            ..CkksConfig::from_preset(Preset::Slots8192Scale40Levels7Int64).expect("preset")
+        };
+        assert_eq!((broken.n(), broken.slots()), (0, 0));
+        assert_eq!((broken.num_levels(), broken.max_level()), (0, 0));
+        assert_eq!(broken.digits(), vec![vec![0]]);
+        assert!(matches!(
+            broken.validate(),
+            Err(CkksError::InvalidConfig { .. })
+        ));
         assert_eq!(
             CkksConfig::generate_with_budget(12, 30, 0, 1, false),
             invalid("need at least 2 Q primes and 1 P prime, got 1 and 1")

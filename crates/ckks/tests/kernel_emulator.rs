@@ -144,7 +144,7 @@ fn encode_vectors() -> Vec<u8> {
     let rng = Csprng::from_seed([42; 32], 3.19);
     let key: [u8; 32] = std::array::from_fn(|i| (i as u8).wrapping_mul(37).wrapping_add(11));
     let samples = EncryptionSamples::from_key(&key, rng.cdt(), n);
-    let enc = Encoder::new(n);
+    let enc = Encoder::new(n).expect("encoder");
     let mut out = Vec::new();
     put_u64(&mut out, [n as u64]);
     out.extend_from_slice(&key);
@@ -197,7 +197,7 @@ fn encode_vectors() -> Vec<u8> {
         .map(|k| (((k as f64) * 1.3).cos() * 1e11).round() + (k % 7) as f64)
         .collect();
     let dscale = 2f64.powi(40) * 1.000_001;
-    let slots = enc.decode(&coeffs, dscale);
+    let slots = enc.decode(&coeffs, dscale).expect("n coefficients");
     put_f64(&mut out, coeffs);
     put_f64(&mut out, [dscale]);
     put_f64(&mut out, slots.iter().flat_map(|z| [z.re, z.im]));

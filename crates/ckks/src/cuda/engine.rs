@@ -1318,7 +1318,7 @@ impl CudaEngine {
             p_mod: up(&tables.p_mod)?,
             q_inv: up(&tables.q_inv)?,
             q_primes: context.config.q_primes.clone(),
-            encoder: Encoder::new(context.n),
+            encoder: Encoder::new(context.n)?,
             enc: encrypt::EncodeState::new(context)?,
             default_scale: context.config.default_scale(),
             rng: Mutex::new(match seed {
