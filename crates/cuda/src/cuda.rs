@@ -839,7 +839,7 @@ impl Memory {
     ) -> Result<Buffer, MemoryError> {
         const OP: &str = "adopt_device_words";
         let (state, dev, bytes) = self.adoption_target(OP, loc, words)?;
-        state.debit(bytes)?;
+        state.debit_for(bytes, || Ok(()))?;
         let alloc = DeviceAlloc {
             ptr,
             dev,
@@ -938,7 +938,7 @@ impl Memory {
             });
         }
         let ready = stream.record_event()?;
-        state.debit(bytes)?;
+        state.debit_for(bytes, || Ok(()))?;
         let alloc = DeviceAlloc {
             ptr,
             dev,

@@ -100,8 +100,31 @@ impl LocationState {
         }
     }
 
-    /// Debits `bytes`, honouring the capacity and injected faults. Nothing changes on error.
-    pub(crate) fn debit(&self, bytes: u64) -> Result<(), MemoryError> {
+    /// Debits `bytes` for an allocation that `make` then performs: on success the peak takes
+    /// the new level; when `make` fails the bytes are credited back and the peak stays as it
+    /// was (a refused allocation never was a peak). Nothing changes on error.
+    pub(crate) fn debit_for<T>(
+        &self,
+        bytes: u64,
+        make: impl FnOnce() -> Result<T, MemoryError>,
+    ) -> Result<T, MemoryError> {
+        let level = self.debit(bytes)?;
+        match make() {
+            Ok(v) => {
+                self.peak.fetch_max(level, Ordering::Relaxed);
+                Ok(v)
+            }
+            Err(e) => {
+                self.credit(bytes);
+                Err(e)
+            }
+        }
+    }
+
+    /// Debits `bytes`, honouring the capacity and injected faults, and returns the allocated
+    /// level it reached (the caller records it as a peak once the allocation exists:
+    /// [`LocationState::debit_for`]). Nothing changes on error.
+    fn debit(&self, bytes: u64) -> Result<u64, MemoryError> {
         {
             let mut f = self.faults.lock();
             if f.allocs > 0 {
@@ -132,9 +155,8 @@ impl LocationState {
                 Ordering::Relaxed,
             ) {
                 Ok(_) => {
-                    self.peak.fetch_max(next, Ordering::Relaxed);
                     self.live.fetch_add(1, Ordering::Relaxed);
-                    return Ok(());
+                    return Ok(next);
                 }
                 Err(actual) => cur = actual,
             }
@@ -590,47 +612,33 @@ impl Memory {
         let bytes = words_to_bytes("alloc", *loc, words)?;
         let storage = match loc {
             ResidencyLocation::PageableHost | ResidencyLocation::Sim(_) => {
-                state.debit(bytes)?;
-                Storage::Host(host_vec(*loc, words, bytes, state)?)
+                state.debit_for(bytes, || host_vec(*loc, words, bytes).map(Storage::Host))?
             }
-            ResidencyLocation::PinnedHost => {
-                state.debit(bytes)?;
+            ResidencyLocation::PinnedHost => state.debit_for(bytes, || {
                 #[cfg(feature = "cuda")]
                 if let Some(c) = &self.inner.cuda {
-                    match c.alloc_pinned(words) {
-                        Ok(p) => Storage::Locked(p),
-                        Err(e) => {
-                            state.credit(bytes);
-                            return Err(e);
-                        }
-                    }
-                } else {
-                    Storage::Host(host_vec(*loc, words, bytes, state)?)
+                    return c.alloc_pinned(words).map(Storage::Locked);
                 }
-                #[cfg(not(feature = "cuda"))]
-                Storage::Host(host_vec(*loc, words, bytes, state)?)
-            }
+                host_vec(*loc, words, bytes).map(Storage::Host)
+            })?,
             ResidencyLocation::Cuda(i) => {
                 #[cfg(feature = "cuda")]
                 {
                     let backend = self.cuda_backend(*loc)?;
-                    state.debit(bytes)?;
-                    let default;
-                    let s = match stream {
-                        Some(s) => Some(s),
-                        None if backend.pooled() => {
-                            default = self.default_stream(loc)?;
-                            Some(&default)
-                        }
-                        None => None,
-                    };
-                    match backend.alloc_device(*i, words, s, stream.is_none()) {
-                        Ok(d) => Storage::Device(d),
-                        Err(e) => {
-                            state.credit(bytes);
-                            return Err(e);
-                        }
-                    }
+                    state.debit_for(bytes, || {
+                        let default;
+                        let s = match stream {
+                            Some(s) => Some(s),
+                            None if backend.pooled() => {
+                                default = self.default_stream(loc)?;
+                                Some(&default)
+                            }
+                            None => None,
+                        };
+                        backend
+                            .alloc_device(*i, words, s, stream.is_none())
+                            .map(Storage::Device)
+                    })?
                 }
                 #[cfg(not(feature = "cuda"))]
                 {
@@ -687,11 +695,9 @@ fn host_vec(
     location: ResidencyLocation,
     words: usize,
     bytes: u64,
-    state: &LocationState,
 ) -> Result<Vec<u64>, MemoryError> {
     let mut v = Vec::new();
     if v.try_reserve_exact(words).is_err() {
-        state.credit(bytes);
         return Err(MemoryError::OutOfMemory {
             op: "alloc",
             location,
