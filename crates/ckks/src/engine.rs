@@ -983,9 +983,26 @@ impl CpuEngine {
         err(level = "debug")
     )]
     pub fn encrypt(&self, pt: &Plaintext) -> Result<Ciphertext, CkksError> {
-        self.check_pt("encrypt", pt)?;
+        // Every refusal (the input, the output's allocation) comes before the sampling key is
+        // drawn: a failed call leaves the engine's random stream where it was.
+        let out = self.encryption_output("encrypt", pt)?;
         let key = self.rng.lock().encryption_key();
-        self.encrypt_with_sampling_key(pt, &key)
+        Ok(self.encrypt_into(pt, &key, out))
+    }
+
+    /// Checks an encryption's input and allocates its output words (zero), next to the
+    /// plaintext.
+    fn encryption_output(&self, op: &'static str, pt: &Plaintext) -> Result<Words, CkksError> {
+        self.check_pt(op, pt)?;
+        if pt.representation != PlaintextRepresentation::IntegerCoefficients {
+            return Err(CkksError::RepresentationMismatch {
+                op,
+                expected: "integer_coefficients",
+                actual: pt.representation.name(),
+            });
+        }
+        let rows = self.ids(pt.level, ModulusBasis::Q).len();
+        Words::alloc(&self.memory, pt.location(), 2 * rows * self.n_())
     }
 
     /// [`CpuEngine::encrypt`] with an explicit sampling key: coefficient `k` of `v`, `e0`,
@@ -1004,44 +1021,44 @@ impl CpuEngine {
         pt: &Plaintext,
         key: &[u8; 32],
     ) -> Result<Ciphertext, CkksError> {
-        const OP: &str = "encrypt";
-        self.check_pt(OP, pt)?;
-        if pt.representation != PlaintextRepresentation::IntegerCoefficients {
-            return Err(CkksError::RepresentationMismatch {
-                op: OP,
-                expected: "integer_coefficients",
-                actual: pt.representation.name(),
-            });
-        }
+        let out = self.encryption_output("encrypt", pt)?;
+        Ok(self.encrypt_into(pt, key, out))
+    }
+
+    /// The encryption of a checked plaintext under the sampling key `key`, into `out`
+    /// ([`CpuEngine::encryption_output`]).
+    fn encrypt_into(&self, pt: &Plaintext, key: &[u8; 32], mut out: Words) -> Ciphertext {
         let n = self.n_();
         let ids = self.ids(pt.level, ModulusBasis::Q);
         let rows = ids.len();
         let samples = EncryptionSamples::from_key(key, self.rng.lock().cdt(), n);
         let (v, e0, e1) = (&samples.v, &samples.e0, &samples.e1);
         let p: Vec<i64> = pt.words.as_slice().iter().map(|&w| w as i64).collect();
-        let mut words = vec![0u64; 2 * rows * n];
         let pk = &self.public_key;
-        words.par_chunks_mut(n).enumerate().for_each(|(i, row)| {
-            let comp = i / rows;
-            let id = ids[i % rows];
-            let t = &self.ctx.tables[id];
-            let m = t.modulus();
-            self.lift_signed(id, v, row);
-            t.forward(row);
-            mul_assign_limb(m, row, pk.row(comp, id));
-            t.inverse(row);
-            let e = if comp == 0 { e0 } else { e1 };
-            for (k, o) in row.iter_mut().enumerate() {
-                let mut x = m.add(*o, m.from_i64(e[k]));
-                if comp == 0 {
-                    x = m.add(x, m.from_i64(p[k]));
+        out.as_mut_slice()
+            .par_chunks_mut(n)
+            .enumerate()
+            .for_each(|(i, row)| {
+                let comp = i / rows;
+                let id = ids[i % rows];
+                let t = &self.ctx.tables[id];
+                let m = t.modulus();
+                self.lift_signed(id, v, row);
+                t.forward(row);
+                mul_assign_limb(m, row, pk.row(comp, id));
+                t.inverse(row);
+                let e = if comp == 0 { e0 } else { e1 };
+                for (k, o) in row.iter_mut().enumerate() {
+                    let mut x = m.add(*o, m.from_i64(e[k]));
+                    if comp == 0 {
+                        x = m.add(x, m.from_i64(p[k]));
+                    }
+                    *o = x;
                 }
-                *o = x;
-            }
-        });
+            });
         drop(samples);
-        Ok(Ciphertext {
-            words: Words::alloc_copy(&self.memory, pt.location(), &words)?,
+        Ciphertext {
+            words: out,
             context: self.ctx.id,
             n,
             level: pt.level,
@@ -1050,7 +1067,7 @@ impl CpuEngine {
             basis: ModulusBasis::Q,
             components: 2,
             prime_ids: ids,
-        })
+        }
     }
 
     /// Encodes real slots at level 0 and the default scale, then encrypts.

@@ -1330,3 +1330,45 @@ fn words_written_out_of_range_through_view_mut_are_refused_by_every_operation() 
         e.add(&coef, &coef).expect("add").words()
     );
 }
+
+/// An encryption refused for its input or for its output's allocation draws no sampling key:
+/// the next encryption equals, word for word, the first one of an engine with the same seed
+/// that never failed.
+#[test]
+fn refused_encryptions_leave_the_random_stream_where_it_was() {
+    let cfg = CkksConfig::generate_with_budget(12, 30, 4, 2, false).expect("config");
+    let mem = Memory::with_sim_devices(1);
+    let host = ResidencyLocation::PageableHost;
+    let e = CpuEngine::from_config_in(cfg.clone(), Some([9; 32]), mem.clone()).expect("engine");
+    let twin =
+        CpuEngine::from_config_in(cfg, Some([9; 32]), Memory::with_sim_devices(1)).expect("twin");
+    let m = [0.25, -0.5, 0.125];
+    let pt = e.encode(&m, 0, None).expect("encode");
+    let rns = e
+        .prepare_plaintext_for_multiplication(&pt, ModulusBasis::Q)
+        .expect("prepare");
+    assert!(matches!(
+        e.encrypt(&rns),
+        Err(CkksError::RepresentationMismatch { op: "encrypt", .. })
+    ));
+    let faults = mem.sim_faults(&host).expect("host faults");
+    faults.fail_next_allocs(1);
+    let before = mem.usage(&host).expect("usage");
+    assert!(matches!(
+        e.encrypt(&pt),
+        Err(CkksError::Memory(
+            fhelium_cuda::MemoryError::InjectedAllocFailure { .. }
+        ))
+    ));
+    assert_eq!(
+        mem.usage(&host).expect("usage").allocated_bytes,
+        before.allocated_bytes
+    );
+    let got = e.encrypt(&pt).expect("encrypt");
+    let want = twin
+        .encrypt(&twin.encode(&m, 0, None).expect("encode"))
+        .expect("encrypt");
+    assert_eq!(got.words(), want.words());
+    let back = e.decrypt_message(&got).expect("decrypt");
+    assert!(max_err(&back[..3], &m) < 1e-3, "{:?}", &back[..3]);
+}
