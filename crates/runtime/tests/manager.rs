@@ -932,47 +932,21 @@ fn typed_lookup_errors() {
         lease.value::<Tensors>(&b).unwrap_err(),
         RuntimeError::NotCovered { .. }
     ));
-    #[derive(Debug)]
-    struct Other;
-    impl fhelium_cuda::Resident for Other {
-        fn type_tag(&self) -> &'static str {
-            "Other"
-        }
-        fn placement(&self) -> Result<ResidencyLocation, fhelium_cuda::MemoryError> {
-            Ok(P)
-        }
-        fn nbytes(&self) -> u64 {
-            0
-        }
-        fn storage_nbytes(&self) -> u64 {
-            0
-        }
-        fn storage_keys(&self) -> Vec<fhelium_cuda::StorageKey> {
-            Vec::new()
-        }
-        fn materialize(
-            &self,
-            _: &fhelium_cuda::Memory,
-            _: &ResidencyLocation,
-            _: Option<&fhelium_cuda::Stream>,
-        ) -> Result<fhelium_cuda::Materialized<Self>, fhelium_cuda::MemoryError> {
-            Ok(fhelium_cuda::Materialized {
-                value: Other,
-                ready: None,
-            })
-        }
-    }
+    let other = Stub {
+        tag: "Other",
+        nbytes: 0,
+    };
     assert!(matches!(
-        lease.value::<Other>(&a).unwrap_err(),
+        lease.value::<Stub>(&a).unwrap_err(),
         RuntimeError::TypeMismatch { .. }
     ));
     lease.release().unwrap();
     // one manager holds values of several types; one lease covers handles of both types
-    let o = m.adopt(Other, None, ReplicaMode::Exclusive).unwrap();
+    let o = m.adopt(other, None, ReplicaMode::Exclusive).unwrap();
     assert_eq!(o.value_type(), "Other");
     let both = m.acquire(&[&a, &o], P, None).unwrap();
     let _: &Tensors = both.get(&a).unwrap();
-    let _: &Other = both.get(&o).unwrap();
+    let _: &Stub = both.get(&o).unwrap();
     both.release().unwrap();
 }
 
@@ -1141,41 +1115,20 @@ fn a_device_lease_without_a_stream_names_its_location() {
 /// registers nothing.
 #[test]
 fn adopting_a_value_with_a_blank_type_tag_is_a_model_error() {
-    #[derive(Debug)]
-    struct Blank;
-    impl fhelium_cuda::Resident for Blank {
-        fn type_tag(&self) -> &'static str {
-            " "
-        }
-        fn placement(&self) -> Result<ResidencyLocation, fhelium_cuda::MemoryError> {
-            Ok(P)
-        }
-        fn nbytes(&self) -> u64 {
-            8
-        }
-        fn storage_nbytes(&self) -> u64 {
-            8
-        }
-        fn storage_keys(&self) -> Vec<fhelium_cuda::StorageKey> {
-            Vec::new()
-        }
-        fn materialize(
-            &self,
-            _: &fhelium_cuda::Memory,
-            _: &ResidencyLocation,
-            _: Option<&fhelium_cuda::Stream>,
-        ) -> Result<fhelium_cuda::Materialized<Self>, fhelium_cuda::MemoryError> {
-            Ok(fhelium_cuda::Materialized {
-                value: Blank,
-                ready: None,
-            })
-        }
-    }
     let mem = memory();
     let m = manager(&mem, &[]);
     let _h = repl(&m, 1);
     let before = fingerprint(&m);
-    let e = m.adopt(Blank, None, ReplicaMode::Exclusive).unwrap_err();
+    let e = m
+        .adopt(
+            Stub {
+                tag: " ",
+                nbytes: 8,
+            },
+            None,
+            ReplicaMode::Exclusive,
+        )
+        .unwrap_err();
     assert!(
         matches!(
             e,

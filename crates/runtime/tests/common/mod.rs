@@ -132,3 +132,42 @@ pub fn view(mem: &Memory, loc: ResidencyLocation, len: usize) -> Tensors {
 pub fn type_tag<T: Resident>(t: &T) -> &'static str {
     t.type_tag()
 }
+
+/// A value without storage, of any type tag and logical size, placed on the pageable host:
+/// for tests of the type checks and of what `adopt` refuses.
+#[derive(Debug, Clone)]
+pub struct Stub {
+    /// Its type tag.
+    pub tag: &'static str,
+    /// Its logical bytes.
+    pub nbytes: u64,
+}
+
+impl fhelium_cuda::Resident for Stub {
+    fn type_tag(&self) -> &'static str {
+        self.tag
+    }
+    fn placement(&self) -> Result<ResidencyLocation, fhelium_cuda::MemoryError> {
+        Ok(P)
+    }
+    fn nbytes(&self) -> u64 {
+        self.nbytes
+    }
+    fn storage_nbytes(&self) -> u64 {
+        self.nbytes
+    }
+    fn storage_keys(&self) -> Vec<fhelium_cuda::StorageKey> {
+        Vec::new()
+    }
+    fn materialize(
+        &self,
+        _: &fhelium_cuda::Memory,
+        _: &ResidencyLocation,
+        _: Option<&fhelium_cuda::Stream>,
+    ) -> Result<fhelium_cuda::Materialized<Self>, fhelium_cuda::MemoryError> {
+        Ok(fhelium_cuda::Materialized {
+            value: self.clone(),
+            ready: None,
+        })
+    }
+}
