@@ -179,19 +179,15 @@ impl Words {
             return Ok(());
         }
         self.check_host(op)?;
-        for (r, row) in self.as_slice().chunks_exact(n).enumerate() {
-            let prime_id = ids[r % ids.len()];
-            let q = modulus(prime_id);
-            if let Some(k) = row.iter().position(|&w| w >= q) {
-                return Err(CkksError::NonCanonicalWord {
-                    op,
-                    location: self.location,
-                    index: r * n + k,
-                    prime_id,
-                    word: row[k],
-                    modulus: q,
-                });
-            }
+        if let Some(bad) = first_non_canonical(self.as_slice(), n, ids, modulus) {
+            return Err(CkksError::NonCanonicalWord {
+                op,
+                location: self.location,
+                index: bad.index,
+                prime_id: bad.prime_id,
+                word: bad.word,
+                modulus: bad.modulus,
+            });
         }
         self.written.store(false, Ordering::Relaxed);
         Ok(())
@@ -217,4 +213,36 @@ impl Words {
             })
         }
     }
+}
+
+/// A word that is not a canonical residue of its row's prime.
+pub(crate) struct NonCanonical {
+    /// Its index in the words.
+    pub index: usize,
+    /// The prime of its row.
+    pub prime_id: usize,
+    /// The word.
+    pub word: u64,
+    /// The row's modulus.
+    pub modulus: u64,
+}
+
+/// The first word `>=` its row's modulus, rows of `n` words, row r of prime `ids[r % ids.len()]`
+/// (the layout of every RNS value: component, then limb row).
+pub(crate) fn first_non_canonical(
+    words: &[u64],
+    n: usize,
+    ids: &[usize],
+    modulus: impl Fn(usize) -> u64,
+) -> Option<NonCanonical> {
+    words.chunks_exact(n).enumerate().find_map(|(r, row)| {
+        let prime_id = ids[r % ids.len()];
+        let q = modulus(prime_id);
+        row.iter().position(|&w| w >= q).map(|k| NonCanonical {
+            index: r * n + k,
+            prime_id,
+            word: row[k],
+            modulus: q,
+        })
+    })
 }

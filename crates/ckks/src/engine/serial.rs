@@ -6,7 +6,7 @@ use crate::keys::{KeySwitchKey, PublicKey, RelinearizationKey, RotationKey};
 use crate::serial::{
     CiphertextData, PlaintextData, PublicKeyData, SwitchKeyData, SwitchKeyKind, FORMAT,
 };
-use crate::storage::Words;
+use crate::storage::{first_non_canonical, Words};
 use crate::values::{Ciphertext, Domain, ModulusBasis, Plaintext, PlaintextRepresentation};
 
 fn invalid(what: &'static str, reason: String) -> CkksError {
@@ -55,21 +55,20 @@ impl CpuEngine {
                 format!("{} words, the shape needs {want}", words.len()),
             ));
         }
-        for (r, row) in words.chunks_exact(n).enumerate() {
-            let id = ids[r % ids.len()];
-            let q = self.ctx.modulus(id).value();
-            if let Some(k) = row.iter().position(|&w| w >= q) {
-                return Err(invalid(
-                    what,
-                    format!(
-                        "word {} (row {r}, prime id {id}) is {} >= q = {q}",
-                        r * n + k,
-                        row[k]
-                    ),
-                ));
-            }
+        match first_non_canonical(words, n, ids, |id| self.ctx.modulus(id).value()) {
+            Some(bad) => Err(invalid(
+                what,
+                format!(
+                    "word {} (row {}, prime id {}) is {} >= q = {}",
+                    bad.index,
+                    bad.index / n,
+                    bad.prime_id,
+                    bad.word,
+                    bad.modulus
+                ),
+            )),
+            None => Ok(()),
         }
-        Ok(())
     }
 
     /// Level and prime ids of a value at `level` in `basis`.
