@@ -521,3 +521,61 @@ fn device_encoding_refuses_what_the_cpu_engine_refuses() {
         }
     }
 }
+
+/// An encryption refused for its input draws no key from the engine's stream: after four
+/// refusals (too long, NaN, a plaintext of the wrong representation, a complex message too
+/// long) the engine's next `encrypt_message` and `encrypt` equal, word for word, the first
+/// two of a twin engine with the same seed that was never refused.
+#[test]
+fn refused_device_encryptions_leave_the_random_stream_where_it_was() {
+    let Some(fx) = fixture() else { return };
+    let s = &fx.stream;
+    let ctx = fx.cpu.context();
+    let seed = Some([77u8; 32]);
+    let gpu = CudaEngine::with_seed(ctx, 0, seed).expect("engine");
+    let twin = CudaEngine::with_seed(ctx, 0, seed).expect("twin");
+    let (pk, _) = common::device_keys(&gpu, &fx.cpu, s);
+    let long = vec![0.0; fx.cpu.num_slots() + 1];
+    assert!(matches!(
+        gpu.encrypt_message(&long, &pk, s),
+        Err(CudaBackendError::Ckks(CkksError::MessageTooLong { .. }))
+    ));
+    assert!(matches!(
+        gpu.encrypt_message(&[f64::NAN], &pk, s),
+        Err(CudaBackendError::Ckks(
+            CkksError::CoefficientOutOfRange { .. }
+        ))
+    ));
+    let clong = vec![Complex64::new(0.0, 0.0); fx.cpu.num_slots() + 1];
+    assert!(matches!(
+        gpu.encrypt_complex_message(&clong, &pk, s),
+        Err(CudaBackendError::Ckks(CkksError::MessageTooLong { .. }))
+    ));
+    let pt = fx.cpu.encode(&[0.5, -0.25], 2, None).expect("encode");
+    let rns = fx
+        .cpu
+        .prepare_plaintext_for_addition(&pt, ModulusBasis::Q)
+        .expect("rns");
+    assert!(matches!(
+        gpu.encrypt(&rns, &pk, s),
+        Err(CudaBackendError::Ckks(
+            CkksError::RepresentationMismatch { .. }
+        ))
+    ));
+    let m = message(fx.cpu.num_slots(), 5);
+    let got = [
+        gpu.encrypt_message(&m, &pk, s).expect("encrypt_message"),
+        gpu.encrypt(&pt, &pk, s).expect("encrypt"),
+    ];
+    let want = [
+        twin.encrypt_message(&m, &pk, s)
+            .expect("twin encrypt_message"),
+        twin.encrypt(&pt, &pk, s).expect("twin encrypt"),
+    ];
+    for (what, (g, w)) in ["encrypt_message", "encrypt"]
+        .into_iter()
+        .zip(got.iter().zip(&want))
+    {
+        assert_same_words(what, &fx.down(g), &fx.down(w));
+    }
+}

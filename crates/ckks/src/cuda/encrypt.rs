@@ -361,6 +361,16 @@ enum Source<'a> {
     Coefficients(&'a [u64]),
 }
 
+/// The sampling key of a device encryption: given by the caller, or drawn from the engine's
+/// ChaCha20 stream after the call's checks, allocations and upload have succeeded.
+#[derive(Clone, Copy)]
+pub(crate) enum SamplingKey<'a> {
+    /// The caller's key (the `*_with_sampling_key` entry points).
+    Given(&'a [u8; 32]),
+    /// One key from the engine's stream, drawn only once nothing can refuse the call any more.
+    Engine,
+}
+
 impl CudaEngine {
     fn launch_enc(
         &self,
@@ -441,7 +451,7 @@ impl CudaEngine {
             "encrypt_message",
             SlotValues::Real(message),
             pk,
-            key,
+            SamplingKey::Given(key),
             stream,
         )
     }
@@ -449,12 +459,12 @@ impl CudaEngine {
     /// Encryption of `message` at level 0 and the default scale with `key`: encoded on the
     /// device when a bound shows every coefficient fits, else by the CPU encoder on the host
     /// (which reports `CoefficientOutOfRange` exactly as the CPU engine does).
-    fn encrypt_slots(
+    pub(crate) fn encrypt_slots(
         &self,
         op: &'static str,
         message: SlotValues<'_>,
         pk: &GpuPublicKey,
-        key: &[u8; 32],
+        key: SamplingKey<'_>,
         stream: &Stream,
     ) -> Result<GpuCiphertext> {
         message.check_len()?;
@@ -496,7 +506,7 @@ impl CudaEngine {
             "encrypt_complex_message",
             SlotValues::Complex(message),
             pk,
-            key,
+            SamplingKey::Given(key),
             stream,
         )
     }
@@ -516,8 +526,13 @@ impl CudaEngine {
         pk: &GpuPublicKey,
         stream: &Stream,
     ) -> Result<GpuCiphertext> {
-        let key = self.rng.lock().encryption_key();
-        self.encrypt_complex_message_with_sampling_key(message, pk, &key, stream)
+        self.encrypt_slots(
+            "encrypt_complex_message",
+            SlotValues::Complex(message),
+            pk,
+            SamplingKey::Engine,
+            stream,
+        )
     }
 
     /// Decrypts a 2-component coefficient-domain ciphertext and decodes its N/2 complex slots
@@ -568,6 +583,18 @@ impl CudaEngine {
         pt: &Plaintext,
         pk: &GpuPublicKey,
         key: &[u8; 32],
+        stream: &Stream,
+    ) -> Result<GpuCiphertext> {
+        self.encrypt_plaintext(pt, pk, SamplingKey::Given(key), stream)
+    }
+
+    /// [`CudaEngine::encrypt_with_sampling_key`] with the key given or drawn from the
+    /// engine's stream once every check has passed.
+    pub(crate) fn encrypt_plaintext(
+        &self,
+        pt: &Plaintext,
+        pk: &GpuPublicKey,
+        key: SamplingKey<'_>,
         stream: &Stream,
     ) -> Result<GpuCiphertext> {
         const OP: &str = "encrypt";
@@ -818,7 +845,7 @@ impl CudaEngine {
         level: usize,
         scale: f64,
         pk: &GpuPublicKey,
-        key: &[u8; 32],
+        key: SamplingKey<'_>,
         source: Source<'_>,
         stream: &Stream,
     ) -> Result<GpuCiphertext> {
@@ -835,6 +862,7 @@ impl CudaEngine {
         // scratch: v rows | v̂ rows | e0 e1 p | FFT (N complex) | message (N/2 slots: N words
         // as (re, im) pairs)
         let scratch = self.alloc(op, 2 * limbs * n + 3 * n + 2 * n + n, stream)?;
+        let out = self.alloc(op, 2 * limbs * n, stream)?;
         let base = dev_ptr(&scratch);
         let at = |words: usize| base + (words * 8) as u64;
         let (vrows, vhat) = (at(0), at(limbs * n));
@@ -862,6 +890,12 @@ impl CudaEngine {
                 None
             }
         };
+        // Every check, both allocations and the upload are behind us: only now is a key drawn
+        // from the engine's stream, so a refused call leaves the stream where it was.
+        let key = match key {
+            SamplingKey::Given(k) => *k,
+            SamplingKey::Engine => self.rng.lock().encryption_key(),
+        };
         let e = &self.enc;
         // The six launches after the upload go out as one chain graph (decision 0508).
         let chain = self.start_chain();
@@ -888,7 +922,6 @@ impl CudaEngine {
             graphs::next_after(c.checked_sub(1), None);
         }
         self.ntt_forward_raw(op, vrows, vhat, level, limbs, 1, stream)?;
-        let out = self.alloc(op, 2 * limbs * n, stream)?;
         self.launch_enc(
             op,
             EncK::MulPk,

@@ -3985,8 +3985,7 @@ impl CudaEngine {
         pk: &GpuPublicKey,
         stream: &Stream,
     ) -> Result<GpuCiphertext> {
-        let key = self.rng.lock().encryption_key();
-        self.encrypt_with_sampling_key(pt, pk, &key, stream)
+        self.encrypt_plaintext(pt, pk, encrypt::SamplingKey::Engine, stream)
     }
 
     /// Encodes real slots (level 0, default scale) and encrypts, all on the device: one
@@ -4005,8 +4004,13 @@ impl CudaEngine {
         pk: &GpuPublicKey,
         stream: &Stream,
     ) -> Result<GpuCiphertext> {
-        let key = self.rng.lock().encryption_key();
-        self.encrypt_message_with_sampling_key(message, pk, &key, stream)
+        self.encrypt_slots(
+            "encrypt_message",
+            SlotValues::Real(message),
+            pk,
+            encrypt::SamplingKey::Engine,
+            stream,
+        )
     }
 
     /// Decrypts a 2-component coefficient-domain ciphertext (spec 3.5): the phase
