@@ -306,6 +306,18 @@ pub enum RuntimeError {
         /// What failed ("Expected Plaintext, got Ciphertext", "Logical payload size mismatch", ...).
         detail: String,
     },
+    /// `adopt` of a value whose [`Resident::type_tag`](fhelium_cuda::Resident::type_tag) is
+    /// empty or blank: no handle can carry it. `location` is where it was to be adopted (the
+    /// caller's location, else the value's own placement where its buffers name one).
+    #[error("Residency adopt of a value with a blank type tag {tag:?} ({nbytes} bytes, at {}) rejected: a handle needs a non-blank type tag", location.map_or_else(|| "no single location".to_owned(), |l| format!("'{l}'")))]
+    UntypedValue {
+        /// The tag as the value gave it.
+        tag: &'static str,
+        /// Where it was to be adopted, when known.
+        location: Option<ResidencyLocation>,
+        /// Logical bytes of the value.
+        nbytes: u64,
+    },
     /// `adopt` without a location, of a value whose buffers name no single location to adopt
     /// it at (buffers at different locations, pageable and pinned host storage mixed, or no
     /// buffers at all): `source` names the locations involved.
@@ -498,6 +510,7 @@ impl RuntimeError {
             | Self::NoSource { .. }
             | Self::LeaseLost { .. } => ResidencyErrorKind::Unavailable,
             Self::InUse { .. } | Self::ManagerInUse { .. } => ResidencyErrorKind::InUse,
+            Self::UntypedValue { .. } => ResidencyErrorKind::InvalidArgument,
             Self::Materialization { .. } | Self::Unplaced { .. } => {
                 ResidencyErrorKind::Materialization
             }

@@ -925,6 +925,7 @@ impl ResidencyManager {
     /// materialization at `at` (or at its own placement when `at` is `None`).
     ///
     /// # Errors
+    /// [`RuntimeError::UntypedValue`] (the value's type tag is blank),
     /// [`RuntimeError::Unplaced`] (`at` is `None` and the value's buffers name no single
     /// location), [`RuntimeError::Materialization`] (the value does not match its location),
     /// [`RuntimeError::Budget`], [`RuntimeError::Ownership`] (storage aliases a managed value),
@@ -942,6 +943,13 @@ impl ResidencyManager {
         let nbytes = Resident::nbytes(&value);
         let storage = Resident::storage_nbytes(&value);
         let handle_id = mix64(self.inner.id ^ st.next_handle.wrapping_mul(0x9e37_79b9_7f4a_7c15));
+        if tag.trim().is_empty() {
+            return Err(RuntimeError::UntypedValue {
+                tag,
+                location: at.or_else(|| Resident::placement(&value).ok()),
+                nbytes,
+            });
+        }
         let handle = ResidencyHandle::new(self.inner.id, handle_id, tag)?;
         let _span =
             debug_span!("residency.adopt", handle = %handle, at = ?at, bytes = nbytes.max(storage))

@@ -935,6 +935,7 @@ fn typed_lookup_errors() {
     let other = Stub {
         tag: "Other",
         nbytes: 0,
+        placed: true,
     };
     assert!(matches!(
         lease.value::<Stub>(&a).unwrap_err(),
@@ -1111,34 +1112,53 @@ fn a_device_lease_without_a_stream_names_its_location() {
     assert_eq!(fingerprint(&m), before);
 }
 
-/// Adopting a value whose type tag is blank is the typed model error EmptyValueType and
+/// Adopting a value whose type tag is blank is `UntypedValue`: it names the tag, the bytes
+/// and the location (the caller's, else the value's own placement where it has one), and
 /// registers nothing.
 #[test]
-fn adopting_a_value_with_a_blank_type_tag_is_a_model_error() {
+fn adopting_a_value_with_a_blank_type_tag_is_untyped_value() {
     let mem = memory();
     let m = manager(&mem, &[]);
     let _h = repl(&m, 1);
     let before = fingerprint(&m);
-    let e = m
-        .adopt(
-            Stub {
-                tag: " ",
-                nbytes: 8,
-            },
+    let cases = [
+        (
+            " ",
             None,
-            ReplicaMode::Exclusive,
-        )
-        .unwrap_err();
-    assert!(
-        matches!(
-            e,
-            RuntimeError::Model(fhelium_residency::ModelError::EmptyValueType)
+            true,
+            Some(ResidencyLocation::PageableHost),
+            "'pageable-host'",
         ),
-        "{e}"
-    );
-    assert_eq!(e.kind(), ResidencyErrorKind::InvalidArgument);
-    assert_eq!(fingerprint(&m), before);
-    assert_eq!(m.snapshot().unwrap().values().len(), 1);
+        ("", Some(S0), true, Some(S0), "'sim:0'"),
+        ("\t", None, false, None, "at no single location"),
+    ];
+    for (tag, at, placed, want, named) in cases {
+        let e = m
+            .adopt(
+                Stub {
+                    tag,
+                    nbytes: 8,
+                    placed,
+                },
+                at,
+                ReplicaMode::Exclusive,
+            )
+            .unwrap_err();
+        assert!(
+            matches!(
+                e,
+                RuntimeError::UntypedValue { tag: t, location, nbytes: 8 }
+                    if t == tag && location == want
+            ),
+            "{e}"
+        );
+        assert_eq!(e.kind(), ResidencyErrorKind::InvalidArgument);
+        let text = e.to_string();
+        assert!(text.contains("8 bytes"), "{text}");
+        assert!(text.contains(named), "{text}");
+        assert_eq!(fingerprint(&m), before);
+        assert_eq!(m.snapshot().unwrap().values().len(), 1);
+    }
 }
 
 /// `adopt` without a location, of values whose buffers name no single location (sim:0 and

@@ -133,14 +133,17 @@ pub fn type_tag<T: Resident>(t: &T) -> &'static str {
     t.type_tag()
 }
 
-/// A value without storage, of any type tag and logical size, placed on the pageable host:
-/// for tests of the type checks and of what `adopt` refuses.
+/// A value without storage, of any type tag and logical size, placed on the pageable host
+/// (or nowhere: `placed: false` makes its placement `EmptyValue`): for tests of the type
+/// checks and of what `adopt` refuses.
 #[derive(Debug, Clone)]
 pub struct Stub {
     /// Its type tag.
     pub tag: &'static str,
     /// Its logical bytes.
     pub nbytes: u64,
+    /// Whether it names a placement (the pageable host) at all.
+    pub placed: bool,
 }
 
 impl fhelium_cuda::Resident for Stub {
@@ -148,7 +151,11 @@ impl fhelium_cuda::Resident for Stub {
         self.tag
     }
     fn placement(&self) -> Result<ResidencyLocation, fhelium_cuda::MemoryError> {
-        Ok(P)
+        if self.placed {
+            Ok(P)
+        } else {
+            Err(fhelium_cuda::MemoryError::EmptyValue { type_tag: self.tag })
+        }
     }
     fn nbytes(&self) -> u64 {
         self.nbytes
