@@ -2,7 +2,8 @@
 # Run 150 (twenty-seventh session): runs 148 and 149 in one device call, in order of value, each
 # step skipped when the call's 10 minutes would not hold it (device starts were scarce: one
 # start has to carry everything). Carry [".gpu/bin/z", ".peer"] (47 MiB: .gpu/bin/y without basic_ckks and explicit_residency, so that the tree fits 64 MiB).
-# 1. correctness of decision 0302 on the GPU (the tests run148.sh runs, the examples);
+# 1. correctness of decision 0302 on the GPU (the tests run148.sh runs, gpu_encrypt second: the
+#    twenty-eighth session's refused-encryption test; the examples);
 # 2. the matrix A/B/C of run148.sh, once alternated twice (predictions in perf.md, twenty-sixth
 #    session: ~5 ms less wall with pageable keys, ~8-12 ms less with pinned, same words);
 # 3. memcheck of the stream-ordered adoption;
@@ -20,12 +21,12 @@ r() { local name=$1; shift; local t0=$(date +%s); timeout 150 "$@" > $OUT/logs/$
 nvidia-smi --query-gpu=name,driver_version,clocks.max.sm --format=csv,noheader
 cat $W/COMMIT
 r gpu_ops $W/gpu_ops --test-threads=1
+r gpu_encrypt $W/gpu_encrypt --test-threads=1
 r gpu_memory $W/gpu_memory --test-threads=1
 r examples_lib $W/examples_lib --test-threads=1
 r matrix_test $W/matrix_test --test-threads=1 --nocapture
 r example_parity $W/example_parity --test-threads=1
 r cuda_lib $W/cuda_lib --test-threads=1
-need 420 gpu_encrypt && r gpu_encrypt $W/gpu_encrypt --test-threads=1
 for ex in automatic_residency; do (timeout 60 $W/$ex --device cuda:0; echo "$ex exit=$?") > $OUT/logs/$ex.txt 2>&1; tail -1 $OUT/logs/$ex.txt; done
 m() { local tag=$1 bin=$2; shift 2; (timeout 60 $W/$bin --device cuda:0 "$@"; echo "exit=$?") > $OUT/logs/matrix-$tag.txt 2>&1; echo "matrix $tag [$bin $*]: $(grep -E '^(Time|Result|Rotation)' $OUT/logs/matrix-$tag.txt | tr '\n' ' ') $(tail -1 $OUT/logs/matrix-$tag.txt)"; }
 for i in 1 2; do
