@@ -6,7 +6,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use fhelium_cuda::{Event, Memory, Resident, Stream};
 use fhelium_residency::{
-    Recoverability, ReplicaMode, ResidencyAction, ResidencyHandle, ResidencyLocation,
+    ModelError, Recoverability, ReplicaMode, ResidencyAction, ResidencyHandle, ResidencyLocation,
     ResidencyTransitionReport, ResidencyValueSpec,
 };
 use parking_lot::{Mutex, MutexGuard};
@@ -943,14 +943,14 @@ impl ResidencyManager {
         let nbytes = Resident::nbytes(&value);
         let storage = Resident::storage_nbytes(&value);
         let handle_id = mix64(self.inner.id ^ st.next_handle.wrapping_mul(0x9e37_79b9_7f4a_7c15));
-        if tag.trim().is_empty() {
-            return Err(RuntimeError::UntypedValue {
+        let handle = ResidencyHandle::new(self.inner.id, handle_id, tag).map_err(|e| match e {
+            ModelError::EmptyValueType => RuntimeError::UntypedValue {
                 tag,
                 location: at.or_else(|| Resident::placement(&value).ok()),
                 nbytes,
-            });
-        }
-        let handle = ResidencyHandle::new(self.inner.id, handle_id, tag)?;
+            },
+            other => other.into(),
+        })?;
         let _span =
             debug_span!("residency.adopt", handle = %handle, at = ?at, bytes = nbytes.max(storage))
                 .entered();

@@ -364,7 +364,7 @@ enum Source<'a> {
 /// The sampling key of a device encryption: given by the caller, or drawn from the engine's
 /// ChaCha20 stream after the call's checks, allocations and upload have succeeded.
 #[derive(Clone, Copy)]
-pub(crate) enum SamplingKey<'a> {
+pub(super) enum SamplingKey<'a> {
     /// The caller's key (the `*_with_sampling_key` entry points).
     Given(&'a [u8; 32]),
     /// One key from the engine's stream, drawn only once nothing can refuse the call any more.
@@ -459,7 +459,7 @@ impl CudaEngine {
     /// Encryption of `message` at level 0 and the default scale with `key`: encoded on the
     /// device when a bound shows every coefficient fits, else by the CPU encoder on the host
     /// (which reports `CoefficientOutOfRange` exactly as the CPU engine does).
-    pub(crate) fn encrypt_slots(
+    pub(super) fn encrypt_slots(
         &self,
         op: &'static str,
         message: SlotValues<'_>,
@@ -590,7 +590,7 @@ impl CudaEngine {
 
     /// [`CudaEngine::encrypt_with_sampling_key`] with the key given or drawn from the
     /// engine's stream once every check has passed.
-    pub(crate) fn encrypt_plaintext(
+    pub(super) fn encrypt_plaintext(
         &self,
         pt: &Plaintext,
         pk: &GpuPublicKey,
