@@ -42,7 +42,7 @@ variants = {
     # noarith: both products (Shoup's, the cluster and two-pass kernels'; shoup_lazy3, the
     # Loose butterflies') replaced by an add.
     "noarith": src.replace(SHOUP, "    (void)hi; return x + w;").replace(
-        SHOUP3, "    (void)hi;\n    return x + w;\n}"
+        SHOUP3, "#endif\n    (void)hi;\n    return x + w;\n}"
     ),
     "ksunroll2": src.replace(
         "#pragma unroll 1\n        for (uint32_t d = d0; d < d1; d++) {",
@@ -134,6 +134,55 @@ variants["timed"] = timed
 # smem16 (the kernels without clusters declaring the 16 KiB tile they use instead of 32 KiB,
 # more L1) was measured no faster (run 55: forward 8.24-8.31 us back to back against
 # 8.20-8.33, fwd-g1 single 10.1-10.2 against 9.9-10.0) and not kept.
+
+
+# fp64 (twenty-ninth session, timing only, wrong words on every limb): an upper bound for
+# butterflies in binary64 arithmetic. The words of the kernels without clusters are held as
+# doubles (their bit patterns in the u64 slots), each product x w mod q as
+# ph = x w, pl = fma(x, w, -ph) (exact), qf = round(ph / q) (by the 1.5 * 2^52 shift),
+# r = fma(-qf, q, ph) + pl (exact, |r| < 2q for q < 2^50), and no reduction anywhere else: the
+# forward's words grow by < 2q a stage (< 2^45 after 14), the inverse's sums double a stage
+# (a real inverse reduces them between the phases; not here). What this leaves out of a real
+# kernel: the conversions at load and store, a table of doubles (this reads the double's bits
+# from the Shoup pair's w field, so the twiddle traffic is unchanged), and the 60-bit limb,
+# which doubles cannot hold (it would keep Loose's integer products).
+LOOSE_BODY = src[src.index("struct Loose {\n"):]
+LOOSE_BODY = LOOSE_BODY[: LOOSE_BODY.index("\n};\n") + 4]
+FP64_LOOSE = r"""struct Loose {
+    __device__ __forceinline__ static double d(u64 x) { return __longlong_as_double((long long)x); }
+    __device__ __forceinline__ static u64 b(double x) { return (u64)__double_as_longlong(x); }
+    __device__ __forceinline__ static double mulmod(double x, double w, double qd, double qi) {
+        const double ph = x * w;
+        const double pl = fma(x, w, -ph);
+        const double qf = fma(ph, qi, 6755399441055744.0) - 6755399441055744.0;
+        return fma(-qf, qd, ph) + pl;
+    }
+    template <bool C>
+    __device__ __forceinline__ static void ct(u64& x, u64& y, WP w, u64 q) {
+        const double qd = (double)q, qi = 1.0 / qd;
+        const double xd = d(x), r = mulmod(d(y), d(w.w), qd, qi);
+        x = b(xd + r);
+        y = b(xd - r);
+    }
+    __device__ __forceinline__ static void gs(u64& x, u64& y, WP w, u64 q) {
+        const double qd = (double)q, qi = 1.0 / qd;
+        const double xd = d(x), yd = d(y);
+        y = b(mulmod(xd - yd, d(w.w), qd, qi));
+        x = b(xd + yd);
+    }
+    __device__ __forceinline__ static void ct_out(u64& x0, u64& x1, WP w, u64 q) {
+        ct<false>(x0, x1, w, q);
+        const double qd = (double)q, qi = 1.0 / qd;
+        double a = d(x0), c = d(x1);
+        a = fma(-(fma(a, qi, 6755399441055744.0) - 6755399441055744.0), qd, a);
+        c = fma(-(fma(c, qi, 6755399441055744.0) - 6755399441055744.0), qd, c);
+        x0 = b(a < 0.0 ? a + qd : a);
+        x1 = b(c < 0.0 ? c + qd : c);
+    }
+    __device__ __forceinline__ static u64 gs_off(u64 q) { return 4 * q; }
+};
+"""
+variants["fp64"] = src.replace(LOOSE_BODY, FP64_LOOSE)
 
 for name, text in variants.items():
     if name != "base" and text == src:
