@@ -184,6 +184,30 @@ FP64_LOOSE = r"""struct Loose {
 """
 variants["fp64"] = src.replace(LOOSE_BODY, FP64_LOOSE)
 
+# fp64w7 (twenty-ninth session, timing only, wrong words): fp64's butterflies in every warp but
+# the last of each block (threadIdx.x / 32 == 7), which keeps Loose's integer products: the
+# share of a 60-bit limb spread over every SM as one warp in eight (a kernel that gives each
+# block two items of every prime would have that mix). A pessimistic bound: in the paired kernels
+# warp 7 is in component group 1, whose barriers make warps 4-6 wait for it. The dispatch is a
+# warp-uniform branch per butterfly.
+W7_LOOSE = FP64_LOOSE.replace("struct Loose {", "struct LooseF {")
+W7 = W7_LOOSE + LOOSE_BODY.replace("struct Loose {", "struct LooseI {") + r"""struct Loose {
+    __device__ __forceinline__ static bool w7() { return (threadIdx.x >> 5) == 7; }
+    template <bool C>
+    __device__ __forceinline__ static void ct(u64& x, u64& y, WP w, u64 q) {
+        if (w7()) LooseI::ct<C>(x, y, w, q); else LooseF::ct<C>(x, y, w, q);
+    }
+    __device__ __forceinline__ static void gs(u64& x, u64& y, WP w, u64 q) {
+        if (w7()) LooseI::gs(x, y, w, q); else LooseF::gs(x, y, w, q);
+    }
+    __device__ __forceinline__ static void ct_out(u64& x0, u64& x1, WP w, u64 q) {
+        if (w7()) LooseI::ct_out(x0, x1, w, q); else LooseF::ct_out(x0, x1, w, q);
+    }
+    __device__ __forceinline__ static u64 gs_off(u64 q) { return 4 * q; }
+};
+"""
+variants["fp64w7"] = src.replace(LOOSE_BODY, W7)
+
 for name, text in variants.items():
     if name != "base" and text == src:
         sys.exit(f"variant {name}: pattern not found")
