@@ -1,0 +1,216 @@
+// Standalone probe (experiments, not part of the build; timing only, the words are not an NTT's):
+// would a forward ciphertext NTT whose every SM holds the same share of every prime run faster,
+// with the ~2^40 primes' butterflies in binary64 (twenty-ninth session, run 153: 1.4 us less
+// when every limb could use doubles) and the 60-bit base prime's in integers (doubles cannot
+// hold it)? The paired kernels give each prime its own 16 blocks, so the base prime's blocks
+// would set the launch's time; here every block holds two items of every prime.
+//
+// Shape: 128 blocks x 8 warps, cooperative, one-node graphs (the engine's launch form). Warp w
+// of block b works on prime w only:
+//   column phase: half-warp h (16 lanes, 8 words each) runs the 128-point column 2 (b % 64) + h
+//     of component b / 64 as the kernels' rounds do (radix 8, radix 8, radix 2), exchanging its
+//     words through a warp-private tile of shared memory (__syncwarp, no block barrier), and
+//     stores the column to the scratch limb;
+//   exchange: per prime, lane 0 fences and counts the warp in (128 arrivals a launch) and waits
+//     for the prime's 128 warps (reset-free counters, as the engine's);
+//   row phase: half-warp h runs row b of component h (the two components' rows share their
+//     twiddles) and stores it.
+// Forms: `int` every warp by Loose (the kernels' integer butterflies), `mix` warp 0 by Loose
+// (the base prime's share) and warps 1-7 by binary64 (LooseF below), `f64` every warp by
+// binary64. The engine's paired kernel in the same call: ntt_bench's row 47 (fwd-gp-g).
+//
+// nvcc -arch=sm_90 -O3 -std=c++17 kernels/bench/warp_item_probe.cu -o warp_item_probe
+#include <cuda_runtime.h>
+#include <algorithm>
+#include <cstdio>
+#include <cstring>
+#include <vector>
+
+#include "bench_check.cuh"
+#include "bench_single.cuh"
+
+#include "../ckks.cu"
+#include "probe_common.cuh"
+
+#define WI_PRIMES 8
+#define WI_BLOCKS 128
+#define WI_THREADS (32 * WI_PRIMES)
+#define WI_COMP ((u64)WI_PRIMES * NN)
+
+// Binary64 butterflies (run 153's fp64 variant): words as doubles in the u64 slots, x w mod q
+// as ph = x w, pl = fma(x, w, -ph), qf = round(ph / q), r = fma(-qf, q, ph) + pl (exact for q <
+// 2^50 and |x| < 2^50), no reduction between stages; the twiddle's double read from the Shoup
+// pair's w field.
+struct LooseF {
+    __device__ __forceinline__ static double d(u64 x) { return __longlong_as_double((long long)x); }
+    __device__ __forceinline__ static u64 b(double x) { return (u64)__double_as_longlong(x); }
+    __device__ __forceinline__ static double mulmod(double x, double w, double qd, double qi) {
+        const double ph = x * w;
+        const double pl = fma(x, w, -ph);
+        const double qf = fma(ph, qi, 6755399441055744.0) - 6755399441055744.0;
+        return fma(-qf, qd, ph) + pl;
+    }
+    template <bool C>
+    __device__ __forceinline__ static void ct(u64& x, u64& y, WP w, u64 q) {
+        const double qd = (double)q, qi = 1.0 / qd;
+        const double xd = d(x), r = mulmod(d(y), d(w.w), qd, qi);
+        x = b(xd + r);
+        y = b(xd - r);
+    }
+    __device__ __forceinline__ static void ct_out(u64& x0, u64& x1, WP w, u64 q) {
+        ct<false>(x0, x1, w, q);
+        const double qd = (double)q, qi = 1.0 / qd;
+        double a = d(x0), c = d(x1);
+        a = fma(-(fma(a, qi, 6755399441055744.0) - 6755399441055744.0), qd, a);
+        c = fma(-(fma(c, qi, 6755399441055744.0) - 6755399441055744.0), qd, c);
+        x0 = b(a < 0.0 ? a + qd : a);
+        x1 = b(c < 0.0 ? c + qd : c);
+    }
+    // A canonical word (< 2^52) as a double, and back: one logic op and one add each way.
+    __device__ __forceinline__ static u64 in(u64 x) {
+        return b(d(x | 0x4330000000000000ull) - 4503599627370496.0);
+    }
+    __device__ __forceinline__ static u64 out(u64 x) {
+        return b(d(x) + 4503599627370496.0) & 0xFFFFFFFFFFFFFull;
+    }
+};
+// Loose with the same word hooks (integers need no conversion).
+struct LooseI : Loose {
+    __device__ __forceinline__ static u64 in(u64 x) { return x; }
+    __device__ __forceinline__ static u64 out(u64 x) { return x; }
+};
+
+// One warp's forward NTT work on prime p: columns, the prime's exchange, rows.
+template <class A>
+__device__ __forceinline__ void wi_warp(const u64* __restrict__ in, u64* mid, u64* out,
+                                        const WP* __restrict__ tw, u64 q, unsigned* ctr,
+                                        u64* tile) {
+    const uint32_t lane = threadIdx.x & 31, l = lane & 15, h = lane >> 4, b = blockIdx.x;
+    const uint32_t p = threadIdx.x >> 5;
+    unsigned target = 0;
+    if (lane == 0) target = (*(volatile unsigned*)&ctr[p] & ~(unsigned)(WI_BLOCKS - 1)) + WI_BLOCKS;
+    u64* s = tile + h * SUB;
+    u64 x[8];
+    {
+        const uint32_t g = b / 64, col = 2 * (b % 64) + h;
+        const u64* limb = in + g * WI_COMP + (u64)p * NN;
+        u64* m = mid + g * WI_COMP + (u64)p * NN;
+#pragma unroll
+        for (int e = 0; e < 8; e++) x[e] = A::in(limb[(l + 16 * e) * SUB + col]);
+        fwd8<A, 7>(x, tw7(tw, 1), q);
+#pragma unroll
+        for (int e = 0; e < 8; e++) s[l + 16 * e] = x[e];
+        __syncwarp();
+        const uint32_t j0 = 16 * (l >> 1) + (l & 1);
+#pragma unroll
+        for (int e = 0; e < 8; e++) x[e] = s[j0 + 2 * e];
+        fwd8<A, 5>(x, tw7(tw, 8 + (l >> 1)), q);
+        __syncwarp();
+#pragma unroll
+        for (int e = 0; e < 8; e++) s[j0 + 2 * e] = x[e];
+        __syncwarp();
+#pragma unroll
+        for (int i = 0; i < 4; i++) {
+            const uint32_t k = l + 16 * i;
+            u64 x0 = s[2 * k], x1 = s[2 * k + 1];
+            A::template ct<true>(x0, x1, ldwp(tw + 64 + k), q);
+            m[(2 * k) * SUB + col] = x0;
+            m[(2 * k + 1) * SUB + col] = x1;
+        }
+    }
+    __syncwarp();
+    if (lane == 0) {
+        __threadfence();
+        atomicAdd(&ctr[p], 1u);
+        while ((int)(ld_acquire(&ctr[p]) - target) < 0) {
+        }
+    }
+    __syncwarp();
+    {
+        const uint32_t r = b;
+        const u64 off = h * WI_COMP + (u64)p * NN + (u64)r * SUB;
+#pragma unroll
+        for (int e = 0; e < 8; e++) x[e] = ldcg(mid + off + l + 16 * e);
+        fwd8<A, 2>(x, tw7(tw, SUB + r), q);
+#pragma unroll
+        for (int e = 0; e < 8; e++) s[l + 16 * e] = x[e];
+        __syncwarp();
+        const uint32_t j0 = 16 * (l >> 1) + (l & 1);
+#pragma unroll
+        for (int e = 0; e < 8; e++) x[e] = s[j0 + 2 * e];
+        fwd8<A, 5>(x, tw7(tw, (SUB + r) * 8 + (l >> 1)), q);
+        __syncwarp();
+#pragma unroll
+        for (int e = 0; e < 8; e++) s[j0 + 2 * e] = x[e];
+        __syncwarp();
+#pragma unroll
+        for (int i = 0; i < 4; i++) {
+            const uint32_t k = l + 16 * i;
+            u64 x0 = s[2 * k], x1 = s[2 * k + 1];
+            A::ct_out(x0, x1, ldwp(tw + (SUB + r) * 64 + k), q);
+            st2(out + off + 2 * k, A::out(x0), A::out(x1));
+        }
+    }
+}
+
+// MODE 0: every warp integer; 1: warp 0 integer, the others binary64; 2: every warp binary64.
+template <int MODE>
+__global__ void __launch_bounds__(WI_THREADS, 1)
+    wi_fwd(const u64* __restrict__ in, u64* mid, u64* out, const WP* __restrict__ tw,
+           const u64* __restrict__ qs, unsigned* ctr) {
+    __shared__ __align__(16) u64 tiles[WI_PRIMES * 2 * SUB];
+    const uint32_t p = threadIdx.x >> 5;
+    const u64 q = qs[p];
+    const WP* t = tw + (u64)p * NN;
+    u64* tile = tiles + p * 2 * SUB;
+    if (MODE == 0 || (MODE == 1 && p == 0)) {
+        wi_warp<LooseI>(in, mid, out, t, q, ctr, tile);
+    } else {
+        wi_warp<LooseF>(in, mid, out, t, q, ctr, tile);
+    }
+}
+
+int main() {
+    const size_t words = 2 * WI_COMP;
+    ProbeData pd;
+    CK(make_probe_data(words, &pd));
+    cudaStream_t st = pd.st;
+    // Canonical inputs below 2^40 (every form reads the same words), a twiddle table of pairs
+    // below 2^40, a 60-bit q0 and 40-bit q1..q7.
+    std::vector<u64> hin(words);
+    for (size_t i = 0; i < words; i++) hin[i] = (i * 0x9e3779b97f4a7c15ull) >> 24;
+    CK(cudaMemcpy(pd.in, hin.data(), words * 8, cudaMemcpyHostToDevice));
+    std::vector<WP> htw((size_t)WI_PRIMES * NN);
+    for (size_t i = 0; i < htw.size(); i++)
+        htw[i] = WP{(i * 0x2545f4914f6cdd1dull) >> 24, (i * 0x9e3779b97f4a7c15ull)};
+    WP* tw = nullptr;
+    CK(cudaMalloc(&tw, htw.size() * sizeof(WP)));
+    CK(cudaMemcpy(tw, htw.data(), htw.size() * sizeof(WP), cudaMemcpyHostToDevice));
+    std::vector<u64> hq(WI_PRIMES, 1099508121601ull);
+    hq[0] = 1152921504606830593ull;
+    u64* qs = nullptr;
+    CK(cudaMalloc(&qs, WI_PRIMES * 8));
+    CK(cudaMemcpy(qs, hq.data(), WI_PRIMES * 8, cudaMemcpyHostToDevice));
+    u64 *in = pd.in, *mid = pd.mid, *out = pd.out;
+    unsigned* ctr = pd.ctr;
+    void* args[] = {&in, &mid, &out, &tw, &qs, &ctr};
+    struct Form {
+        const char* name;
+        void* f;
+    } forms[] = {{"wi int", (void*)wi_fwd<0>}, {"wi mix (q0 int)", (void*)wi_fwd<1>},
+                 {"wi f64", (void*)wi_fwd<2>}};
+    const int F = sizeof(forms) / sizeof(forms[0]);
+    std::vector<cudaGraphExec_t> ex(F);
+    std::vector<const char*> names;
+    for (int i = 0; i < F; i++) {
+        CK(cudaMemset(pd.where, 0xff, 256 * 4));
+        CK(launch_shape(forms[i].f, dim3(WI_BLOCKS), WI_THREADS, 0, true, 0, st, args));
+        CK(cudaStreamSynchronize(st));
+        CK(capture(st, [&] {
+            return launch_shape(forms[i].f, dim3(WI_BLOCKS), WI_THREADS, 0, true, 0, st, args);
+        }, &ex[i]));
+        names.push_back(forms[i].name);
+    }
+    CK(time_passes(ex, names, st, 3));
+    return 0;
+}
