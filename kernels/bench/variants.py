@@ -148,40 +148,9 @@ variants["timed"] = timed
 # which doubles cannot hold (it would keep Loose's integer products).
 LOOSE_BODY = src[src.index("struct Loose {\n"):]
 LOOSE_BODY = LOOSE_BODY[: LOOSE_BODY.index("\n};\n") + 4]
-FP64_LOOSE = r"""struct Loose {
-    __device__ __forceinline__ static double d(u64 x) { return __longlong_as_double((long long)x); }
-    __device__ __forceinline__ static u64 b(double x) { return (u64)__double_as_longlong(x); }
-    __device__ __forceinline__ static double mulmod(double x, double w, double qd, double qi) {
-        const double ph = x * w;
-        const double pl = fma(x, w, -ph);
-        const double qf = fma(ph, qi, 6755399441055744.0) - 6755399441055744.0;
-        return fma(-qf, qd, ph) + pl;
-    }
-    template <bool C>
-    __device__ __forceinline__ static void ct(u64& x, u64& y, WP w, u64 q) {
-        const double qd = (double)q, qi = 1.0 / qd;
-        const double xd = d(x), r = mulmod(d(y), d(w.w), qd, qi);
-        x = b(xd + r);
-        y = b(xd - r);
-    }
-    __device__ __forceinline__ static void gs(u64& x, u64& y, WP w, u64 q) {
-        const double qd = (double)q, qi = 1.0 / qd;
-        const double xd = d(x), yd = d(y);
-        y = b(mulmod(xd - yd, d(w.w), qd, qi));
-        x = b(xd + yd);
-    }
-    __device__ __forceinline__ static void ct_out(u64& x0, u64& x1, WP w, u64 q) {
-        ct<false>(x0, x1, w, q);
-        const double qd = (double)q, qi = 1.0 / qd;
-        double a = d(x0), c = d(x1);
-        a = fma(-(fma(a, qi, 6755399441055744.0) - 6755399441055744.0), qd, a);
-        c = fma(-(fma(c, qi, 6755399441055744.0) - 6755399441055744.0), qd, c);
-        x0 = b(a < 0.0 ? a + qd : a);
-        x1 = b(c < 0.0 ? c + qd : c);
-    }
-    __device__ __forceinline__ static u64 gs_off(u64 q) { return 4 * q; }
-};
-"""
+# The struct of kernels/bench/loose_f64.cuh (LooseF) renamed Loose.
+FP64_HDR = pathlib.Path(__file__).resolve().parent.joinpath("loose_f64.cuh").read_text()
+FP64_LOOSE = FP64_HDR[FP64_HDR.index("struct LooseF {"):].replace("struct LooseF {", "struct Loose {", 1)
 variants["fp64"] = src.replace(LOOSE_BODY, FP64_LOOSE)
 
 # fp64w7 (twenty-ninth session, timing only, wrong words): fp64's butterflies in every warp but
@@ -190,8 +159,7 @@ variants["fp64"] = src.replace(LOOSE_BODY, FP64_LOOSE)
 # block two items of every prime would have that mix). A pessimistic bound: in the paired kernels
 # warp 7 is in component group 1, whose barriers make warps 4-6 wait for it. The dispatch is a
 # warp-uniform branch per butterfly.
-W7_LOOSE = FP64_LOOSE.replace("struct Loose {", "struct LooseF {")
-W7 = W7_LOOSE + LOOSE_BODY.replace("struct Loose {", "struct LooseI {") + r"""struct Loose {
+W7 = FP64_HDR[FP64_HDR.index("struct LooseF {"):] + LOOSE_BODY.replace("struct Loose {", "struct LooseI {") + r"""struct Loose {
     __device__ __forceinline__ static bool w7() { return (threadIdx.x >> 5) == 7; }
     template <bool C>
     __device__ __forceinline__ static void ct(u64& x, u64& y, WP w, u64 q) {

@@ -37,48 +37,37 @@
 #define WI_THREADS (32 * WI_PRIMES)
 #define WI_COMP ((u64)WI_PRIMES * NN)
 
-// Binary64 butterflies (run 153's fp64 variant): words as doubles in the u64 slots, x w mod q
-// as ph = x w, pl = fma(x, w, -ph), qf = round(ph / q), r = fma(-qf, q, ph) + pl (exact for q <
-// 2^50 and |x| < 2^50), no reduction between stages; the twiddle's double read from the Shoup
-// pair's w field.
-struct LooseF {
-    __device__ __forceinline__ static double d(u64 x) { return __longlong_as_double((long long)x); }
-    __device__ __forceinline__ static u64 b(double x) { return (u64)__double_as_longlong(x); }
-    __device__ __forceinline__ static double mulmod(double x, double w, double qd, double qi) {
-        const double ph = x * w;
-        const double pl = fma(x, w, -ph);
-        const double qf = fma(ph, qi, 6755399441055744.0) - 6755399441055744.0;
-        return fma(-qf, qd, ph) + pl;
-    }
-    template <bool C>
-    __device__ __forceinline__ static void ct(u64& x, u64& y, WP w, u64 q) {
-        const double qd = (double)q, qi = 1.0 / qd;
-        const double xd = d(x), r = mulmod(d(y), d(w.w), qd, qi);
-        x = b(xd + r);
-        y = b(xd - r);
-    }
-    __device__ __forceinline__ static void ct_out(u64& x0, u64& x1, WP w, u64 q) {
-        ct<false>(x0, x1, w, q);
-        const double qd = (double)q, qi = 1.0 / qd;
-        double a = d(x0), c = d(x1);
-        a = fma(-(fma(a, qi, 6755399441055744.0) - 6755399441055744.0), qd, a);
-        c = fma(-(fma(c, qi, 6755399441055744.0) - 6755399441055744.0), qd, c);
-        x0 = b(a < 0.0 ? a + qd : a);
-        x1 = b(c < 0.0 ? c + qd : c);
-    }
-    // A canonical word (< 2^52) as a double, and back: one logic op and one add each way.
-    __device__ __forceinline__ static u64 in(u64 x) {
-        return b(d(x | 0x4330000000000000ull) - 4503599627370496.0);
-    }
-    __device__ __forceinline__ static u64 out(u64 x) {
-        return b(d(x) + 4503599627370496.0) & 0xFFFFFFFFFFFFFull;
-    }
-};
+#include "loose_f64.cuh"
+
 // Loose with the same word hooks (integers need no conversion).
 struct LooseI : Loose {
     __device__ __forceinline__ static u64 in(u64 x) { return x; }
     __device__ __forceinline__ static u64 out(u64 x) { return x; }
 };
+
+// A half-warp's 128-point transform from its round-1 words x (already through fwd8): into the
+// tile, round 2 (strides 8, 4, 2) with twiddle base b2, round 3 (stride 1) by `last(k, x0, x1)`
+// on the pairs 2k, 2k + 1 (k = l + 16 i).
+template <class A, class Last>
+__device__ __forceinline__ void wi_rounds23(u64* s, u64 (&x)[8], uint32_t l, const WP* tw,
+                                            uint32_t b2, u64 q, Last last) {
+#pragma unroll
+    for (int e = 0; e < 8; e++) s[l + 16 * e] = x[e];
+    __syncwarp();
+    const uint32_t j0 = 16 * (l >> 1) + (l & 1);
+#pragma unroll
+    for (int e = 0; e < 8; e++) x[e] = s[j0 + 2 * e];
+    fwd8<A, 5>(x, tw7(tw, b2), q);
+    __syncwarp();
+#pragma unroll
+    for (int e = 0; e < 8; e++) s[j0 + 2 * e] = x[e];
+    __syncwarp();
+#pragma unroll
+    for (int i = 0; i < 4; i++) {
+        const uint32_t k = l + 16 * i;
+        last(k, s[2 * k], s[2 * k + 1]);
+    }
+}
 
 // One warp's forward NTT work on prime p: columns, the prime's exchange, rows.
 template <class A>
@@ -98,25 +87,11 @@ __device__ __forceinline__ void wi_warp(const u64* __restrict__ in, u64* mid, u6
 #pragma unroll
         for (int e = 0; e < 8; e++) x[e] = A::in(limb[(l + 16 * e) * SUB + col]);
         fwd8<A, 7>(x, tw7(tw, 1), q);
-#pragma unroll
-        for (int e = 0; e < 8; e++) s[l + 16 * e] = x[e];
-        __syncwarp();
-        const uint32_t j0 = 16 * (l >> 1) + (l & 1);
-#pragma unroll
-        for (int e = 0; e < 8; e++) x[e] = s[j0 + 2 * e];
-        fwd8<A, 5>(x, tw7(tw, 8 + (l >> 1)), q);
-        __syncwarp();
-#pragma unroll
-        for (int e = 0; e < 8; e++) s[j0 + 2 * e] = x[e];
-        __syncwarp();
-#pragma unroll
-        for (int i = 0; i < 4; i++) {
-            const uint32_t k = l + 16 * i;
-            u64 x0 = s[2 * k], x1 = s[2 * k + 1];
+        wi_rounds23<A>(s, x, l, tw, 8 + (l >> 1), q, [&](uint32_t k, u64 x0, u64 x1) {
             A::template ct<true>(x0, x1, ldwp(tw + 64 + k), q);
             m[(2 * k) * SUB + col] = x0;
             m[(2 * k + 1) * SUB + col] = x1;
-        }
+        });
     }
     __syncwarp();
     if (lane == 0) {
@@ -132,24 +107,10 @@ __device__ __forceinline__ void wi_warp(const u64* __restrict__ in, u64* mid, u6
 #pragma unroll
         for (int e = 0; e < 8; e++) x[e] = ldcg(mid + off + l + 16 * e);
         fwd8<A, 2>(x, tw7(tw, SUB + r), q);
-#pragma unroll
-        for (int e = 0; e < 8; e++) s[l + 16 * e] = x[e];
-        __syncwarp();
-        const uint32_t j0 = 16 * (l >> 1) + (l & 1);
-#pragma unroll
-        for (int e = 0; e < 8; e++) x[e] = s[j0 + 2 * e];
-        fwd8<A, 5>(x, tw7(tw, (SUB + r) * 8 + (l >> 1)), q);
-        __syncwarp();
-#pragma unroll
-        for (int e = 0; e < 8; e++) s[j0 + 2 * e] = x[e];
-        __syncwarp();
-#pragma unroll
-        for (int i = 0; i < 4; i++) {
-            const uint32_t k = l + 16 * i;
-            u64 x0 = s[2 * k], x1 = s[2 * k + 1];
+        wi_rounds23<A>(s, x, l, tw, (SUB + r) * 8 + (l >> 1), q, [&](uint32_t k, u64 x0, u64 x1) {
             A::ct_out(x0, x1, ldwp(tw + (SUB + r) * 64 + k), q);
             st2(out + off + 2 * k, A::out(x0), A::out(x1));
-        }
+        });
     }
 }
 
@@ -203,7 +164,6 @@ int main() {
     std::vector<cudaGraphExec_t> ex(F);
     std::vector<const char*> names;
     for (int i = 0; i < F; i++) {
-        CK(cudaMemset(pd.where, 0xff, 256 * 4));
         CK(launch_shape(forms[i].f, dim3(WI_BLOCKS), WI_THREADS, 0, true, 0, st, args));
         CK(cudaStreamSynchronize(st));
         CK(capture(st, [&] {

@@ -1,0 +1,49 @@
+// LooseF: the kernels' Loose butterflies (kernels/ckks.cu) in binary64, for timing probes only
+// (kernels/bench/variants.py's fp64 / fp64w7 variants paste this struct over Loose;
+// warp_item_probe.cu includes it after ckks.cu). Include after kernels/ckks.cu (u64, WP).
+#pragma once
+
+// Binary64 butterflies (run 153's fp64 variant): words as doubles in the u64 slots, x w mod q
+// as ph = x w, pl = fma(x, w, -ph), qf = round(ph / q), r = fma(-qf, q, ph) + pl (exact for q <
+// 2^50 and |x| < 2^50), no reduction between stages; the twiddle's double read from the Shoup
+// pair's w field.
+struct LooseF {
+    __device__ __forceinline__ static double d(u64 x) { return __longlong_as_double((long long)x); }
+    __device__ __forceinline__ static u64 b(double x) { return (u64)__double_as_longlong(x); }
+    __device__ __forceinline__ static double mulmod(double x, double w, double qd, double qi) {
+        const double ph = x * w;
+        const double pl = fma(x, w, -ph);
+        const double qf = fma(ph, qi, 6755399441055744.0) - 6755399441055744.0;
+        return fma(-qf, qd, ph) + pl;
+    }
+    template <bool C>
+    __device__ __forceinline__ static void ct(u64& x, u64& y, WP w, u64 q) {
+        const double qd = (double)q, qi = 1.0 / qd;
+        const double xd = d(x), r = mulmod(d(y), d(w.w), qd, qi);
+        x = b(xd + r);
+        y = b(xd - r);
+    }
+    __device__ __forceinline__ static void gs(u64& x, u64& y, WP w, u64 q) {
+        const double qd = (double)q, qi = 1.0 / qd;
+        const double xd = d(x), yd = d(y);
+        y = b(mulmod(xd - yd, d(w.w), qd, qi));
+        x = b(xd + yd);
+    }
+    __device__ __forceinline__ static u64 gs_off(u64 q) { return 4 * q; }
+    __device__ __forceinline__ static void ct_out(u64& x0, u64& x1, WP w, u64 q) {
+        ct<false>(x0, x1, w, q);
+        const double qd = (double)q, qi = 1.0 / qd;
+        double a = d(x0), c = d(x1);
+        a = fma(-(fma(a, qi, 6755399441055744.0) - 6755399441055744.0), qd, a);
+        c = fma(-(fma(c, qi, 6755399441055744.0) - 6755399441055744.0), qd, c);
+        x0 = b(a < 0.0 ? a + qd : a);
+        x1 = b(c < 0.0 ? c + qd : c);
+    }
+    // A canonical word (< 2^52) as a double, and back: one logic op and one add each way.
+    __device__ __forceinline__ static u64 in(u64 x) {
+        return b(d(x | 0x4330000000000000ull) - 4503599627370496.0);
+    }
+    __device__ __forceinline__ static u64 out(u64 x) {
+        return b(d(x) + 4503599627370496.0) & 0xFFFFFFFFFFFFFull;
+    }
+};
