@@ -45,6 +45,10 @@ struct LooseI : Loose {
     __device__ __forceinline__ static u64 out(u64 x) { return x; }
 };
 
+// Tile index with the row (i / 16, below 8) XORed into bits 1-3: round 2's lanes (16 m + c + 2 e)
+// land in 16 distinct bank pairs instead of 2 (run 154 ran without it: 8-way conflicts).
+__device__ __forceinline__ uint32_t sw(uint32_t i) { return i ^ ((i >> 3) & 14u); }
+
 // A half-warp's 128-point transform from its round-1 words x (already through fwd8): into the
 // tile, round 2 (strides 8, 4, 2) with twiddle base b2, round 3 (stride 1) by `last(k, x0, x1)`
 // on the pairs 2k, 2k + 1 (k = l + 16 i).
@@ -52,20 +56,20 @@ template <class A, class Last>
 __device__ __forceinline__ void wi_rounds23(u64* s, u64 (&x)[8], uint32_t l, const WP* tw,
                                             uint32_t b2, u64 q, Last last) {
 #pragma unroll
-    for (int e = 0; e < 8; e++) s[l + 16 * e] = x[e];
+    for (int e = 0; e < 8; e++) s[sw(l + 16 * e)] = x[e];
     __syncwarp();
     const uint32_t j0 = 16 * (l >> 1) + (l & 1);
 #pragma unroll
-    for (int e = 0; e < 8; e++) x[e] = s[j0 + 2 * e];
+    for (int e = 0; e < 8; e++) x[e] = s[sw(j0 + 2 * e)];
     fwd8<A, 5>(x, tw7(tw, b2), q);
     __syncwarp();
 #pragma unroll
-    for (int e = 0; e < 8; e++) s[j0 + 2 * e] = x[e];
+    for (int e = 0; e < 8; e++) s[sw(j0 + 2 * e)] = x[e];
     __syncwarp();
 #pragma unroll
     for (int i = 0; i < 4; i++) {
         const uint32_t k = l + 16 * i;
-        last(k, s[2 * k], s[2 * k + 1]);
+        last(k, s[sw(2 * k)], s[sw(2 * k + 1)]);
     }
 }
 
