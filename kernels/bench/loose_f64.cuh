@@ -10,11 +10,19 @@
 struct LooseF {
     __device__ __forceinline__ static double d(u64 x) { return __longlong_as_double((long long)x); }
     __device__ __forceinline__ static u64 b(double x) { return (u64)__double_as_longlong(x); }
+    // round(v * qi) to an integer by the 1.5 * 2^52 shift (|v * qi| < 2^51).
+    __device__ __forceinline__ static double quot(double v, double qi) {
+        return fma(v, qi, 6755399441055744.0) - 6755399441055744.0;
+    }
     __device__ __forceinline__ static double mulmod(double x, double w, double qd, double qi) {
         const double ph = x * w;
         const double pl = fma(x, w, -ph);
-        const double qf = fma(ph, qi, 6755399441055744.0) - 6755399441055744.0;
-        return fma(-qf, qd, ph) + pl;
+        return fma(-quot(ph, qi), qd, ph) + pl;
+    }
+    // x mod q in [0, q) for an integer |x| < 2^50.
+    __device__ __forceinline__ static double canon(double x, double qd, double qi) {
+        const double r = fma(-quot(x, qi), qd, x);
+        return r < 0.0 ? r + qd : r;
     }
     template <bool C>
     __device__ __forceinline__ static void ct(u64& x, u64& y, WP w, u64 q) {
@@ -33,11 +41,8 @@ struct LooseF {
     __device__ __forceinline__ static void ct_out(u64& x0, u64& x1, WP w, u64 q) {
         ct<false>(x0, x1, w, q);
         const double qd = (double)q, qi = 1.0 / qd;
-        double a = d(x0), c = d(x1);
-        a = fma(-(fma(a, qi, 6755399441055744.0) - 6755399441055744.0), qd, a);
-        c = fma(-(fma(c, qi, 6755399441055744.0) - 6755399441055744.0), qd, c);
-        x0 = b(a < 0.0 ? a + qd : a);
-        x1 = b(c < 0.0 ? c + qd : c);
+        x0 = b(canon(d(x0), qd, qi));
+        x1 = b(canon(d(x1), qd, qi));
     }
     // A canonical word (< 2^52) as a double, and back: one logic op and one add each way.
     __device__ __forceinline__ static u64 in(u64 x) {
