@@ -17,7 +17,8 @@
 //     twiddles) and stores it.
 // Forms: `int` every warp by Loose (the kernels' integer butterflies), `mix` warp 0 by Loose
 // (the base prime's share) and warps 1-7 by binary64 (LooseF below), `f64` every warp by
-// binary64. The engine's paired kernel in the same call: ntt_bench's row 47 (fwd-gp-g).
+// binary64; `... grid`: the same with the exchange as one barrier of the launch (one poller per
+// block, run 155). The engine's paired kernel in the same call: ntt_bench's row 47 (fwd-gp-g).
 //
 // nvcc -arch=sm_90 -O3 -std=c++17 kernels/bench/warp_item_probe.cu -o warp_item_probe
 #include <cuda_runtime.h>
@@ -74,14 +75,19 @@ __device__ __forceinline__ void wi_rounds23(u64* s, u64 (&x)[8], uint32_t l, con
 }
 
 // One warp's forward NTT work on prime p: columns, the prime's exchange, rows.
-template <class A>
+// GRID: the exchange as one barrier of the whole launch (every warp of the block meets at
+// __syncthreads, thread 0 fences, counts the block on ctr[WI_PRIMES] and polls it: 128 pollers
+// of one counter) instead of one counter per prime polled by every warp (128 pollers each).
+template <class A, bool GRID = false>
 __device__ __forceinline__ void wi_warp(const u64* __restrict__ in, u64* mid, u64* out,
                                         const WP* __restrict__ tw, u64 q, unsigned* ctr,
                                         u64* tile) {
     const uint32_t lane = threadIdx.x & 31, l = lane & 15, h = lane >> 4, b = blockIdx.x;
     const uint32_t p = threadIdx.x >> 5;
+    unsigned* c = GRID ? &ctr[WI_PRIMES] : &ctr[p];
     unsigned target = 0;
-    if (lane == 0) target = (*(volatile unsigned*)&ctr[p] & ~(unsigned)(WI_BLOCKS - 1)) + WI_BLOCKS;
+    if (GRID ? threadIdx.x == 0 : lane == 0)
+        target = (*(volatile unsigned*)c & ~(unsigned)(WI_BLOCKS - 1)) + WI_BLOCKS;
     u64* s = tile + h * SUB;
     u64 x[8];
     {
@@ -97,14 +103,25 @@ __device__ __forceinline__ void wi_warp(const u64* __restrict__ in, u64* mid, u6
             m[(2 * k + 1) * SUB + col] = x1;
         });
     }
-    __syncwarp();
-    if (lane == 0) {
-        __threadfence();
-        atomicAdd(&ctr[p], 1u);
-        while ((int)(ld_acquire(&ctr[p]) - target) < 0) {
+    if constexpr (GRID) {
+        __syncthreads();
+        if (threadIdx.x == 0) {
+            __threadfence();
+            atomicAdd(c, 1u);
+            while ((int)(ld_acquire(c) - target) < 0) {
+            }
         }
+        __syncthreads();
+    } else {
+        __syncwarp();
+        if (lane == 0) {
+            __threadfence();
+            atomicAdd(c, 1u);
+            while ((int)(ld_acquire(c) - target) < 0) {
+            }
+        }
+        __syncwarp();
     }
-    __syncwarp();
     {
         const uint32_t r = b;
         const u64 off = h * WI_COMP + (u64)p * NN + (u64)r * SUB;
@@ -119,7 +136,8 @@ __device__ __forceinline__ void wi_warp(const u64* __restrict__ in, u64* mid, u6
 }
 
 // MODE 0: every warp integer; 1: warp 0 integer, the others binary64; 2: every warp binary64.
-template <int MODE>
+// GRID: wi_warp's exchange as one barrier of the launch.
+template <int MODE, bool GRID = false>
 __global__ void __launch_bounds__(WI_THREADS, 1)
     wi_fwd(const u64* __restrict__ in, u64* mid, u64* out, const WP* __restrict__ tw,
            const u64* __restrict__ qs, unsigned* ctr) {
@@ -129,9 +147,9 @@ __global__ void __launch_bounds__(WI_THREADS, 1)
     const WP* t = tw + (u64)p * NN;
     u64* tile = tiles + p * 2 * SUB;
     if (MODE == 0 || (MODE == 1 && p == 0)) {
-        wi_warp<LooseI>(in, mid, out, t, q, ctr, tile);
+        wi_warp<LooseI, GRID>(in, mid, out, t, q, ctr, tile);
     } else {
-        wi_warp<LooseF>(in, mid, out, t, q, ctr, tile);
+        wi_warp<LooseF, GRID>(in, mid, out, t, q, ctr, tile);
     }
 }
 
@@ -163,7 +181,8 @@ int main() {
         const char* name;
         void* f;
     } forms[] = {{"wi int", (void*)wi_fwd<0>}, {"wi mix (q0 int)", (void*)wi_fwd<1>},
-                 {"wi f64", (void*)wi_fwd<2>}};
+                 {"wi f64", (void*)wi_fwd<2>},         {"wi int grid", (void*)wi_fwd<0, true>},
+                 {"wi mix grid", (void*)wi_fwd<1, true>}, {"wi f64 grid", (void*)wi_fwd<2, true>}};
     const int F = sizeof(forms) / sizeof(forms[0]);
     std::vector<cudaGraphExec_t> ex(F);
     std::vector<const char*> names;
