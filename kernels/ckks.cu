@@ -714,6 +714,13 @@ __device__ __forceinline__ u64 shoup_lazy3(u64 x, u64 w, u64 wp, u64 q) {
 // Harvey: ct_bfly / gs_bfly (the cluster and two-pass kernels' butterflies), words in [0, 4q) /
 // [0, 2q), every stage reduces (C is ignored); the harness prototypes in kernels/bench were
 // measured with it and name it.
+// The inverse NTT's last stage with the scaling c folded in (inv8_last), integer words below
+// 2 off: (x + y) * c.s and (x + off - y) * c.f, canonical (Shoup's full products).
+__device__ __forceinline__ void int_gs_last(u64& x, u64& y, const Post& c, u64 q, u64 off) {
+    const u64 u = x + y, v = x + off - y;
+    x = shoup(u, c.s.w, c.s.wp, q);
+    y = shoup(v, c.f.w, c.f.wp, q);
+}
 struct Harvey {
     template <bool C>
     __device__ __forceinline__ static void ct(u64& x, u64& y, WP w, u64 q) {
@@ -728,6 +735,9 @@ struct Harvey {
         x1 = csub(x1, q);
     }
     __device__ __forceinline__ static u64 gs_off(u64 q) { return 2 * q; }
+    __device__ __forceinline__ static void gs_last(u64& x, u64& y, const Post& c, u64 q) {
+        int_gs_last(x, y, c, q, gs_off(q));
+    }
 };
 // Loose (every kernel without clusters; every prime below 2^60, which CudaEngine::new checks):
 // products by
@@ -759,6 +769,88 @@ struct Loose {
         x1 = csub(csub(csub(csub(x1, 8 * q), 4 * q), 2 * q), q);
     }
     __device__ __forceinline__ static u64 gs_off(u64 q) { return 4 * q; }
+    __device__ __forceinline__ static void gs_last(u64& x, u64& y, const Post& c, u64 q) {
+        int_gs_last(x, y, c, q, gs_off(q));
+    }
+    // The paired kernels' word hooks (LooseF converts): a canonical input word as held in the
+    // rounds, and the inverse's words at the exchange between its phases (below 4q already).
+    __device__ __forceinline__ static u64 in(u64 x) { return x; }
+    __device__ __forceinline__ static u64 mid(u64 x, u64) { return x; }
+};
+
+// LooseF: Loose's butterflies in binary64 arithmetic, for primes below F64_Q (2^42; the paired
+// NTT kernels choose it per component group by the group's prime, decision 0511). The words
+// are held as doubles with integer values of either sign (their bit patterns in the u64
+// slots); x w mod q for |x| <= 2^50 and a twiddle w < q as
+//   ph = fl(x w), pl = fma(x, w, -ph) = x w - ph exactly (|pl| <= 2^38),
+//   qf = round(ph / q) by the 1.5 2^52 shift (|ph / q| < 2^51),
+//   r = fma(-qf, q, ph) + pl: ph - qf q is an integer below 2^43, so the fma is exact, and so
+//   is the sum;
+// qf is within 0.5 + |x| 2^-52 <= 0.625 of x w / q, so |r| <= 0.625 q. Forward (CT): x +- r
+// from canonical inputs stay below q + 14 * 0.625 q < 10 q < 2^46 through both phases, no
+// reduction; ct_out reduces to canonical. Inverse (GS): x + y at most doubles a stage (below
+// 2^7 q < 2^49 after the row phase); mid() reduces every word to |x| <= 0.5 q + 1 at the
+// exchange, the column phase's sums stay below 2^7 q, and gs_last's products (the scaling
+// folded in) are reduced to canonical. Every step is exact, so the words equal the integer
+// kernels' (and the CPU engine's) bit for bit.
+#define F64_Q (1ull << 42)
+struct LooseF {
+    __device__ __forceinline__ static double d(u64 x) { return __longlong_as_double((long long)x); }
+    __device__ __forceinline__ static u64 b(double x) { return (u64)__double_as_longlong(x); }
+    // An integer below 2^52 as a double: its bits under 2^52's exponent, minus 2^52.
+    __device__ __forceinline__ static double num(u64 x) {
+        return __dsub_rn(d(x | 0x4330000000000000ull), 4503599627370496.0);
+    }
+    // round(v / q) for |v / q| < 2^51 (qi = 1 / q rounded), by the 1.5 2^52 shift.
+    __device__ __forceinline__ static double quot(double v, double qi) {
+        return __dsub_rn(__fma_rn(v, qi, 6755399441055744.0), 6755399441055744.0);
+    }
+    __device__ __forceinline__ static double mulmod(double x, double w, double qd, double qi) {
+        const double ph = __dmul_rn(x, w);
+        const double pl = __fma_rn(x, w, -ph);
+        return __dadd_rn(__fma_rn(-quot(ph, qi), qd, ph), pl);
+    }
+    // |x| < 2^50, an integer: x mod q in [0, q), as the canonical u64 word.
+    __device__ __forceinline__ static u64 canon(double x, double qd, double qi) {
+        double r = __fma_rn(-quot(x, qi), qd, x);
+        if (r < 0.0) r = __dadd_rn(r, qd);
+        return b(__dadd_rn(r, 4503599627370496.0)) & 0xFFFFFFFFFFFFFull;
+    }
+    template <bool C>
+    __device__ __forceinline__ static void ct(u64& x, u64& y, WP w, u64 q) {
+        const double qd = (double)q, qi = 1.0 / qd;
+        const double xd = d(x), r = mulmod(d(y), num(w.w), qd, qi);
+        x = b(__dadd_rn(xd, r));
+        y = b(__dsub_rn(xd, r));
+    }
+    __device__ __forceinline__ static void gs(u64& x, u64& y, WP w, u64 q) {
+        const double qd = (double)q, qi = 1.0 / qd;
+        const double xd = d(x), yd = d(y);
+        y = b(mulmod(__dsub_rn(xd, yd), num(w.w), qd, qi));
+        x = b(__dadd_rn(xd, yd));
+    }
+    // The forward's last stage: canonical u64 words out.
+    __device__ __forceinline__ static void ct_out(u64& x0, u64& x1, WP w, u64 q) {
+        ct<false>(x0, x1, w, q);
+        const double qd = (double)q, qi = 1.0 / qd;
+        x0 = canon(d(x0), qd, qi);
+        x1 = canon(d(x1), qd, qi);
+    }
+    // The inverse's last stage, scaling folded in: canonical u64 words out.
+    __device__ __forceinline__ static void gs_last(u64& x, u64& y, const Post& c, u64 q) {
+        const double qd = (double)q, qi = 1.0 / qd;
+        const double xd = d(x), yd = d(y);
+        const double u = mulmod(__dadd_rn(xd, yd), num(c.s.w), qd, qi);
+        const double v = mulmod(__dsub_rn(xd, yd), num(c.f.w), qd, qi);
+        x = canon(u, qd, qi);
+        y = canon(v, qd, qi);
+    }
+    __device__ __forceinline__ static u64 in(u64 x) { return b(num(x)); }
+    // x - round(x / q) q: |result| <= 0.5 q + 1.
+    __device__ __forceinline__ static u64 mid(u64 x, u64 q) {
+        const double qd = (double)q, qi = 1.0 / qd, xd = d(x);
+        return b(__fma_rn(-quot(xd, qi), qd, xd));
+    }
 };
 
 // A twiddle pair in one 16-byte load (the tables are 16-byte aligned pairs).
@@ -1203,13 +1295,8 @@ __device__ __forceinline__ void inv8(u64 (&x)[8], const Tw7& w, u64 q) {
 template <class A = Loose>
 __device__ __forceinline__ void inv8_last(u64 (&x)[8], const WP* tw, const Post& c, u64 q) {
     inv8_first2<A>(x, tw7(tw, 1), q);
-    const u64 off = A::gs_off(q);
 #pragma unroll
-    for (int e = 0; e < 4; e++) {
-        const u64 u = x[e] + x[e + 4], v = x[e] + off - x[e + 4];
-        x[e] = shoup(u, c.s.w, c.s.wp, q);
-        x[e + 4] = shoup(v, c.f.w, c.f.wp, q);
-    }
+    for (int e = 0; e < 4; e++) A::gs_last(x[e], x[e + 4], c, q);
 }
 
 // The middle round of a *_gs phase, in place on the tile: words 16 ah + 2e + b0 (e = 0..7) of
@@ -1696,13 +1783,13 @@ __device__ __forceinline__ void gate_wait() { asm volatile("bar.sync 3, 256;" ::
 // zs words after component 0.
 struct PairLines {
     uint32_t k;
-    u64 zs;
+    u64 coff;  // the group's component: its offset from the limb (c * zs)
     __device__ __forceinline__ uint32_t row(uint32_t l) const { return 8 * k + (l & 7); }
     __device__ __forceinline__ uint32_t roff(uint32_t l) const {
-        return (uint32_t)((l >> 3) * zs) + row(l) * SUB;
+        return (uint32_t)coff + row(l) * SUB;
     }
     __device__ __forceinline__ uint32_t col(uint32_t l) const {
-        return (uint32_t)((l >> 3) * zs) + 8 * k + (l & 7);
+        return (uint32_t)coff + 8 * k + (l & 7);
     }
 };
 // The paired kernels' column tile word of (tile line c, index a): line c ^ 8 in the rows a
@@ -1737,144 +1824,186 @@ __device__ __forceinline__ unsigned* pair_ctr(unsigned* sync_ctr, uint32_t y, ui
     return sync_ctr + (g == 0 ? 2 * y + 1 : 2 * (y + GP_CTR2) + 1);
 }
 // Middle radix-8 round of a paired column tile (gs_mid_round's words with gp_cw).
-template <bool FWD, unsigned M = 7>
+template <bool FWD, unsigned M = 7, class A = Loose>
 __device__ __forceinline__ void gp_col_mid(u64* s, uint32_t line, uint32_t ah, uint32_t b0,
                                            const WP* tw, u64 q) {
     u64 x[8];
 #pragma unroll
     for (int e = 0; e < 8; e++) x[e] = s[gp_cw(line, ah * 16 + 2 * e + b0)];
     if constexpr (FWD) {
-        fwd8<Loose, M>(x, tw7(tw, 8 + ah), q);
+        fwd8<A, M>(x, tw7(tw, 8 + ah), q);
     } else {
-        inv8<Loose>(x, tw7(tw, 8 + ah), q);
+        inv8<A>(x, tw7(tw, 8 + ah), q);
     }
 #pragma unroll
     for (int e = 0; e < 8; e++) s[gp_cw(line, ah * 16 + 2 * e + b0)] = x[e];
 }
-GS_KERNEL ntt_fwd_gp(const u64* __restrict__ in, u64* __restrict__ out,
-                     const Prime* __restrict__ primes, const WP* __restrict__ twf,
-                     uint32_t prime_off, u64 ys, u64 zs, unsigned* sync_ctr) {
-    CL_SHARED(s);
+// Which prime (limb row y) and component c a paired block's group g works on. Blocks of limb
+// rows 0 and 1 with both groups are transposed: group g takes prime g, component blockIdx.y,
+// so the 60-bit base prime's 32 groups (integer butterflies) sit one per block beside a group
+// of prime 1 (binary64) instead of two per block in 16 blocks: a launch lasts as long as its
+// slowest block (decision 0511). Each (y, c) keeps its 16 groups, all in one limb row of blocks.
+struct GpRole {
+    uint32_t y, c;
+};
+__device__ __forceinline__ GpRole gp_role(uint32_t g) {
+    if (gridDim.y >= 2 && blockIdx.y < 2 && blockDim.x == GS_THREADS) return GpRole{g, blockIdx.y};
+    return GpRole{blockIdx.y, g};
+}
+// The forward paired NTT of group th.g's lines (role r), by A's butterflies.
+template <class A>
+__device__ __forceinline__ void gp_fwd(u64* s, const PairThread& th, GpRole r, u64 q,
+                                       const u64* __restrict__ in, u64* __restrict__ out,
+                                       const WP* __restrict__ tw, u64 ys, u64 zs,
+                                       unsigned* sync_ctr) {
     u64* sr = s + CL_WORDS;
-    grid_dep_wait();
-    const uint32_t y = blockIdx.y, pid = prime_off + y;
-    const u64 q = primes[pid].q;
-    const WP* tw = twf + (u64)pid * NN;
-    const PairThread th;
-    const PairLines lines{blockIdx.x, zs};
-    unsigned* ctr = pair_ctr(sync_ctr, y, th.g);
+    const PairLines lines{blockIdx.x, r.c * zs};
+    unsigned* ctr = pair_ctr(sync_ctr, r.y, r.c);
     unsigned target = 0;
     if (th.t == 0) target = pair_target(ctr);
-    const u64* base = in + y * ys;
-    u64* limb = out + y * ys;
+    const u64* base = in + r.y * ys;
+    u64* limb = out + r.y * ys;
     {
-        // Column phase of component g (gs_fwd_cols_at's rounds): line lo, index a = hi + 16e.
+        // Column phase of the group's component (gs_fwd_cols_at's rounds): line lo, index
+        // a = hi + 16e.
         const uint32_t lo = th.cline(), hi = th.chi(), col = lines.col(lo);
         u64 x[8];
 #pragma unroll
-        for (int e = 0; e < 8; e++) x[e] = base[(hi + 16 * e) * SUB + col];
+        for (int e = 0; e < 8; e++) x[e] = A::in(base[(hi + 16 * e) * SUB + col]);
         if (th.g == 1) gate_wait();
-        fwd8<Loose, 4>(x, tw7(tw, 1), q);
+        fwd8<A, 4>(x, tw7(tw, 1), q);
 #pragma unroll
         for (int e = 0; e < 8; e++) s[gp_cw(lo, hi + 16 * e)] = x[e];
         gsync(th.g);
-        gp_col_mid<true, 2>(s, lo, hi >> 1, hi & 1, tw, q);
+        gp_col_mid<true, 2, A>(s, lo, hi >> 1, hi & 1, tw, q);
         gsync(th.g);
 #pragma unroll
         for (int i = 0; i < 4; i++) {
             const uint32_t a = 2 * (hi + 16 * i);
             u64 x0 = s[gp_cw(lo, a)], x1 = s[gp_cw(lo, a + 1)];
-            Loose::ct<true>(x0, x1, ldwp(tw + 64 + a / 2), q);
+            A::template ct<true>(x0, x1, ldwp(tw + 64 + a / 2), q);
             limb[a * SUB + col] = x0;
             limb[(a + 1) * SUB + col] = x1;
         }
         if (th.g == 0 && blockDim.x == GS_THREADS) gate_open();  // no group 1: no gate
     }
-    pair_sync(th, ctr, target);  // every column of component g of the limb is in out
+    pair_sync(th, ctr, target);  // every column of the group's component is in out
     const uint32_t lo = th.tid % 16, hi = th.tid / 16;
     {
         // Row phase, round 1: b = lo + 16e of tile row hi.
         u64 x[8];
 #pragma unroll
         for (int e = 0; e < 8; e++) x[e] = ldcg(limb + lines.roff(hi) + lo + 16 * e);
-        fwd8<Loose, 2>(x, tw7(tw, SUB + lines.row(hi)), q);
+        fwd8<A, 2>(x, tw7(tw, SUB + lines.row(hi)), q);
 #pragma unroll
         for (int e = 0; e < 8; e++) sr[gs_rw(hi, lo + 16 * e)] = x[e];
     }
     gsync(th.g);
     {
         const uint32_t line = th.cline(), u = th.chi();
-        gs_mid_round<true, true, Loose, 5>(sr, line, u >> 1, u & 1, tw,
-                                           (SUB + lines.row(line)) * 8 + (u >> 1), q);
+        gs_mid_round<true, true, A, 5>(sr, line, u >> 1, u & 1, tw,
+                                       (SUB + lines.row(line)) * 8 + (u >> 1), q);
     }
     gsync(th.g);
-    u64* dst = out + (hi >> 3) * zs + y * ys;
-    gs_fwd_rows_last(sr, tw, q, lines.row(hi),
-                     [&](uint32_t pos, u64 x0, u64 x1) { st2(dst + pos, x0, x1); });
+    u64* dst = limb + r.c * zs;
+    gs_fwd_rows_last<A>(sr, tw, q, lines.row(hi),
+                        [&](uint32_t pos, u64 x0, u64 x1) { st2(dst + pos, x0, x1); });
 }
-// The inverse by paired blocks (as ntt_fwd_gp, rows first), scaled by post[pid] (inv8_last).
-GS_KERNEL ntt_inv_gp(const u64* __restrict__ in, u64* __restrict__ out,
-                     const Prime* __restrict__ primes, const WP* __restrict__ twi,
-                     const Post* __restrict__ post, uint32_t prime_off, u64 ys, u64 zs,
-                     unsigned* sync_ctr) {
+GS_KERNEL ntt_fwd_gp(const u64* __restrict__ in, u64* __restrict__ out,
+                     const Prime* __restrict__ primes, const WP* __restrict__ twf,
+                     uint32_t prime_off, u64 ys, u64 zs, unsigned* sync_ctr) {
     CL_SHARED(s);
-    u64* sr = s + CL_WORDS;
     grid_dep_wait();
-    const uint32_t y = blockIdx.y, pid = prime_off + y;
-    const u64 q = primes[pid].q;
-    const WP* tw = twi + (u64)pid * NN;
     const PairThread th;
-    const PairLines lines{blockIdx.x, zs};
-    unsigned* ctr = pair_ctr(sync_ctr, y, th.g);
+    const GpRole r = gp_role(th.g);
+    const uint32_t pid = prime_off + r.y;
+    const u64 q = primes[pid].q;
+    const WP* tw = twf + (u64)pid * NN;
+    if (q < F64_Q) {
+        gp_fwd<LooseF>(s, th, r, q, in, out, tw, ys, zs, sync_ctr);
+    } else {
+        gp_fwd<Loose>(s, th, r, q, in, out, tw, ys, zs, sync_ctr);
+    }
+}
+// The inverse of group th.g's lines (role r) by paired blocks (as gp_fwd, rows first), scaled
+// by c (inv8_last), by A's butterflies.
+template <class A>
+__device__ __forceinline__ void gp_inv(u64* s, const PairThread& th, GpRole r, u64 q,
+                                       const u64* __restrict__ in, u64* __restrict__ out,
+                                       const WP* __restrict__ tw, const Post& c, u64 ys, u64 zs,
+                                       unsigned* sync_ctr) {
+    u64* sr = s + CL_WORDS;
+    const PairLines lines{blockIdx.x, r.c * zs};
+    unsigned* ctr = pair_ctr(sync_ctr, r.y, r.c);
     unsigned target = 0;
     if (th.t == 0) target = pair_target(ctr);
-    const u64* src = in + y * ys;
-    u64* limb = out + y * ys;
+    const u64* src = in + r.y * ys;
+    u64* limb = out + r.y * ys;
     {
         // Row phase (gs_inv_ntt's rounds), round 1: pairs b = 2 (lo + 16i) of tile row hi.
         const uint32_t lo = th.tid % 16, hi = th.tid / 16, row = lines.row(hi);
         u64 x[8];
 #pragma unroll
-        for (int i = 0; i < 4; i++)
+        for (int i = 0; i < 4; i++) {
             ld2sh(src + lines.roff(hi) + 2 * (lo + 16 * i), x[2 * i], x[2 * i + 1]);
+            x[2 * i] = A::in(x[2 * i]);
+            x[2 * i + 1] = A::in(x[2 * i + 1]);
+        }
         if (th.g == 1) gate_wait();
-        inv_rows_first(sr, x, tw, row, lo, hi, q);
+        inv_rows_first<A>(sr, x, tw, row, lo, hi, q);
         gsync(th.g);
         {
             const uint32_t line = th.cline(), u = th.chi();
-            gs_mid_round<false, true, Loose>(sr, line, u >> 1, u & 1, tw,
-                                             (SUB + lines.row(line)) * 8 + (u >> 1), q);
+            gs_mid_round<false, true, A>(sr, line, u >> 1, u & 1, tw,
+                                         (SUB + lines.row(line)) * 8 + (u >> 1), q);
         }
         gsync(th.g);
         // Round 3: b = lo + 16e of row hi, into the output limb.
 #pragma unroll
         for (int e = 0; e < 8; e++) x[e] = sr[gs_rw(hi, lo + 16 * e)];
-        inv8<Loose>(x, tw7(tw, SUB + row), q);
+        inv8<A>(x, tw7(tw, SUB + row), q);
 #pragma unroll
-        for (int e = 0; e < 8; e++) limb[lines.roff(hi) + lo + 16 * e] = x[e];
+        for (int e = 0; e < 8; e++) limb[lines.roff(hi) + lo + 16 * e] = A::mid(x[e], q);
         if (th.g == 0 && blockDim.x == GS_THREADS) gate_open();  // no group 1: no gate
     }
-    pair_sync(th, ctr, target);  // every row of component g of the limb is in out
+    pair_sync(th, ctr, target);  // every row of the group's component is in out
     {
-        // Column phase of component g: line lo, pairs a = 2 (hi + 16i), then a = hi + 16e.
+        // Column phase: line lo, pairs a = 2 (hi + 16i), then a = hi + 16e.
         const uint32_t lo = th.cline(), hi = th.chi(), col = lines.col(lo);
         u64 x[8];
 #pragma unroll
         for (int i = 0; i < 4; i++) {
             const uint32_t a = 2 * (hi + 16 * i);
             u64 x0 = ldcg(limb + a * SUB + col), x1 = ldcg(limb + (a + 1) * SUB + col);
-            Loose::gs(x0, x1, ldwp(tw + 64 + a / 2), q);
+            A::gs(x0, x1, ldwp(tw + 64 + a / 2), q);
             s[gp_cw(lo, a)] = x0;
             s[gp_cw(lo, a + 1)] = x1;
         }
         gsync(th.g);
-        gp_col_mid<false>(s, lo, hi >> 1, hi & 1, tw, q);
+        gp_col_mid<false, 7, A>(s, lo, hi >> 1, hi & 1, tw, q);
         gsync(th.g);
 #pragma unroll
         for (int e = 0; e < 8; e++) x[e] = s[gp_cw(lo, hi + 16 * e)];
-        inv8_last<Loose>(x, tw, post[pid], q);
+        inv8_last<A>(x, tw, c, q);
 #pragma unroll
         for (int e = 0; e < 8; e++) limb[(hi + 16 * e) * SUB + col] = x[e];
+    }
+}
+GS_KERNEL ntt_inv_gp(const u64* __restrict__ in, u64* __restrict__ out,
+                     const Prime* __restrict__ primes, const WP* __restrict__ twi,
+                     const Post* __restrict__ post, uint32_t prime_off, u64 ys, u64 zs,
+                     unsigned* sync_ctr) {
+    CL_SHARED(s);
+    grid_dep_wait();
+    const PairThread th;
+    const GpRole r = gp_role(th.g);
+    const uint32_t pid = prime_off + r.y;
+    const u64 q = primes[pid].q;
+    const WP* tw = twi + (u64)pid * NN;
+    if (q < F64_Q) {
+        gp_inv<LooseF>(s, th, r, q, in, out, tw, post[pid], ys, zs, sync_ctr);
+    } else {
+        gp_inv<Loose>(s, th, r, q, in, out, tw, post[pid], ys, zs, sync_ctr);
     }
 }
 

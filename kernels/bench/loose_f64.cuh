@@ -1,6 +1,7 @@
-// LooseF: the kernels' Loose butterflies (kernels/ckks.cu) in binary64, for timing probes only
-// (kernels/bench/variants.py's fp64 / fp64w7 variants paste this struct over Loose;
-// warp_item_probe.cu includes it after ckks.cu). Include after kernels/ckks.cu (u64, WP).
+// LooseF as the twenty-ninth session's timing probes had it (runs 153-155), before the kernels'
+// own LooseF (kernels/ckks.cu, decision 0511): kernels/bench/variants.py's fp64 / fp64w7 / mixg
+// variants paste it into the kernels before 0511 (commit d00e79c's ckks.cu). Timing only: its
+// twiddles are the Shoup pair's w field read as a double's bits (wrong words).
 #pragma once
 
 // Binary64 butterflies (run 153's fp64 variant): words as doubles in the u64 slots, x w mod q

@@ -7,6 +7,8 @@ import pathlib
 import sys
 
 src = pathlib.Path(__file__).resolve().parent.parent.joinpath("ckks.cu").read_text()
+if len(sys.argv) > 2 and sys.argv[2].startswith("src="):
+    src = pathlib.Path(sys.argv[2][4:]).read_text()
 out = pathlib.Path(sys.argv[1])
 
 FENCE = "        __threadfence();\n        atomicAdd(&ctr[0], 1u);\n"
@@ -147,36 +149,92 @@ variants["timed"] = timed
 # from the Shoup pair's w field, so the twiddle traffic is unchanged), and the 60-bit limb,
 # which doubles cannot hold (it would keep Loose's integer products). Measured (runs 153, 154):
 # 1.4-1.5 us less per forward call, ~1 us less per inverse call, on the H200 and the H100.
-LOOSE_BODY = src[src.index("struct Loose {\n"):]
-LOOSE_BODY = LOOSE_BODY[: LOOSE_BODY.index("\n};\n") + 4]
-# The struct of kernels/bench/loose_f64.cuh (LooseF) renamed Loose.
-FP64_HDR = pathlib.Path(__file__).resolve().parent.joinpath("loose_f64.cuh").read_text()
-FP64_LOOSE = FP64_HDR[FP64_HDR.index("struct LooseF {"):].replace("struct LooseF {", "struct Loose {", 1)
-variants["fp64"] = src.replace(LOOSE_BODY, FP64_LOOSE)
+# The binary64 probes below patch the paired kernels as they were before decision 0511 (commit
+# d00e79c's kernels/ckks.cu: integer butterflies only, ntt_fwd_gp's body not a template); on a
+# later source they are skipped (`src=<file>` as a second argument runs them on such a copy:
+# `git show d00e79c:kernels/ckks.cu > /tmp/ckks-d00e79c.cu`).
+if "        fwd8<Loose, 4>(x, tw7(tw, 1), q);\n" in src and "GS_KERNEL ntt_fwd_gp(" in src:
+    LOOSE_BODY = src[src.index("struct Loose {\n"):]
+    LOOSE_BODY = LOOSE_BODY[: LOOSE_BODY.index("\n};\n") + 4]
+    # The struct of kernels/bench/loose_f64.cuh (LooseF) renamed Loose.
+    FP64_HDR = pathlib.Path(__file__).resolve().parent.joinpath("loose_f64.cuh").read_text()
+    FP64_LOOSE = FP64_HDR[FP64_HDR.index("struct LooseF {"):].replace("struct LooseF {", "struct Loose {", 1)
+    variants["fp64"] = src.replace(LOOSE_BODY, FP64_LOOSE)
 
-# fp64w7 (twenty-ninth session, timing only, wrong words): fp64's butterflies in every warp but
-# the last of each block (threadIdx.x / 32 == 7), which keeps Loose's integer products: the
-# share of a 60-bit limb spread over every SM as one warp in eight (a kernel that gives each
-# block two items of every prime would have that mix). A pessimistic bound: in the paired kernels
-# warp 7 is in component group 1, whose barriers make warps 4-6 wait for it. The dispatch is a
-# warp-uniform branch per butterfly, and that is what run 154 measured: 12.0 us back to back
-# against 7.9 (base) and 6.5 (fp64), both bodies behind a branch in every butterfly.
-W7 = FP64_HDR[FP64_HDR.index("struct LooseF {"):] + LOOSE_BODY.replace("struct Loose {", "struct LooseI {") + r"""struct Loose {
-    __device__ __forceinline__ static bool w7() { return (threadIdx.x >> 5) == 7; }
-    template <bool C>
-    __device__ __forceinline__ static void ct(u64& x, u64& y, WP w, u64 q) {
-        if (w7()) LooseI::ct<C>(x, y, w, q); else LooseF::ct<C>(x, y, w, q);
-    }
-    __device__ __forceinline__ static void gs(u64& x, u64& y, WP w, u64 q) {
-        if (w7()) LooseI::gs(x, y, w, q); else LooseF::gs(x, y, w, q);
-    }
-    __device__ __forceinline__ static void ct_out(u64& x0, u64& x1, WP w, u64 q) {
-        if (w7()) LooseI::ct_out(x0, x1, w, q); else LooseF::ct_out(x0, x1, w, q);
-    }
-    __device__ __forceinline__ static u64 gs_off(u64 q) { return 4 * q; }
-};
-"""
-variants["fp64w7"] = src.replace(LOOSE_BODY, W7)
+    # fp64w7 (twenty-ninth session, timing only, wrong words): fp64's butterflies in every warp but
+    # the last of each block (threadIdx.x / 32 == 7), which keeps Loose's integer products: the
+    # share of a 60-bit limb spread over every SM as one warp in eight (a kernel that gives each
+    # block two items of every prime would have that mix). A pessimistic bound: in the paired kernels
+    # warp 7 is in component group 1, whose barriers make warps 4-6 wait for it. The dispatch is a
+    # warp-uniform branch per butterfly, and that is what run 154 measured: 12.0 us back to back
+    # against 7.9 (base) and 6.5 (fp64), both bodies behind a branch in every butterfly.
+    W7 = FP64_HDR[FP64_HDR.index("struct LooseF {"):] + LOOSE_BODY.replace("struct Loose {", "struct LooseI {") + r"""struct Loose {
+        __device__ __forceinline__ static bool w7() { return (threadIdx.x >> 5) == 7; }
+        template <bool C>
+        __device__ __forceinline__ static void ct(u64& x, u64& y, WP w, u64 q) {
+            if (w7()) LooseI::ct<C>(x, y, w, q); else LooseF::ct<C>(x, y, w, q);
+        }
+        __device__ __forceinline__ static void gs(u64& x, u64& y, WP w, u64 q) {
+            if (w7()) LooseI::gs(x, y, w, q); else LooseF::gs(x, y, w, q);
+        }
+        __device__ __forceinline__ static void ct_out(u64& x0, u64& x1, WP w, u64 q) {
+            if (w7()) LooseI::ct_out(x0, x1, w, q); else LooseF::ct_out(x0, x1, w, q);
+        }
+        __device__ __forceinline__ static u64 gs_off(u64 q) { return 4 * q; }
+    };
+    """
+    variants["fp64w7"] = src.replace(LOOSE_BODY, W7)
+
+    # mixg / mixg1 (thirtieth session, timing only, wrong words): the paired kernels with one
+    # component group of every block on Loose's integer butterflies and the other on binary64
+    # (mixg: group 0 = warps 0-3 integer; mixg1: group 1). The arithmetic is chosen once per group
+    # (the kernel body a template on it, instantiated twice), not per butterfly. Every block then
+    # runs what the slowest blocks of a realizable layout would run: the 60-bit limb's 32 component
+    # groups (8 lines each) one per block in 32 blocks, each beside a binary64 group of another
+    # prime, and the other 96 blocks two binary64 groups (32 + 32 + 192 = 7 x 32 groups of the
+    # ~2^40 primes). If mixg is close to fp64, that layout keeps most of binary64's gain.
+    def body_template(text, kernel, body, repl):
+        head = "GS_KERNEL " + kernel + "("
+        i = text.index(head)
+        j = text.index("\n}\n", i) + 3
+        k = text[i:j]
+        params = k[len(head):k.index(") {")]
+        inner = k[k.index(") {") + 3 : -3]
+        shared = "    CL_SHARED(s);\n"
+        assert inner.startswith("\n" + shared)
+        inner = "\n" + inner[len(shared) + 1:]
+        for a, b in repl:
+            assert a in inner, (kernel, a)
+            inner = inner.replace(a, b)
+        names = [q.split()[-1].lstrip("*") for q in params.replace("\n", " ").split(",")]
+        args = ", ".join(names)
+        out = ("template <class A>\n__device__ __forceinline__ void " + body + "(u64* s, " + params
+               + ") {" + inner + "\n}\n" + head + params + ") {\n" + shared
+               + "    if (MIX_INT) {\n        " + body + "<Loose>(s, " + args + ");\n    } else {\n        "
+               + body + "<LooseF>(s, " + args + ");\n    }\n}\n")
+        return text[:i] + out + text[j:]
+
+    MIX_HDR = FP64_HDR[FP64_HDR.index("struct LooseF {"):]
+    GP_MID = "template <bool FWD, unsigned M = 7>\n__device__ __forceinline__ void gp_col_mid("
+    mix = src.replace(LOOSE_BODY, LOOSE_BODY + MIX_HDR)
+    assert GP_MID in mix
+    mix = mix.replace(GP_MID, "template <bool FWD, unsigned M = 7, class A = Loose>\n__device__ __forceinline__ void gp_col_mid(")
+    mix = mix.replace("        fwd8<Loose, M>(x, tw7(tw, 8 + ah), q);\n    } else {\n        inv8<Loose>(x, tw7(tw, 8 + ah), q);",
+                      "        fwd8<A, M>(x, tw7(tw, 8 + ah), q);\n    } else {\n        inv8<A>(x, tw7(tw, 8 + ah), q);")
+    mix = body_template(mix, "ntt_fwd_gp", "gp_fwd_body", [
+        ("fwd8<Loose, 4>", "fwd8<A, 4>"), ("gp_col_mid<true, 2>", "gp_col_mid<true, 2, A>"),
+        ("Loose::ct<true>", "A::template ct<true>"), ("fwd8<Loose, 2>", "fwd8<A, 2>"),
+        ("gs_mid_round<true, true, Loose, 5>", "gs_mid_round<true, true, A, 5>"),
+        ("gs_fwd_rows_last(sr", "gs_fwd_rows_last<A>(sr")])
+    mix = body_template(mix, "ntt_inv_gp", "gp_inv_body", [
+        ("inv_rows_first(sr", "inv_rows_first<A>(sr"), ("gs_mid_round<false, true, Loose>", "gs_mid_round<false, true, A>"),
+        ("inv8<Loose>", "inv8<A>"), ("Loose::gs(", "A::gs("), ("gp_col_mid<false>", "gp_col_mid<false, 7, A>"),
+        ("inv8_last<Loose>", "inv8_last<A>")])
+    variants["mixg"] = mix.replace("#define GP_CTR2 128\n", "#define GP_CTR2 128\n#define MIX_INT (threadIdx.x < 128)\n")
+    variants["mixg1"] = mix.replace("#define GP_CTR2 128\n", "#define GP_CTR2 128\n#define MIX_INT (threadIdx.x >= 128)\n")
+
+else:
+    print("fp64 fp64w7 mixg mixg1: skipped (they patch the kernels before decision 0511)")
 
 for name, text in variants.items():
     if name != "base" and text == src:

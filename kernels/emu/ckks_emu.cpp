@@ -4,9 +4,11 @@
 // spec ckks.md sections 3.6, 3.8, 3.12 and 4.1. Launch arguments mirror
 // crates/ckks/src/cuda/engine.rs. For machines without a GPU:
 //
-//   g++ -std=c++20 -O2 -pthread kernels/emu/ckks_emu.cpp -o /tmp/ckks_emu && /tmp/ckks_emu
+//   g++ -std=c++20 -O2 -ffp-contract=off -pthread kernels/emu/ckks_emu.cpp -o /tmp/ckks_emu && /tmp/ckks_emu
 #include <barrier>
+#include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <cstdio>
 #include <cstdlib>
 #include <functional>
@@ -47,6 +49,22 @@ static inline unsigned __brev(unsigned x) {
     return r;
 }
 static inline void __syncthreads() { g_bar->arrive_and_wait(); }
+// Binary64 intrinsics of the LooseF butterflies: round-to-nearest operations, never fused
+// (the emulator is built with -ffp-contract=off), std::fma for the fused ones.
+static inline double __longlong_as_double(long long x) {
+    double d;
+    std::memcpy(&d, &x, sizeof d);
+    return d;
+}
+static inline long long __double_as_longlong(double x) {
+    long long r;
+    std::memcpy(&r, &x, sizeof r);
+    return r;
+}
+static inline double __dadd_rn(double a, double b) { return a + b; }
+static inline double __dsub_rn(double a, double b) { return a - b; }
+static inline double __dmul_rn(double a, double b) { return a * b; }
+static inline double __fma_rn(double a, double b, double c) { return std::fma(a, b, c); }
 
 #define FHE_EMU 1
 #define CL_BLOCKS 8  // must equal CL in ckks.cu (checked below)
@@ -402,10 +420,149 @@ static void check_loose() {
     }
 }
 
+// LooseF (binary64 butterflies of the paired NTT kernels, primes below F64_Q): every result
+// against exact integer arithmetic, at the magnitudes the kernels' bounds allow (decision 0511):
+// products of |x| <= 2^50 within 0.75 q, forward words up to 15 q, inverse sums up to 2^50,
+// canonical outputs of ct_out / gs_last, mid() within 0.5 q + 1.
+static void check_loosef() {
+    std::mt19937_64 r(778);
+    size_t bad = 0, n = 0;
+    typedef __int128 i128;
+    auto fail = [&](const char* what, u64 q, long long a, long long b) {
+        if (bad++ < 5) std::printf("FAIL loosef %s: q %llu inputs %lld %lld\n", what,
+                                   (unsigned long long)q, a, b);
+    };
+    auto md = [](i128 v, u64 q) { i128 m = v % (i128)q; return (u64)(m < 0 ? m + q : m); };
+    auto dv = [](long long v) { return LooseF::b((double)v); };  // exact: |v| < 2^53
+    auto iv = [](u64 bits) { return (long long)LooseF::d(bits); };
+    int primes = 0;
+    for (int id = 0; id < NP; id++) {
+        const u64 q = QS[id];
+        if (q >= F64_Q) continue;
+        primes++;
+        // Mostly near the bound (either sign), sometimes anywhere below it.
+        auto near = [&](long long bound) {
+            const long long m = (r() % 4 == 0) ? (long long)(r() % (u64)bound)
+                                                : bound - 1 - (long long)(r() % (1ull << 20));
+            return (r() & 1) ? -m : m;
+        };
+        for (int i = 0; i < 200000; i++, n++) {
+            const u64 w = (i % 97 == 0) ? q - 1 : r() % q;
+            const WP wp{w, shoupc(w, q)};
+            const double qd = (double)q, qi = 1.0 / qd;
+            {
+                const long long x = near(1ll << 50);
+                const double m = LooseF::mulmod((double)x, LooseF::num(w), qd, qi);
+                const long long mi = (long long)m;
+                if ((double)mi != m || (i128)4 * (mi < 0 ? -mi : mi) > (i128)3 * q ||
+                    md(mi, q) != md((i128)x * w, q))
+                    fail("mulmod", q, x, (long long)w);
+            }
+            {  // forward: inputs up to 15 q of either sign
+                const long long a0 = near(15 * (long long)q), b0 = near(15 * (long long)q);
+                u64 a = dv(a0), b = dv(b0);
+                LooseF::ct<true>(a, b, wp, q);
+                const u64 wy = md((i128)b0 * w, q);
+                const long long ai = iv(a), bi = iv(b);
+                if ((i128)4 * ((ai > a0 ? ai - a0 : a0 - ai)) > (i128)3 * q ||
+                    md(ai, q) != addm(md(a0, q), wy, q) || md(bi, q) != subm(md(a0, q), wy, q))
+                    fail("ct", q, a0, b0);
+                u64 c = dv(a0), e = dv(b0);
+                LooseF::ct_out(c, e, wp, q);
+                if (c != addm(md(a0, q), wy, q) || e != subm(md(a0, q), wy, q))
+                    fail("ct_out", q, a0, b0);
+            }
+            {  // inverse: sums up to 2^49 each (x - y up to 2^50)
+                const long long a0 = near(1ll << 49), b0 = near(1ll << 49);
+                u64 a = dv(a0), b = dv(b0);
+                LooseF::gs(a, b, wp, q);
+                const long long ai = iv(a), bi = iv(b);
+                if (ai != a0 + b0 || (i128)4 * (bi < 0 ? -bi : bi) > (i128)3 * q ||
+                    md(bi, q) != md((i128)(a0 - b0) * w, q))
+                    fail("gs", q, a0, b0);
+                const Post c{WP{w, wp.wp}, WP{(w * 3 + 1) % q, shoupc((w * 3 + 1) % q, q)}};
+                u64 x = dv(a0), y = dv(b0);
+                LooseF::gs_last(x, y, c, q);
+                if (x != md((i128)(a0 + b0) * c.s.w, q) || y != md((i128)(a0 - b0) * c.f.w, q))
+                    fail("gs_last", q, a0, b0);
+                const long long mi = iv(LooseF::mid(dv(a0 + b0), q));
+                if (2 * (mi < 0 ? -mi : mi) > (long long)q + 2 || md(mi, q) != md(a0 + b0, q))
+                    fail("mid", q, a0, b0);
+            }
+            {  // conversions of canonical (and below-4q) words
+                const u64 x = r() % (4 * q);
+                if (iv(LooseF::in(x)) != (long long)x) fail("in", q, (long long)x, 0);
+            }
+        }
+    }
+    if (bad || primes == 0) {
+        failures++;
+        std::printf("FAIL binary64 arithmetic: %zu of %zu trials (%d primes)\n", bad, n, primes);
+    } else {
+        std::printf("ok   binary64 arithmetic (%zu trials x 6 checks, %d primes)\n", n, primes);
+    }
+}
+
 int main() {
     Tables T = make_tables();
     check_loose();
+    check_loosef();
     std::printf("tables built; psi[0] = %llu (spec 81696219706)\n", (unsigned long long)T.psi[0]);
+    // 1a. The paired kernels over primes 6 (~2^40: binary64 butterflies), 7 and 8 (~2^60:
+    // integer): limb rows 0 and 1 are transposed (decision 0511), so each block of those rows
+    // holds a binary64 group (prime 6) beside an integer one (prime 7), and row 2 holds both
+    // components of prime 8; canonical inputs and words below 4q, both directions.
+    {
+        unsigned off = 6, L = 3, C = 2;
+        u64 n = NN, cs = (u64)L * NN;
+        auto a = random_rows(C, L, off);
+        std::vector<u64> want = a;
+        for (unsigned c = 0; c < C; c++)
+            for (unsigned l = 0; l < L; l++) {
+                std::vector<u64> row(want.begin() + ((size_t)c * L + l) * NN,
+                                     want.begin() + ((size_t)c * L + l + 1) * NN);
+                ref_fwd(row, QS[off + l], T.psi[off + l]);
+                std::copy(row.begin(), row.end(), want.begin() + ((size_t)c * L + l) * NN);
+            }
+        std::vector<unsigned> pctr(2 * (GP_CTR2 + L), 0u);
+        std::vector<u64> out(a.size(), ~0ull), back(a.size(), ~0ull);
+        launch_cluster(dim3{2 * CL, L, 1}, GS_THREADS, [&] {
+            ntt_fwd_gp(P(a), M(out), PR(T), WPP(T.twf), off, n, cs, pctr.data());
+        });
+        expect_eq("forward NTT 2 x 3 limbs, binary64 and integer groups (paired blocks)", out,
+                  want);
+        launch_cluster(dim3{2 * CL, L, 1}, GS_THREADS, [&] {
+            ntt_inv_gp(P(out), M(back), PR(T), WPP(T.twi), POSTP(T.n_inv), off, n, cs,
+                       pctr.data());
+        });
+        expect_eq("inverse NTT round trip, binary64 and integer groups (paired blocks)", back, a);
+        std::vector<u64> a4(a.size()), f4(a.size());
+        for (size_t i = 0; i < a.size(); i++) {
+            const u64 q = QS[off + (i / NN) % L];
+            a4[i] = a[i] + q * (rng() % 4);
+            f4[i] = want[i] + q * (rng() % 4);
+        }
+        std::fill(out.begin(), out.end(), ~0ull);
+        std::fill(back.begin(), back.end(), ~0ull);
+        launch_cluster(dim3{2 * CL, L, 1}, GS_THREADS, [&] {
+            ntt_fwd_gp(P(a4), M(out), PR(T), WPP(T.twf), off, n, cs, pctr.data());
+        });
+        expect_eq("forward NTT of words below 4q, binary64 and integer groups (paired blocks)",
+                  out, want);
+        launch_cluster(dim3{2 * CL, L, 1}, GS_THREADS, [&] {
+            ntt_inv_gp(P(f4), M(back), PR(T), WPP(T.twi), POSTP(T.n_inv), off, n, cs,
+                       pctr.data());
+        });
+        expect_eq("inverse NTT of words below 4q, binary64 and integer groups (paired blocks)",
+                  back, a);
+        for (size_t i = 0; i < pctr.size(); i++)
+            // 4 launches, 2 CL groups per (prime, component) each, on odd words only.
+            if (pctr[i] != (i % 2 == 1 && (i < 2 * L || i >= 2 * GP_CTR2) ? 8u * CL : 0u)) {
+                std::printf("FAIL transposed paired counter %zu: %u after 4 launches\n", i,
+                            pctr[i]);
+                std::exit(1);
+            }
+    }
     // 1. forward / inverse NTT over 2 components x 3 limbs from prime id 5 (5, 6, 7).
     {
         unsigned off = 5, L = 3, C = 2;
