@@ -1838,17 +1838,26 @@ __device__ __forceinline__ void gp_col_mid(u64* s, uint32_t line, uint32_t ah, u
 #pragma unroll
     for (int e = 0; e < 8; e++) s[gp_cw(line, ah * 16 + 2 * e + b0)] = x[e];
 }
-// Which prime (limb row y) and component c a paired block's group g works on. Blocks of limb
-// rows 0 and 1 with both groups are transposed: group g takes prime g, component blockIdx.y,
-// so the 60-bit base prime's 32 groups (integer butterflies) sit one per block beside a group
-// of prime 1 (binary64) instead of two per block in 16 blocks: a launch lasts as long as its
-// slowest block (decision 0511). Each (y, c) keeps its 16 groups, all in one limb row of blocks.
+// Which prime (limb row y) and component c a paired block's group g works on. The two limb rows
+// around the wide prime (q >= F64_Q: integer butterflies) are transposed: group 0 of a block in
+// those rows takes the wide prime, group 1 its neighbour (binary64), each in component
+// blockIdx.y - lo. The wide prime's 32 groups then sit one per block beside a binary64 group
+// instead of two per block in 16 blocks: a launch lasts as long as its slowest block (decision
+// 0511). The engine's chains end with the 60-bit base prime (rows L - 2, L - 1); a chain that
+// starts with a wide prime (ntt_bench's) transposes rows 0, 1. Each (y, c) keeps its 16 groups,
+// all in one limb row of blocks.
 struct GpRole {
     uint32_t y, c;
 };
-__device__ __forceinline__ GpRole gp_role(uint32_t g) {
-    if (gridDim.y >= 2 && blockIdx.y < 2 && blockDim.x == GS_THREADS) return GpRole{g, blockIdx.y};
-    return GpRole{blockIdx.y, g};
+__device__ __forceinline__ GpRole gp_role(uint32_t g, const Prime* __restrict__ primes,
+                                          uint32_t prime_off) {
+    const uint32_t L = gridDim.y, y = blockIdx.y;
+    if (L < 2 || blockDim.x != GS_THREADS) return GpRole{y, g};
+    const bool first = primes[prime_off].q >= F64_Q;
+    const uint32_t lo = first ? 0 : L - 2;
+    if (y < lo || y > lo + 1) return GpRole{y, g};
+    const uint32_t wide = first ? 0 : L - 1, other = first ? 1 : L - 2;
+    return GpRole{g == 0 ? wide : other, y - lo};
 }
 // The forward paired NTT of group th.g's lines (role r), by A's butterflies.
 template <class A>
@@ -1915,7 +1924,7 @@ GS_KERNEL ntt_fwd_gp(const u64* __restrict__ in, u64* __restrict__ out,
     CL_SHARED(s);
     grid_dep_wait();
     const PairThread th;
-    const GpRole r = gp_role(th.g);
+    const GpRole r = gp_role(th.g, primes, prime_off);
     const uint32_t pid = prime_off + r.y;
     const u64 q = primes[pid].q;
     const WP* tw = twf + (u64)pid * NN;
@@ -1996,7 +2005,7 @@ GS_KERNEL ntt_inv_gp(const u64* __restrict__ in, u64* __restrict__ out,
     CL_SHARED(s);
     grid_dep_wait();
     const PairThread th;
-    const GpRole r = gp_role(th.g);
+    const GpRole r = gp_role(th.g, primes, prime_off);
     const uint32_t pid = prime_off + r.y;
     const u64 q = primes[pid].q;
     const WP* tw = twi + (u64)pid * NN;

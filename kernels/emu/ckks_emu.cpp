@@ -509,11 +509,14 @@ int main() {
     check_loosef();
     std::printf("tables built; psi[0] = %llu (spec 81696219706)\n", (unsigned long long)T.psi[0]);
     // 1a. The paired kernels over primes 6 (~2^40: binary64 butterflies), 7 and 8 (~2^60:
-    // integer): limb rows 0 and 1 are transposed (decision 0511), so each block of those rows
-    // holds a binary64 group (prime 6) beside an integer one (prime 7), and row 2 holds both
-    // components of prime 8; canonical inputs and words below 4q, both directions.
-    {
-        unsigned off = 6, L = 3, C = 2;
+    // integer): limb rows 1 and 2 (the last two: row 0's prime is not wide) are transposed
+    // (decision 0511), both groups integer; row 0 holds both binary64 components of prime 6.
+    // Test 1 below runs primes 5, 6, 7: the engine's shape (the wide prime last), each block of
+    // rows 1 and 2 an integer group (prime 7) beside a binary64 one (prime 6); test 1b runs
+    // primes 7, 8 (a chain that starts wide: rows 0 and 1). Canonical inputs and words below 4q,
+    // both directions.
+    for (unsigned off : {6u, 7u}) {
+        unsigned L = off == 6 ? 3 : 2, C = 2;
         u64 n = NN, cs = (u64)L * NN;
         auto a = random_rows(C, L, off);
         std::vector<u64> want = a;
@@ -529,13 +532,13 @@ int main() {
         launch_cluster(dim3{2 * CL, L, 1}, GS_THREADS, [&] {
             ntt_fwd_gp(P(a), M(out), PR(T), WPP(T.twf), off, n, cs, pctr.data());
         });
-        expect_eq("forward NTT 2 x 3 limbs, binary64 and integer groups (paired blocks)", out,
+        expect_eq("forward NTT, transposed rows (paired blocks)", out,
                   want);
         launch_cluster(dim3{2 * CL, L, 1}, GS_THREADS, [&] {
             ntt_inv_gp(P(out), M(back), PR(T), WPP(T.twi), POSTP(T.n_inv), off, n, cs,
                        pctr.data());
         });
-        expect_eq("inverse NTT round trip, binary64 and integer groups (paired blocks)", back, a);
+        expect_eq("inverse NTT round trip, transposed rows (paired blocks)", back, a);
         std::vector<u64> a4(a.size()), f4(a.size());
         for (size_t i = 0; i < a.size(); i++) {
             const u64 q = QS[off + (i / NN) % L];
@@ -547,13 +550,13 @@ int main() {
         launch_cluster(dim3{2 * CL, L, 1}, GS_THREADS, [&] {
             ntt_fwd_gp(P(a4), M(out), PR(T), WPP(T.twf), off, n, cs, pctr.data());
         });
-        expect_eq("forward NTT of words below 4q, binary64 and integer groups (paired blocks)",
+        expect_eq("forward NTT of words below 4q, transposed rows (paired blocks)",
                   out, want);
         launch_cluster(dim3{2 * CL, L, 1}, GS_THREADS, [&] {
             ntt_inv_gp(P(f4), M(back), PR(T), WPP(T.twi), POSTP(T.n_inv), off, n, cs,
                        pctr.data());
         });
-        expect_eq("inverse NTT of words below 4q, binary64 and integer groups (paired blocks)",
+        expect_eq("inverse NTT of words below 4q, transposed rows (paired blocks)",
                   back, a);
         for (size_t i = 0; i < pctr.size(); i++)
             // 4 launches, 2 CL groups per (prime, component) each, on odd words only.
