@@ -1859,6 +1859,16 @@ __device__ __forceinline__ GpRole gp_role(uint32_t g, const Prime* __restrict__ 
     const uint32_t wide = first ? 0 : L - 1, other = first ? 1 : L - 2;
     return GpRole{g == 0 ? wide : other, y - lo};
 }
+// The paired kernels' start: the thread's group, the group's role, its prime id and modulus
+// (the modulus chooses the group's butterflies: LooseF below F64_Q, else Loose).
+struct GpGroup {
+    PairThread th;
+    GpRole r;
+    uint32_t pid;
+    u64 q;
+    __device__ __forceinline__ GpGroup(const Prime* __restrict__ primes, uint32_t prime_off)
+        : th(), r(gp_role(th.g, primes, prime_off)), pid(prime_off + r.y), q(primes[pid].q) {}
+};
 // The forward paired NTT of group th.g's lines (role r), by A's butterflies.
 template <class A>
 __device__ __forceinline__ void gp_fwd(u64* s, const PairThread& th, GpRole r, u64 q,
@@ -1923,15 +1933,12 @@ GS_KERNEL ntt_fwd_gp(const u64* __restrict__ in, u64* __restrict__ out,
                      uint32_t prime_off, u64 ys, u64 zs, unsigned* sync_ctr) {
     CL_SHARED(s);
     grid_dep_wait();
-    const PairThread th;
-    const GpRole r = gp_role(th.g, primes, prime_off);
-    const uint32_t pid = prime_off + r.y;
-    const u64 q = primes[pid].q;
-    const WP* tw = twf + (u64)pid * NN;
-    if (q < F64_Q) {
-        gp_fwd<LooseF>(s, th, r, q, in, out, tw, ys, zs, sync_ctr);
+    const GpGroup G(primes, prime_off);
+    const WP* tw = twf + (u64)G.pid * NN;
+    if (G.q < F64_Q) {
+        gp_fwd<LooseF>(s, G.th, G.r, G.q, in, out, tw, ys, zs, sync_ctr);
     } else {
-        gp_fwd<Loose>(s, th, r, q, in, out, tw, ys, zs, sync_ctr);
+        gp_fwd<Loose>(s, G.th, G.r, G.q, in, out, tw, ys, zs, sync_ctr);
     }
 }
 // The inverse of group th.g's lines (role r) by paired blocks (as gp_fwd, rows first), scaled
@@ -2004,15 +2011,12 @@ GS_KERNEL ntt_inv_gp(const u64* __restrict__ in, u64* __restrict__ out,
                      unsigned* sync_ctr) {
     CL_SHARED(s);
     grid_dep_wait();
-    const PairThread th;
-    const GpRole r = gp_role(th.g, primes, prime_off);
-    const uint32_t pid = prime_off + r.y;
-    const u64 q = primes[pid].q;
-    const WP* tw = twi + (u64)pid * NN;
-    if (q < F64_Q) {
-        gp_inv<LooseF>(s, th, r, q, in, out, tw, post[pid], ys, zs, sync_ctr);
+    const GpGroup G(primes, prime_off);
+    const WP* tw = twi + (u64)G.pid * NN;
+    if (G.q < F64_Q) {
+        gp_inv<LooseF>(s, G.th, G.r, G.q, in, out, tw, post[G.pid], ys, zs, sync_ctr);
     } else {
-        gp_inv<Loose>(s, th, r, q, in, out, tw, post[pid], ys, zs, sync_ctr);
+        gp_inv<Loose>(s, G.th, G.r, G.q, in, out, tw, post[G.pid], ys, zs, sync_ctr);
     }
 }
 

@@ -344,6 +344,19 @@ static u64* M(std::vector<u64>& v) { return v.data(); }
 #define WPP(v) ((const WP*)(v).data())
 #define POSTP(v) ((const Post*)(v).data())
 
+// The reference forward NTT (ref_fwd) of every row of C components x L limbs from prime id off.
+static std::vector<u64> ref_fwd_rows(const Tables& T, const std::vector<u64>& a, unsigned C,
+                                     unsigned L, unsigned off) {
+    std::vector<u64> want = a;
+    for (unsigned c = 0; c < C; c++)
+        for (unsigned l = 0; l < L; l++) {
+            std::vector<u64> row(want.begin() + ((size_t)c * L + l) * NN,
+                                 want.begin() + ((size_t)c * L + l + 1) * NN);
+            ref_fwd(row, QS[off + l], T.psi[off + l]);
+            std::copy(row.begin(), row.end(), want.begin() + ((size_t)c * L + l) * NN);
+        }
+    return want;
+}
 static void fwd_ntt_emu(const Tables& T, const u64* in, u64* out, unsigned off, unsigned limbs,
                         unsigned comps) {
     u64 n = NN, cs = (u64)limbs * NN;
@@ -519,14 +532,7 @@ int main() {
         unsigned L = off == 6 ? 3 : 2, C = 2;
         u64 n = NN, cs = (u64)L * NN;
         auto a = random_rows(C, L, off);
-        std::vector<u64> want = a;
-        for (unsigned c = 0; c < C; c++)
-            for (unsigned l = 0; l < L; l++) {
-                std::vector<u64> row(want.begin() + ((size_t)c * L + l) * NN,
-                                     want.begin() + ((size_t)c * L + l + 1) * NN);
-                ref_fwd(row, QS[off + l], T.psi[off + l]);
-                std::copy(row.begin(), row.end(), want.begin() + ((size_t)c * L + l) * NN);
-            }
+        const std::vector<u64> want = ref_fwd_rows(T, a, C, L, off);
         std::vector<unsigned> pctr(2 * (GP_CTR2 + L), 0u);
         std::vector<u64> out(a.size(), ~0ull), back(a.size(), ~0ull);
         launch_cluster(dim3{2 * CL, L, 1}, GS_THREADS, [&] {
@@ -570,15 +576,8 @@ int main() {
     {
         unsigned off = 5, L = 3, C = 2;
         auto a = random_rows(C, L, off);
-        std::vector<u64> out(a.size(), ~0ull), want = a;
+        std::vector<u64> out(a.size(), ~0ull), want = ref_fwd_rows(T, a, C, L, off);
         fwd_ntt_emu(T, P(a), M(out), off, L, C);
-        for (unsigned c = 0; c < C; c++)
-            for (unsigned l = 0; l < L; l++) {
-                std::vector<u64> row(want.begin() + ((size_t)c * L + l) * NN,
-                                     want.begin() + ((size_t)c * L + l + 1) * NN);
-                ref_fwd(row, QS[off + l], T.psi[off + l]);
-                std::copy(row.begin(), row.end(), want.begin() + ((size_t)c * L + l) * NN);
-            }
         expect_eq("forward NTT 2 x 3 limbs", out, want);
         std::vector<u64> back(a.size(), ~0ull);
         inv_ntt_emu(T, P(out), M(back), T.n_inv, off, L, C);
