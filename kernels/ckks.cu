@@ -711,9 +711,6 @@ __device__ __forceinline__ u64 shoup_lazy3(u64 x, u64 w, u64 wp, u64 q) {
 // `gs`: an inverse (Gentleman-Sande) butterfly; `ct_out`: the forward NTT's last stage with
 // canonical outputs; `gs_off(q)`: the multiple of q that keeps x - y + gs_off >= 0 for the
 // inverse's words.
-// Harvey: ct_bfly / gs_bfly (the cluster and two-pass kernels' butterflies), words in [0, 4q) /
-// [0, 2q), every stage reduces (C is ignored); the harness prototypes in kernels/bench were
-// measured with it and name it.
 // The inverse NTT's last stage with the scaling c folded in (inv8_last), integer words below
 // 2 off: (x + y) * c.s and (x + off - y) * c.f, canonical (Shoup's full products).
 __device__ __forceinline__ void int_gs_last(u64& x, u64& y, const Post& c, u64 q, u64 off) {
@@ -721,6 +718,9 @@ __device__ __forceinline__ void int_gs_last(u64& x, u64& y, const Post& c, u64 q
     x = shoup(u, c.s.w, c.s.wp, q);
     y = shoup(v, c.f.w, c.f.wp, q);
 }
+// Harvey: ct_bfly / gs_bfly (the cluster and two-pass kernels' butterflies), words in [0, 4q) /
+// [0, 2q), every stage reduces (C is ignored); the harness prototypes in kernels/bench were
+// measured with it and name it.
 struct Harvey {
     template <bool C>
     __device__ __forceinline__ static void ct(u64& x, u64& y, WP w, u64 q) {
@@ -778,22 +778,22 @@ struct Loose {
     __device__ __forceinline__ static u64 mid(u64 x, u64) { return x; }
 };
 
-// LooseF: Loose's butterflies in binary64 arithmetic, for primes below F64_Q (2^42; the paired
+// LooseF: Loose's butterflies in binary64 arithmetic, for primes below F64_Q (2^41; the paired
 // NTT kernels choose it per component group by the group's prime, decision 0511). The words
 // are held as doubles with integer values of either sign (their bit patterns in the u64
 // slots); x w mod q for |x| <= 2^50 and a twiddle w < q as
-//   ph = fl(x w), pl = fma(x, w, -ph) = x w - ph exactly (|pl| <= 2^38),
+//   ph = fl(x w), pl = fma(x, w, -ph) = x w - ph exactly (|ph| < 2^91, so |pl| <= 2^38),
 //   qf = round(ph / q) by the 1.5 2^52 shift (|ph / q| < 2^51),
-//   r = fma(-qf, q, ph) + pl: ph - qf q is an integer below 2^43, so the fma is exact, and so
+//   r = fma(-qf, q, ph) + pl: ph - qf q is an integer below 2^42, so the fma is exact, and so
 //   is the sum;
-// qf is within 0.5 + |x| 2^-52 <= 0.625 of x w / q, so |r| <= 0.625 q. Forward (CT): x +- r
-// from canonical inputs stay below q + 14 * 0.625 q < 10 q < 2^46 through both phases, no
-// reduction; ct_out reduces to canonical. Inverse (GS): x + y at most doubles a stage (below
-// 2^7 q < 2^49 after the row phase); mid() reduces every word to |x| <= 0.5 q + 1 at the
-// exchange, the column phase's sums stay below 2^7 q, and gs_last's products (the scaling
-// folded in) are reduced to canonical. Every step is exact, so the words equal the integer
-// kernels' (and the CPU engine's) bit for bit.
-#define F64_Q (1ull << 42)
+// qf is within 0.5 + |x| 2^-52 <= 0.75 of x w / q, so |r| <= 0.75 q. Forward (CT): x +- r from
+// inputs below 4q (the paired kernels' bound) stay below 4q + 14 * 0.75 q < 15 q < 2^45 through
+// both phases, no reduction; ct_out reduces to canonical. Inverse (GS): x + y at most doubles a
+// stage (below 2^7 * 4q < 2^50 after the row phase); mid() reduces every word to |x| <= 0.5 q + 1
+// at the exchange, the column phase's sums stay below 2^7 q, and gs_last's products (the
+// scaling folded in) are reduced to canonical. Every step is exact, so the words equal the
+// integer kernels' (and the CPU engine's) bit for bit.
+#define F64_Q (1ull << 41)
 struct LooseF {
     __device__ __forceinline__ static double d(u64 x) { return __longlong_as_double((long long)x); }
     __device__ __forceinline__ static u64 b(double x) { return (u64)__double_as_longlong(x); }
