@@ -8,14 +8,9 @@
 # Carry [".gpu/bin/f", ".peer"]: `bash docs/runs/next/make-bundle-f.sh` (gpu_ops, gpu_encrypt,
 # gpu_oplat, example_parity of the working tree; gpu_oplat_old = d00e79c's, if built).
 set -u
-T0=$(date +%s)
-LIMIT=${LIMIT:-585}
-left() { echo $(( LIMIT - ($(date +%s) - T0) )); }
-need() { [ "$(left)" -ge "$1" ] || { echo "skip $2 ($(left) s left)"; return 1; }; }
+. docs/runs/common.sh
 export FHELIUM_REQUIRE_GPU=1
 W=.gpu/bin/f
-mkdir -p $OUT/logs
-r() { local name=$1; shift; local t0=$(date +%s); timeout 150 "$@" > $OUT/logs/$name.log 2>&1; echo "$name rc=$? ($(( $(date +%s)-t0 )) s)"; grep -E '^test result|FAILED|panicked|refused|ERROR SUMMARY|RACECHECK SUMMARY' $OUT/logs/$name.log | head -6; }
 nvidia-smi --query-gpu=name,driver_version,clocks.max.sm --format=csv,noheader; cat $W/COMMIT
 r gpu_ops $W/gpu_ops --test-threads=1
 r gpu_encrypt $W/gpu_encrypt --test-threads=1
