@@ -1779,8 +1779,8 @@ __device__ __forceinline__ void gsync(uint32_t g) {
 __device__ __forceinline__ void gate_open() { asm volatile("bar.arrive 3, 256;" ::: "memory"); }
 __device__ __forceinline__ void gate_wait() { asm volatile("bar.sync 3, 256;" ::: "memory"); }
 #endif
-// Tile lines of a paired block: tile line l = line 8k + l % 8 of component l / 8, component 1
-// zs words after component 0.
+// Tile lines of a paired block: tile line l = line 8k + l % 8 of the component that group
+// l / 8 works on (gp_role), coff words after the limb's start.
 struct PairLines {
     uint32_t k;
     u64 coff;  // the group's component: its offset from the limb (c * zs)
@@ -1869,12 +1869,14 @@ struct GpGroup {
     __device__ __forceinline__ GpGroup(const Prime* __restrict__ primes, uint32_t prime_off)
         : th(), r(gp_role(th.g, primes, prime_off)), pid(prime_off + r.y), q(primes[pid].q) {}
 };
-// The forward paired NTT of group th.g's lines (role r), by A's butterflies.
+// The forward paired NTT of group G's lines (its role G.r), by A's butterflies.
 template <class A>
-__device__ __forceinline__ void gp_fwd(u64* s, const PairThread& th, GpRole r, u64 q,
-                                       const u64* __restrict__ in, u64* __restrict__ out,
-                                       const WP* __restrict__ tw, u64 ys, u64 zs,
-                                       unsigned* sync_ctr) {
+__device__ __forceinline__ void gp_fwd(u64* s, const GpGroup& G, const u64* __restrict__ in,
+                                       u64* __restrict__ out, const WP* __restrict__ tw, u64 ys,
+                                       u64 zs, unsigned* sync_ctr) {
+    const PairThread& th = G.th;
+    const GpRole r = G.r;
+    const u64 q = G.q;
     u64* sr = s + CL_WORDS;
     const PairLines lines{blockIdx.x, r.c * zs};
     unsigned* ctr = pair_ctr(sync_ctr, r.y, r.c);
@@ -1936,18 +1938,20 @@ GS_KERNEL ntt_fwd_gp(const u64* __restrict__ in, u64* __restrict__ out,
     const GpGroup G(primes, prime_off);
     const WP* tw = twf + (u64)G.pid * NN;
     if (G.q < F64_Q) {
-        gp_fwd<LooseF>(s, G.th, G.r, G.q, in, out, tw, ys, zs, sync_ctr);
+        gp_fwd<LooseF>(s, G, in, out, tw, ys, zs, sync_ctr);
     } else {
-        gp_fwd<Loose>(s, G.th, G.r, G.q, in, out, tw, ys, zs, sync_ctr);
+        gp_fwd<Loose>(s, G, in, out, tw, ys, zs, sync_ctr);
     }
 }
-// The inverse of group th.g's lines (role r) by paired blocks (as gp_fwd, rows first), scaled
-// by c (inv8_last), by A's butterflies.
+// The inverse of group G's lines (its role G.r) by paired blocks (as gp_fwd, rows first),
+// scaled by c (inv8_last), by A's butterflies.
 template <class A>
-__device__ __forceinline__ void gp_inv(u64* s, const PairThread& th, GpRole r, u64 q,
-                                       const u64* __restrict__ in, u64* __restrict__ out,
-                                       const WP* __restrict__ tw, const Post& c, u64 ys, u64 zs,
-                                       unsigned* sync_ctr) {
+__device__ __forceinline__ void gp_inv(u64* s, const GpGroup& G, const u64* __restrict__ in,
+                                       u64* __restrict__ out, const WP* __restrict__ tw,
+                                       const Post& c, u64 ys, u64 zs, unsigned* sync_ctr) {
+    const PairThread& th = G.th;
+    const GpRole r = G.r;
+    const u64 q = G.q;
     u64* sr = s + CL_WORDS;
     const PairLines lines{blockIdx.x, r.c * zs};
     unsigned* ctr = pair_ctr(sync_ctr, r.y, r.c);
@@ -2014,9 +2018,9 @@ GS_KERNEL ntt_inv_gp(const u64* __restrict__ in, u64* __restrict__ out,
     const GpGroup G(primes, prime_off);
     const WP* tw = twi + (u64)G.pid * NN;
     if (G.q < F64_Q) {
-        gp_inv<LooseF>(s, G.th, G.r, G.q, in, out, tw, post[G.pid], ys, zs, sync_ctr);
+        gp_inv<LooseF>(s, G, in, out, tw, post[G.pid], ys, zs, sync_ctr);
     } else {
-        gp_inv<Loose>(s, G.th, G.r, G.q, in, out, tw, post[G.pid], ys, zs, sync_ctr);
+        gp_inv<Loose>(s, G, in, out, tw, post[G.pid], ys, zs, sync_ctr);
     }
 }
 
