@@ -1845,16 +1845,21 @@ __device__ __forceinline__ void gp_col_mid(u64* s, uint32_t line, uint32_t ah, u
 // instead of two per block in 16 blocks: a launch lasts as long as its slowest block (decision
 // 0511). The engine's chains end with the 60-bit base prime (rows L - 2, L - 1); a chain that
 // starts with a wide prime (ntt_bench's) transposes rows 0, 1. Each (y, c) keeps its 16 groups,
-// all in one limb row of blocks.
+// all in one limb row of blocks. The grid's rows are rotated so that the transposed rows (the
+// slowest blocks) are grid rows 0 and 1 whatever the chain: the hardware dispatches a grid's
+// blocks in index order, and the blocks that finish last should start first (with the wide
+// prime last, rows L - 2 and L - 1 were dispatched last: the engine's launches ran ~0.35 us
+// longer than the harness's, whose wide prime is first; thirty-first session).
 struct GpRole {
     uint32_t y, c;
 };
 __device__ __forceinline__ GpRole gp_role(uint32_t g, const Prime* __restrict__ primes,
                                           uint32_t prime_off) {
-    const uint32_t L = gridDim.y, y = blockIdx.y;
-    if (L < 2 || blockDim.x != GS_THREADS) return GpRole{y, g};
+    const uint32_t L = gridDim.y;
+    if (L < 2 || blockDim.x != GS_THREADS) return GpRole{blockIdx.y, g};
     const bool first = primes[prime_off].q >= F64_Q;
     const uint32_t lo = first ? 0 : L - 2;
+    const uint32_t y = (blockIdx.y + lo) % L;  // grid rows 0, 1 = limb rows lo, lo + 1
     if (y < lo || y > lo + 1) return GpRole{y, g};
     const uint32_t wide = first ? 0 : L - 1, other = first ? 1 : L - 2;
     return GpRole{g == 0 ? wide : other, y - lo};

@@ -236,6 +236,39 @@ if "        fwd8<Loose, 4>(x, tw7(tw, 1), q);\n" in src and "GS_KERNEL ntt_fwd_g
 else:
     print("fp64 fp64w7 mixg mixg1: skipped (they patch the kernels before decision 0511)")
 
+# Probes of the paired kernels after decision 0511 (thirty-first session, timing only):
+# - nogatemix: the blocks of the two transposed limb rows (an integer group of the wide prime
+#   beside a binary64 group of its neighbour) skip the gate, so their binary64 group starts its
+#   rounds at once instead of after the integer group's first phase; the other blocks keep it.
+#   Same words (the gate orders nothing the results depend on).
+# - nogate: no block waits at the gate (same words).
+# - twd (wrong words): LooseF takes the twiddles' words as doubles without converting them
+#   (num), what a table of doubles would save in arithmetic (the loads stay 16 bytes).
+GATE_W = "        if (th.g == 1) gate_wait();\n"
+GATE_O = "        if (th.g == 0 && blockDim.x == GS_THREADS) gate_open();  // no group 1: no gate\n"
+if GATE_W in src and "struct GpGroup {" in src:
+    MIXED = """// (variant nogatemix) Whether this block is one of the transposed rows' mixed blocks.
+__device__ __forceinline__ bool gp_mixed(const Prime* __restrict__ primes, uint32_t prime_off) {
+    const uint32_t L = gridDim.y, y = blockIdx.y;
+    if (L < 2 || blockDim.x != GS_THREADS) return false;
+    const uint32_t lo = primes[prime_off].q >= F64_Q ? 0 : L - 2;
+    return y == lo || y == lo + 1;
+}
+"""
+    assert src.count(GATE_W) == 2 and src.count(GATE_O) == 2
+    v = src.replace("// The paired kernels' start:", MIXED + "// The paired kernels' start:", 1)
+    v = v.replace("    uint32_t pid;\n    u64 q;\n", "    uint32_t pid;\n    u64 q;\n    bool mixed;\n", 1)
+    v = v.replace("pid(prime_off + r.y), q(primes[pid].q) {}",
+                  "pid(prime_off + r.y), q(primes[pid].q), mixed(gp_mixed(primes, prime_off)) {}", 1)
+    v = v.replace(GATE_W, "        if (th.g == 1 && !G.mixed) gate_wait();\n")
+    v = v.replace(GATE_O, "        if (th.g == 0 && blockDim.x == GS_THREADS && !G.mixed) gate_open();\n")
+    variants["nogatemix"] = v
+    variants["nogate"] = src.replace(GATE_W, "").replace(GATE_O, "")
+    LF = src[src.index("struct LooseF {"):]
+    LF = LF[: LF.index("\n};\n") + 4]
+    variants["twd"] = src.replace(LF, LF.replace("num(w.w)", "d(w.w)").replace("num(c.s.w)", "d(c.s.w)").replace("num(c.f.w)", "d(c.f.w)"))
+    assert variants["twd"] != src
+
 for name, text in variants.items():
     if name != "base" and text == src:
         sys.exit(f"variant {name}: pattern not found")
