@@ -283,6 +283,11 @@ __device__ __forceinline__ bool gp_mixed(const Prime* __restrict__ primes, uint3
     INV_MID = "limb[lines.roff(hi) + lo + 16 * e] = A::mid(x[e], q);"
     assert src.count(INV_MID) == 1
     variants["invnomid"] = src.replace(INV_MID, "limb[lines.roff(hi) + lo + 16 * e] = x[e];")
+    # allf64 (wrong words on the wide prime): LooseF for every group of the paired kernels, the
+    # bound of what the wide prime's integer groups still cost in the current layout.
+    WIDE = "    if (G.q < F64_Q) {\n"
+    assert src.count(WIDE) == 2
+    variants["allf64"] = src.replace(WIDE, "    if (true) {\n")
     # g1 / g2 / late (runs 163-164, same words) move the gates of 6950f13's kernels, where both
     # directions open it after the first phase's stores (520912e moved the inverse's to g2's
     # place): `git show 6950f13:kernels/ckks.cu > /tmp/ckks-6950f13.cu` and pass src= that file.
