@@ -247,12 +247,11 @@ else:
 GATE_W = "        if (th.g == 1) gate_wait();\n"
 GATE_O = "        if (th.g == 0 && blockDim.x == GS_THREADS) gate_open();  // no group 1: no gate\n"
 if GATE_W in src and "struct GpGroup {" in src:
-    MIXED = """// (variant nogatemix) Whether this block is one of the transposed rows' mixed blocks.
+    MIXED = """// (variant nogatemix) Whether this block is one of the transposed rows' mixed blocks: its two
+// groups work on different primes.
 __device__ __forceinline__ bool gp_mixed(const Prime* __restrict__ primes, uint32_t prime_off) {
-    const uint32_t L = gridDim.y, y = blockIdx.y;
-    if (L < 2 || blockDim.x != GS_THREADS) return false;
-    const uint32_t lo = primes[prime_off].q >= F64_Q ? 0 : L - 2;
-    return y == lo || y == lo + 1;
+    return blockDim.x == GS_THREADS &&
+           gp_role(0, primes, prime_off).y != gp_role(1, primes, prime_off).y;
 }
 """
     assert src.count(GATE_W) == 2 and src.count(GATE_O) == 2
@@ -288,6 +287,29 @@ __device__ __forceinline__ bool gp_mixed(const Prime* __restrict__ primes, uint3
     WIDE = "    if (G.q < F64_Q) {\n"
     assert src.count(WIDE) == 2
     variants["allf64"] = src.replace(WIDE, "    if (true) {\n")
+    # Gate positions by block kind (same words), from the current source (forward: gate at its
+    # first phase's stores; inverse: after its second round), the mixed blocks (the transposed
+    # rows: the wide prime's integer group beside a binary64 group) moved alone:
+    # - mixA: forward mixed blocks open after round 2; inverse mixed blocks at the stores;
+    # - mixB: forward and inverse mixed blocks open after round 1;
+    # - swapmix: in the mixed blocks the binary64 group goes first (group 0) and the wide
+    #   prime's integer group waits at the gate (run 156's mixg1, with today's gates).
+    if "bool mixed;" in variants["nogatemix"]:
+        mx = variants["nogatemix"].replace("        if (th.g == 1 && !G.mixed) gate_wait();\n", GATE_W)
+        UNI = "        if (th.g == 0 && blockDim.x == GS_THREADS && !G.mixed) gate_open();\n"
+        MIXO = "        if (th.g == 0 && G.mixed) gate_open();\n"
+        assert mx.count(UNI) == 2
+        F1c = "        for (int e = 0; e < 8; e++) s[gp_cw(lo, hi + 16 * e)] = x[e];\n        gsync(th.g);\n"
+        F2c = "        gp_col_mid<true, 2, A>(s, lo, hi >> 1, hi & 1, tw, q);\n        gsync(th.g);\n"
+        I1c = "        inv_rows_first<A>(sr, x, tw, row, lo, hi, q);\n        gsync(th.g);\n"
+        ISTc = "        for (int e = 0; e < 8; e++) limb[lines.roff(hi) + lo + 16 * e] = A::mid(x[e], q);\n"
+        for a in (F1c, F2c, I1c, ISTc):
+            assert mx.count(a) == 1, a
+        variants["mixA"] = mx.replace(F2c, F2c + MIXO).replace(ISTc, ISTc + MIXO)
+        variants["mixB"] = mx.replace(F1c, F1c + MIXO).replace(I1c, I1c + MIXO)
+    ROLE = "    return GpRole{g == 0 ? wide : other, y - lo};\n"
+    assert src.count(ROLE) == 1
+    variants["swapmix"] = src.replace(ROLE, "    return GpRole{g == 1 ? wide : other, y - lo};\n")
     # g1 / g2 / late (runs 163-164, same words) move the gates of 6950f13's kernels, where both
     # directions open it after the first phase's stores (520912e moved the inverse's to g2's
     # place): `git show 6950f13:kernels/ckks.cu > /tmp/ckks-6950f13.cu` and pass src= that file.
