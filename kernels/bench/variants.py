@@ -307,6 +307,25 @@ __device__ __forceinline__ bool gp_mixed(const Prime* __restrict__ primes, uint3
             assert mx.count(a) == 1, a
         variants["mixA"] = mx.replace(F2c, F2c + MIXO).replace(ISTc, ISTc + MIXO)
         variants["mixB"] = mx.replace(F1c, F1c + MIXO).replace(I1c, I1c + MIXO)
+        # uniA: the counterpart of mixA: the uniform blocks' gates moved (forward after round 2,
+        # inverse at its stores), the mixed blocks' kept.
+        UNIO = "        if (th.g == 0 && blockDim.x == GS_THREADS && !G.mixed) gate_open();\n"
+        uni = mx.replace(UNI, MIXO)  # the kept places now serve the mixed blocks only
+        variants["uniA"] = uni.replace(F2c, F2c + UNIO).replace(ISTc, ISTc + UNIO)
+    # gppf (same words): every thread of a paired group asks L1 for one line of its 8 rows' twiddles
+    # at the start (127 lines: the row rounds' tables at scales 1..64), so the forward's row phase
+    # (after the limb barrier) and the inverse's second and third row rounds hit L1 instead of L2.
+    PL = "    const PairLines lines{blockIdx.x, r.c * zs};\n"
+    assert src.count(PL) == 2
+    variants["gppf"] = src.replace(PL, PL + """    {
+        uint32_t m = 64, i = th.t;
+        while (m && i >= m) {
+            i -= m;
+            m >>= 1;
+        }
+        if (m) pf(tw + (u64)m * (SUB + 8 * lines.k) + 8 * i);
+    }
+""")
     ROLE = "    return GpRole{g == 0 ? wide : other, y - lo};\n"
     assert src.count(ROLE) == 1
     variants["swapmix"] = src.replace(ROLE, "    return GpRole{g == 1 ? wide : other, y - lo};\n")
