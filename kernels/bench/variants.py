@@ -279,6 +279,23 @@ __device__ __forceinline__ bool gp_mixed(const Prime* __restrict__ primes, uint3
             for (int i = 0; i < 4; i++) st2(d + 32 * i, x[2 * i], x[2 * i + 1]);
         }
 """)
+    # invtr (same words): invst2 made right: the inverse's last words go back to the tile, the
+    # group meets, and each thread stores 4 pairs of adjacent columns along rows t / 4 + 32i
+    # (16-byte stores, 8 rows of 64 bytes per warp store) instead of 8 words down its column.
+    variants["invtr"] = src.replace(INV_ST, """        for (int e = 0; e < 8; e++) s[gp_cw(lo, hi + 16 * e)] = x[e];
+        gsync(th.g);
+        {
+            const uint32_t p = th.t % 4, c0 = 8 * th.g + 2 * p;
+            const u64 cb = lines.col(0);
+#pragma unroll
+            for (int i = 0; i < 4; i++) {
+                const uint32_t a = th.t / 4 + 32 * i;
+                u64 x0, x1;
+                ld2sh(s + gp_cw(c0, a), x0, x1);
+                st2(limb + a * SUB + cb + 2 * p, x0, x1);
+            }
+        }
+""")
     INV_MID = "limb[lines.roff(hi) + lo + 16 * e] = A::mid(x[e], q);"
     assert src.count(INV_MID) == 1
     variants["invnomid"] = src.replace(INV_MID, "limb[lines.roff(hi) + lo + 16 * e] = x[e];")
