@@ -311,24 +311,24 @@ __device__ __forceinline__ bool gp_mixed(const Prime* __restrict__ primes, uint3
     # - mixB: forward and inverse mixed blocks open after round 1;
     # - swapmix: in the mixed blocks the binary64 group goes first (group 0) and the wide
     #   prime's integer group waits at the gate (run 156's mixg1, with today's gates).
-    if "bool mixed;" in variants["nogatemix"]:
-        mx = variants["nogatemix"].replace("        if (th.g == 1 && !G.mixed) gate_wait();\n", GATE_W)
-        UNI = "        if (th.g == 0 && blockDim.x == GS_THREADS && !G.mixed) gate_open();\n"
-        MIXO = "        if (th.g == 0 && G.mixed) gate_open();\n"
-        assert mx.count(UNI) == 2
-        F1c = "        for (int e = 0; e < 8; e++) s[gp_cw(lo, hi + 16 * e)] = x[e];\n        gsync(th.g);\n"
-        F2c = "        gp_col_mid<true, 2, A>(s, lo, hi >> 1, hi & 1, tw, q);\n        gsync(th.g);\n"
-        I1c = "        inv_rows_first<A>(sr, x, tw, row, lo, hi, q);\n        gsync(th.g);\n"
-        ISTc = "        for (int e = 0; e < 8; e++) limb[lines.roff(hi) + lo + 16 * e] = A::mid(x[e], q);\n"
-        for a in (F1c, F2c, I1c, ISTc):
-            assert mx.count(a) == 1, a
-        variants["mixA"] = mx.replace(F2c, F2c + MIXO).replace(ISTc, ISTc + MIXO)
-        variants["mixB"] = mx.replace(F1c, F1c + MIXO).replace(I1c, I1c + MIXO)
-        # uniA: the counterpart of mixA: the uniform blocks' gates moved (forward after round 2,
-        # inverse at its stores), the mixed blocks' kept.
-        UNIO = "        if (th.g == 0 && blockDim.x == GS_THREADS && !G.mixed) gate_open();\n"
-        uni = mx.replace(UNI, MIXO)  # the kept places now serve the mixed blocks only
-        variants["uniA"] = uni.replace(F2c, F2c + UNIO).replace(ISTc, ISTc + UNIO)
+    # The first phases' round ends where a gate can go (forward rounds 1, 2; inverse round 1, stores).
+    F1 = "        for (int e = 0; e < 8; e++) s[gp_cw(lo, hi + 16 * e)] = x[e];\n        gsync(th.g);\n"
+    F2 = "        gp_col_mid<true, 2, A>(s, lo, hi >> 1, hi & 1, tw, q);\n        gsync(th.g);\n"
+    I1 = "        inv_rows_first<A>(sr, x, tw, row, lo, hi, q);\n        gsync(th.g);\n"
+    IST = "        for (int e = 0; e < 8; e++) limb[lines.roff(hi) + lo + 16 * e] = A::mid(x[e], q);\n"
+    for a in (F1, F2, I1, IST):
+        assert src.count(a) == 1, a
+    # mx: nogatemix with every block waiting again; UNI opens the uniform blocks' gate, MIXO the
+    # mixed blocks'.
+    mx = variants["nogatemix"].replace("        if (th.g == 1 && !G.mixed) gate_wait();\n", GATE_W)
+    UNI = "        if (th.g == 0 && blockDim.x == GS_THREADS && !G.mixed) gate_open();\n"
+    MIXO = "        if (th.g == 0 && G.mixed) gate_open();\n"
+    assert mx.count(UNI) == 2
+    variants["mixA"] = mx.replace(F2, F2 + MIXO).replace(IST, IST + MIXO)
+    variants["mixB"] = mx.replace(F1, F1 + MIXO).replace(I1, I1 + MIXO)
+    # uniA: the counterpart of mixA: the uniform blocks' gates moved (forward after round 2,
+    # inverse at its stores), the mixed blocks' kept (the kept places open for them only).
+    variants["uniA"] = mx.replace(UNI, MIXO).replace(F2, F2 + UNI).replace(IST, IST + UNI)
     # gppf (same words): every thread of a paired group asks L1 for one line of its 8 rows' twiddles
     # at the start (127 lines: the row rounds' tables at scales 1..64), so the forward's row phase
     # (after the limb barrier) and the inverse's second and third row rounds hit L1 instead of L2.
@@ -356,11 +356,6 @@ __device__ __forceinline__ bool gp_mixed(const Prime* __restrict__ primes, uint3
         # g1 / g2 (same words): group 0 opens the gate after its first phase's first (g1) or second
         # (g2) round instead of after the phase's stores, so group 1 starts its rounds earlier.
         OPEN = "        if (th.g == 0 && blockDim.x == GS_THREADS) gate_open();\n"
-        F1 = "        for (int e = 0; e < 8; e++) s[gp_cw(lo, hi + 16 * e)] = x[e];\n        gsync(th.g);\n"
-        F2 = "        gp_col_mid<true, 2, A>(s, lo, hi >> 1, hi & 1, tw, q);\n        gsync(th.g);\n"
-        I1 = "        inv_rows_first<A>(sr, x, tw, row, lo, hi, q);\n        gsync(th.g);\n"
-        for a in (F1, F2, I1, I2):
-            assert src.count(a) == 1, a
         nog = src.replace(GATE_O, "")
         variants["g1"] = nog.replace(F1, F1 + OPEN).replace(I1, I1 + OPEN)
         variants["g2"] = nog.replace(F2, F2 + OPEN).replace(I2, I2.replace("        // Round 3", OPEN + "        // Round 3"))
