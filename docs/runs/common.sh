@@ -2,6 +2,8 @@
 # T0, left (seconds left of LIMIT), need N WHAT (false and a "skip" line when fewer than N
 # seconds are left), r NAME CMD... (runs CMD into $OUT/logs/NAME.log under a 150 s timeout and
 # prints its rc, time and the test / sanitizer summary lines).
+# harness_passes, oplat and peer_oplat: see their comments below (run165.sh and run166.sh in
+# docs/runs are the templates: the recorded scripts keep the inline forms they ran with).
 T0=$(date +%s)
 LIMIT=${LIMIT:-585}
 left() { echo $(( LIMIT - ($(date +%s) - T0) )); }
@@ -25,4 +27,27 @@ harness_passes() {
     done
   done
   for v in $vs; do echo "$v: $(grep -h hash $OUT/logs/$v-1.txt | tr -s ' ' | tr '\n' ' ')"; done
+}
+# oplat BIN [FHELIUM_TABLE]: $W/BIN (a gpu_oplat build; W = the bundle folder) into
+# $OUT/logs/oplat-BIN-<time>.log, FHElium's ratios from the table when one is given; prints the
+# NTT, multiply_plaintext and rotate rows (op, median, FHElium, ratio, submit, burst).
+oplat() {
+  local n=$1-$(date +%s)
+  FHELIUM_PEER_OPLAT=${2:-} timeout 30 $W/$1 --nocapture --test-threads=1 > $OUT/logs/oplat-$n.log 2>&1; echo "$n rc=$?"
+  grep -E '^(coefficient_to_ntt|ntt_to_coefficient|multiply_plaintext|rotate_with_key) +[0-9]' $OUT/logs/oplat-$n.log | tr -s ' ' | cut -d' ' -f1-2,5-8
+}
+# peer_oplat BIN...: FHElium built and timed (.peer, ~2-3 min, if 220 s are left), then for each
+# BIN an FHElium table and oplat BIN beside it, while 15 s are left.
+peer_oplat() {
+  need 220 peer || return 0
+  echo "== peer"; local t0=$(date +%s) b f
+  timeout $(( $(left) - 30 )) bash .peer/build-and-time.sh .peer > $OUT/logs/peer-run.log 2>&1; echo "peer rc=$? ($(( $(date +%s)-t0 )) s)"
+  export FHELIUM_BENCH_DEVICE=0 PYTHONPATH=/tmp/peer-fh:/tmp/peer-site
+  for b in "$@"; do
+    need 15 "peer oplat $b" || break
+    f=$OUT/logs/F-$b-$(date +%s).txt
+    timeout 45 python3 .peer/fhelium_oplat.py > $f 2>&1; echo "F rc=$?: $(grep -E '^(coefficient_to_ntt|ntt_to_coefficient) ' $f | tr -s ' ' | tr '\n' ' ')"
+    oplat $b $f
+  done
+  rm -f $OUT/logs/peer-build.log
 }
