@@ -717,18 +717,13 @@ int main(int argc, char** argv) {
             // GP_PLAIN=1: a plain launch instead (no co-residency guarantee: safe here only
             // because nothing else runs; run 170 timed what the cooperative launch costs).
             if (comps != 2) return cudaErrorInvalidValue;
-            static const bool plain = getenv("GP_PLAIN") != nullptr;
-            auto launch = [&](void* f, void** args) {
-                return plain ? cudaLaunchKernel(f, dim3(16, limbs, 1), dim3(GS_THREADS), args, 0, st)
-                             : cudaLaunchCooperativeKernel(f, dim3(16, limbs, 1), dim3(GS_THREADS),
-                                                           args, 0, st);
-            };
+            static const bool coop = getenv("GP_PLAIN") == nullptr;
             if (which == 46) {
                 void* args[] = {&src, &dst, &dp, &dtw, &off, &ys, &zs, &c};
-                return launch((void*)ntt_fwd_gp, args);
+                return go((void*)ntt_fwd_gp, dim3(16, limbs, 1), dim3(GS_THREADS), args, coop);
             }
             void* args[] = {&src, &dst, &dp, &dtw, &dpostf, &off, &ys, &zs, &c};
-            return launch((void*)ntt_inv_gp, args);
+            return go((void*)ntt_inv_gp, dim3(16, limbs, 1), dim3(GS_THREADS), args, coop);
         } else if (which == 54 || which == 55) {
             // Rows 50-53: the paired kernels by a plain launch in clusters of 16 along x (the
             // non-portable size: one prime's 16 blocks, which meet at the limb barrier, are
