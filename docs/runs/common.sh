@@ -2,7 +2,7 @@
 # T0, left (seconds left of LIMIT), need N WHAT (false and a "skip" line when fewer than N
 # seconds are left), r NAME CMD... (runs CMD into $OUT/logs/NAME.log under a 150 s timeout and
 # prints its rc, time and the test / sanitizer summary lines).
-# harness_passes, oplat and peer_oplat: see their comments below (run165.sh and run166.sh in
+# header, finish, harness_passes, oplat and peer_oplat: see their comments below (run165.sh and run166.sh in
 # docs/runs are the templates: the recorded scripts keep the inline forms they ran with).
 T0=$(date +%s)
 LIMIT=${LIMIT:-585}
@@ -15,6 +15,10 @@ r() {
   grep -E '^test result|FAILED|panicked|refused|ERROR SUMMARY|RACECHECK SUMMARY' $OUT/logs/$name.log | head -6
 }
 mkdir -p $OUT/logs
+# header: the line every run prints first (the card, its driver, clock and memory).
+header() { nvidia-smi --query-gpu=name,driver_version,clocks.max.sm,memory.total --format=csv,noheader; }
+# finish: the logs packed as $OUT/logs.tgz and the run's wall time (every run's last lines).
+finish() { tar czf $OUT/logs.tgz -C $OUT/logs . && rm -rf $OUT/logs; echo "total $(( $(date +%s) - T0 )) s"; }
 # harness_passes "V1 V2 ..." [ROWS]: ntt_bench rows (default 46-49, the paired kernels) of
 # .gpu/exp2/bench_<v>, three passes alternated, then each variant's hashes from pass 1.
 harness_passes() {
