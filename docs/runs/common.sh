@@ -2,8 +2,9 @@
 # T0, left (seconds left of LIMIT), need N WHAT (false and a "skip" line when fewer than N
 # seconds are left), r NAME CMD... (runs CMD into $OUT/logs/NAME.log under a 150 s timeout and
 # prints its rc, time and the test / sanitizer summary lines).
-# header, finish, harness_passes, oplat and peer_oplat: see their comments below (run165.sh and run166.sh in
-# docs/runs are the templates: the recorded scripts keep the inline forms they ran with).
+# header, finish, harness_passes, oplat and peer_oplat: see their comments below (run165.sh and
+# run166.sh in docs/runs are the templates: the recorded scripts keep the inline forms they ran
+# with).
 T0=$(date +%s)
 LIMIT=${LIMIT:-585}
 left() { echo $(( LIMIT - ($(date +%s) - T0) )); }
