@@ -364,7 +364,7 @@ __device__ __forceinline__ bool gp_mixed(const Prime* __restrict__ primes, uint3
         FL = "    pair_sync(th, ctr, target);  // every column of the group's component is in out\n"
         IL = "        inv8<A>(x, tw7(tw, SUB + row), q);\n"
         assert src.count(FL) == 1 and src.count(IL) == 1
-        variants["late"] = nog.replace(FL, FL + "    if (th.g == 0 && blockDim.x == GS_THREADS) gate_open();\n").replace(IL, IL + OPEN)
+        variants["late"] = nog.replace(FL, FL + OPEN[4:]).replace(IL, IL + OPEN)
 
 for name, text in variants.items():
     if name != "base" and text == src:
