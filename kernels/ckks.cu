@@ -1841,16 +1841,16 @@ __device__ __forceinline__ void gp_col_mid(u64* s, uint32_t line, uint32_t ah, u
 }
 // Which prime (limb row y) and component c a paired block's group g works on. The two limb rows
 // around the wide prime (q >= F64_Q: integer butterflies) are transposed: group 0 of a block in
-// those rows takes the wide prime, group 1 its neighbour (binary64), each in component
-// blockIdx.y - lo. The wide prime's 32 groups then sit one per block beside a binary64 group
-// instead of two per block in 16 blocks: a launch lasts as long as its slowest block (decision
-// 0511). The engine's chains end with the 60-bit base prime (rows L - 2, L - 1); a chain that
-// starts with a wide prime (ntt_bench's) transposes rows 0, 1. Each (y, c) keeps its 16 groups,
-// all in one limb row of blocks. The grid's rows are rotated so that the transposed rows (the
-// slowest blocks) are grid rows 0 and 1 whatever the chain: the hardware dispatches a grid's
-// blocks in index order, and the blocks that finish last should start first (with the wide
-// prime last, rows L - 2 and L - 1 were dispatched last; rotated, the engine's launches took
-// ~0.1-0.2 us less back to back, runs 160 and 162).
+// those rows takes the wide prime, group 1 its neighbour (binary64), each in component blockIdx.y
+// (the grid rows are rotated below: these rows are grid rows 0 and 1). The wide prime's 32 groups
+// then sit one per block beside a binary64 group instead of two per block in 16 blocks: a launch
+// lasts as long as its slowest block (decision 0511). The engine's chains end with the 60-bit base
+// prime (rows L - 2, L - 1); a chain that starts with a wide prime (ntt_bench's) transposes rows
+// 0, 1. Each (y, c) keeps its 16 groups, all in one limb row of blocks. The grid's rows are
+// rotated so that the transposed rows (the slowest blocks) are grid rows 0 and 1 whatever the
+// chain: the hardware dispatches a grid's blocks in index order, and the blocks that finish last
+// should start first (with the wide prime last, rows L - 2 and L - 1 were dispatched last;
+// rotated, the engine's launches took ~0.1-0.2 us less back to back, runs 160 and 162).
 struct GpRole {
     uint32_t y, c;
 };
@@ -1861,9 +1861,9 @@ __device__ __forceinline__ GpRole gp_role(uint32_t g, const Prime* __restrict__ 
     const bool first = primes[prime_off].q >= F64_Q;
     const uint32_t lo = first ? 0 : L - 2;
     const uint32_t y = (blockIdx.y + lo) % L;  // grid rows 0, 1 = limb rows lo, lo + 1
-    if (y < lo || y > lo + 1) return GpRole{y, g};
+    if (blockIdx.y >= 2) return GpRole{y, g};
     const uint32_t wide = first ? 0 : L - 1, other = first ? 1 : L - 2;
-    return GpRole{g == 0 ? wide : other, y - lo};
+    return GpRole{g == 0 ? wide : other, blockIdx.y};
 }
 // The paired kernels' start: the thread's group, the group's role, its prime id and modulus
 // (the modulus chooses the group's butterflies: LooseF below F64_Q, else Loose).

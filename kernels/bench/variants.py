@@ -343,9 +343,9 @@ __device__ __forceinline__ bool gp_mixed(const Prime* __restrict__ primes, uint3
         if (m) pf(tw + (u64)m * (SUB + 8 * lines.k) + 8 * i);
     }
 """)
-    ROLE = "    return GpRole{g == 0 ? wide : other, y - lo};\n"
+    ROLE = "    return GpRole{g == 0 ? wide : other, blockIdx.y};\n"
     assert src.count(ROLE) == 1
-    variants["swapmix"] = src.replace(ROLE, "    return GpRole{g == 1 ? wide : other, y - lo};\n")
+    variants["swapmix"] = src.replace(ROLE, "    return GpRole{g == 1 ? wide : other, blockIdx.y};\n")
     # g1 / g2 / late (runs 163-164, same words) move the gates of 6950f13's kernels, where both
     # directions open it after the first phase's stores (520912e moved the inverse's to g2's
     # place): `git show 6950f13:kernels/ckks.cu > /tmp/ckks-6950f13.cu` and pass src= that file.
