@@ -366,6 +366,19 @@ __device__ __forceinline__ bool gp_mixed(const Prime* __restrict__ primes, uint3
         assert src.count(FL) == 1 and src.count(IL) == 1
         variants["late"] = nog.replace(FL, FL + OPEN[4:]).replace(IL, IL + OPEN)
 
+# nopart / nowide (thirty-third session, wrong words on two limbs: bounds): in the mixed blocks
+# (grid rows 0 and 1: the wide prime's integer group beside a binary64 partner) the partner
+# group (nopart) or the wide group (nowide, after opening the gate so the partner starts at
+# once) leaves at the kernel's start. What the partner's pipeline adds to the mixed blocks
+# (the launch's likely tail, run 176) and what the wide group adds: the room a layout that
+# spreads the mixed blocks' work differently could win.
+GPG = "    const GpGroup G(primes, prime_off);\n"
+if src.count(GPG) == 2:
+    MIX_ROW = "blockDim.x == GS_THREADS && gridDim.y >= 2 && blockIdx.y < 2"
+    variants["nopart"] = src.replace(GPG, GPG + f"    if ({MIX_ROW} && G.th.g == 1) return;\n")
+    variants["nowide"] = src.replace(
+        GPG, GPG + f"    if ({MIX_ROW} && G.th.g == 0) {{\n        gate_open();\n        return;\n    }}\n")
+
 for name, text in variants.items():
     if name != "base" and text == src:
         sys.exit(f"variant {name}: pattern not found")
