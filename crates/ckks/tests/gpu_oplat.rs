@@ -174,6 +174,80 @@ fn time_host(stream: &Stream, mut op: impl FnMut(usize)) -> (Stats, Option<Diag>
     )
 }
 
+/// When the engine last created its `ckks.kernel` span (in `launch_now`, right before it looks
+/// up the launch graph and calls `cuGraphLaunch`), noted by [`LaunchClock`].
+static LAUNCH_AT: std::sync::Mutex<Option<std::time::Instant>> = std::sync::Mutex::new(None);
+
+/// A tracing subscriber that only notes the time of each `ckks.kernel` span's creation and
+/// turns every other callsite off (so the engine's other spans cost what they cost without a
+/// subscriber): a clock for the host time an op spends before its launch.
+struct LaunchClock;
+
+impl LaunchClock {
+    fn ours(m: &tracing::Metadata<'_>) -> bool {
+        m.name() == "ckks.kernel"
+    }
+}
+
+impl tracing::Subscriber for LaunchClock {
+    fn register_callsite(
+        &self,
+        m: &'static tracing::Metadata<'static>,
+    ) -> tracing::subscriber::Interest {
+        if Self::ours(m) {
+            tracing::subscriber::Interest::always()
+        } else {
+            tracing::subscriber::Interest::never()
+        }
+    }
+    fn enabled(&self, m: &tracing::Metadata<'_>) -> bool {
+        Self::ours(m)
+    }
+    fn new_span(&self, _: &tracing::span::Attributes<'_>) -> tracing::span::Id {
+        let now = std::time::Instant::now();
+        *LAUNCH_AT.lock().expect("clock") = Some(now);
+        tracing::span::Id::from_u64(1)
+    }
+    fn record(&self, _: &tracing::span::Id, _: &tracing::span::Record<'_>) {}
+    fn record_follows_from(&self, _: &tracing::span::Id, _: &tracing::span::Id) {}
+    fn event(&self, _: &tracing::Event<'_>) {}
+    fn enter(&self, _: &tracing::span::Id) {}
+    fn exit(&self, _: &tracing::span::Id) {}
+}
+
+/// Host time of `op(i)` split at its first launch (median, p10, p90 of SAMPLES calls after
+/// WARMUP, the stream idle before each): (from the call to the engine's `ckks.kernel` span,
+/// from that span to the call's return), us. The first part is the engine's own work before
+/// it reaches the driver (plus the span's creation, ~0.05 us); the second holds the graph
+/// lookup, `cuGraphLaunch` and the work after it.
+fn host_split<V: DeviceResult>(
+    stream: &Stream,
+    mut op: impl FnMut(usize) -> Result<V, CudaBackendError>,
+) -> (Stats, Stats) {
+    let (mut before, mut after) = (Vec::new(), Vec::new());
+    tracing::subscriber::with_default(LaunchClock, || {
+        for i in 0..WARMUP + SAMPLES {
+            stream.synchronize().expect("sync");
+            *LAUNCH_AT.lock().expect("clock") = None;
+            let t = std::time::Instant::now();
+            let out = op(i).expect("op");
+            let end = std::time::Instant::now();
+            out.free(stream).expect("free");
+            let at = LAUNCH_AT.lock().expect("clock").expect("the op made no ckks.kernel span");
+            if i >= WARMUP {
+                before.push((at - t).as_secs_f64() * 1e6);
+                after.push((end - at).as_secs_f64() * 1e6);
+            }
+        }
+    });
+    stream.synchronize().expect("sync");
+    let stats = |v: &mut Vec<f64>| {
+        v.sort_by(f64::total_cmp);
+        (percentile(v, 0.5), percentile(v, 0.1), percentile(v, 0.9))
+    };
+    (stats(&mut before), stats(&mut after))
+}
+
 #[test]
 fn oplat_table_on_the_gpu() {
     let required = std::env::var("FHELIUM_REQUIRE_GPU").is_ok_and(|v| v == "1");
@@ -558,6 +632,34 @@ fn oplat_table_on_the_gpu() {
         gpu.programmatic_edges(),
         gpu.graph_count()
     ));
+    // The host time of the one-launch NTT ops split at their launch (a scoped subscriber that
+    // notes the engine's `ckks.kernel` span): how much of `submit_us` is the engine's own work.
+    for (name, (before, after)) in [
+        (
+            "coefficient_to_ntt",
+            host_split(&s, |i| {
+                gpu.coefficient_domain_to_ntt_domain(&cts[i % SETS], &s)
+            }),
+        ),
+        (
+            "ntt_to_coefficient",
+            host_split(&s, |i| {
+                gpu.ntt_domain_to_coefficient_domain(&ntts[i % SETS], &s)
+            }),
+        ),
+        (
+            "multiply_plaintext",
+            host_split(&s, |i| {
+                gpu.multiply_plaintext(&ntts[i % SETS], &pts[(i + 1) % SETS], &s)
+            }),
+        ),
+    ] {
+        table.push_str(&format!(
+            "host split {name}: to the launch span {:.2} us (p10 {:.2}, p90 {:.2}), from it to the return {:.2} us (p10 {:.2}, p90 {:.2})\n",
+            before.0, before.1, before.2, after.0, after.1, after.2
+        ));
+        assert!(before.0.is_finite() && after.0 > 0.0, "{name}: no host split");
+    }
     eprintln!("{table}");
     if let Ok(out) = std::env::var("OUT") {
         let _ = std::fs::write(std::path::Path::new(&out).join("oplat_gpu.txt"), &table);
