@@ -233,7 +233,10 @@ fn host_split<V: DeviceResult>(
             let out = op(i).expect("op");
             let end = std::time::Instant::now();
             out.free(stream).expect("free");
-            let at = LAUNCH_AT.lock().expect("clock").expect("the op made no ckks.kernel span");
+            let at = LAUNCH_AT
+                .lock()
+                .expect("clock")
+                .expect("the op made no ckks.kernel span");
             if i >= WARMUP {
                 before.push((at - t).as_secs_f64() * 1e6);
                 after.push((end - at).as_secs_f64() * 1e6);
@@ -241,11 +244,62 @@ fn host_split<V: DeviceResult>(
         }
     });
     stream.synchronize().expect("sync");
-    let stats = |v: &mut Vec<f64>| {
+    split_stats(&mut before, &mut after)
+}
+
+/// (median, p10, p90) of both lists.
+fn split_stats(before: &mut [f64], after: &mut [f64]) -> (Stats, Stats) {
+    let stats = |v: &mut [f64]| {
         v.sort_by(f64::total_cmp);
         (percentile(v, 0.5), percentile(v, 0.1), percentile(v, 0.9))
     };
-    (stats(&mut before), stats(&mut after))
+    (stats(before), stats(after))
+}
+
+/// Host time of `op(i)` as [`host_split`] takes it, without the subscriber (median, p10, p90,
+/// us): the reference that tells what the subscriber itself adds.
+fn host_plain<V: DeviceResult>(
+    stream: &Stream,
+    mut op: impl FnMut(usize) -> Result<V, CudaBackendError>,
+) -> Stats {
+    let mut total = Vec::new();
+    for i in 0..WARMUP + SAMPLES {
+        stream.synchronize().expect("sync");
+        let t = std::time::Instant::now();
+        let out = op(i).expect("op");
+        let end = std::time::Instant::now();
+        out.free(stream).expect("free");
+        if i >= WARMUP {
+            total.push((end - t).as_secs_f64() * 1e6);
+        }
+    }
+    stream.synchronize().expect("sync");
+    total.sort_by(f64::total_cmp);
+    (
+        percentile(&total, 0.5),
+        percentile(&total, 0.1),
+        percentile(&total, 0.9),
+    )
+}
+
+/// [`host_split`]'s clock alone: the same three readings around an empty call whose "span"
+/// takes the clock as `LaunchClock::new_span` does, so that what the split adds of its own
+/// can be taken off its figures.
+fn host_split_empty() -> (Stats, Stats) {
+    let (mut before, mut after) = (Vec::new(), Vec::new());
+    for i in 0..WARMUP + SAMPLES {
+        *LAUNCH_AT.lock().expect("clock") = None;
+        let t = std::time::Instant::now();
+        let now = std::hint::black_box(std::time::Instant::now());
+        *LAUNCH_AT.lock().expect("clock") = Some(now);
+        let end = std::time::Instant::now();
+        let at = LAUNCH_AT.lock().expect("clock").expect("set above");
+        if i >= WARMUP {
+            before.push((at - t).as_secs_f64() * 1e6);
+            after.push((end - at).as_secs_f64() * 1e6);
+        }
+    }
+    split_stats(&mut before, &mut after)
 }
 
 #[test]
@@ -632,33 +686,46 @@ fn oplat_table_on_the_gpu() {
         gpu.programmatic_edges(),
         gpu.graph_count()
     ));
+    let (e0, e1) = host_split_empty();
+    table.push_str(&format!(
+        "host split of an empty call (the clock's own cost): {:.2} us (p10 {:.2}, p90 {:.2}) and {:.2} us (p10 {:.2}, p90 {:.2})\n",
+        e0.0, e0.1, e0.2, e1.0, e1.1, e1.2
+    ));
     // The host time of the one-launch NTT ops split at their launch (a scoped subscriber that
     // notes the engine's `ckks.kernel` span): how much of `submit_us` is the engine's own work.
-    for (name, (before, after)) in [
+    // Each split sits between two plain timings of the same calls (no subscriber).
+    let ct_op = |i: usize| gpu.coefficient_domain_to_ntt_domain(&cts[i % SETS], &s);
+    let inv_op = |i: usize| gpu.ntt_domain_to_coefficient_domain(&ntts[i % SETS], &s);
+    let pt_op = |i: usize| gpu.multiply_plaintext(&ntts[i % SETS], &pts[(i + 1) % SETS], &s);
+    let splits = [
         (
             "coefficient_to_ntt",
-            host_split(&s, |i| {
-                gpu.coefficient_domain_to_ntt_domain(&cts[i % SETS], &s)
-            }),
+            host_plain(&s, ct_op),
+            host_split(&s, ct_op),
+            host_plain(&s, ct_op),
         ),
         (
             "ntt_to_coefficient",
-            host_split(&s, |i| {
-                gpu.ntt_domain_to_coefficient_domain(&ntts[i % SETS], &s)
-            }),
+            host_plain(&s, inv_op),
+            host_split(&s, inv_op),
+            host_plain(&s, inv_op),
         ),
         (
             "multiply_plaintext",
-            host_split(&s, |i| {
-                gpu.multiply_plaintext(&ntts[i % SETS], &pts[(i + 1) % SETS], &s)
-            }),
+            host_plain(&s, pt_op),
+            host_split(&s, pt_op),
+            host_plain(&s, pt_op),
         ),
-    ] {
+    ];
+    for (name, p0, (before, after), p1) in splits {
         table.push_str(&format!(
-            "host split {name}: to the launch span {:.2} us (p10 {:.2}, p90 {:.2}), from it to the return {:.2} us (p10 {:.2}, p90 {:.2})\n",
-            before.0, before.1, before.2, after.0, after.1, after.2
+            "host split {name}: to the launch span {:.2} us (p10 {:.2}, p90 {:.2}), from it to the return {:.2} us (p10 {:.2}, p90 {:.2}); without the subscriber {:.2} / {:.2} us\n",
+            before.0, before.1, before.2, after.0, after.1, after.2, p0.0, p1.0
         ));
-        assert!(before.0.is_finite() && after.0 > 0.0, "{name}: no host split");
+        assert!(
+            before.0.is_finite() && after.0 > 0.0 && p0.0 > 0.0,
+            "{name}: no host split"
+        );
     }
     eprintln!("{table}");
     if let Ok(out) = std::env::var("OUT") {
