@@ -412,22 +412,36 @@ fn launch_raw_as(
             reason: format!("{name} takes at most {MAX_ARGS} arguments"),
         });
     }
-    let mut held = [Arg::U32(0); MAX_ARGS];
-    held[..args.len()].copy_from_slice(args);
-    let node = graphs::Node {
-        func: kernel.0,
+    // The node is built only for a recording thread: a launch enqueued now goes straight on
+    // (the call's host time before `cuGraphLaunch` is latency, run 181).
+    if graphs::recorded().is_some() {
+        let mut held = [Arg::U32(0); MAX_ARGS];
+        held[..args.len()].copy_from_slice(args);
+        let recorded = graphs::record(graphs::Node {
+            func: kernel.0,
+            name,
+            grid,
+            block,
+            cooperative,
+            args: held,
+            len: args.len(),
+            deps: graphs::Deps::default(),
+        });
+        if recorded {
+            return Ok(());
+        }
+    }
+    launch_args(
+        graphs,
+        op,
+        kernel,
         name,
         grid,
         block,
         cooperative,
-        args: held,
-        len: args.len(),
-        deps: graphs::Deps::default(),
-    };
-    if graphs::record(node) {
-        return Ok(());
-    }
-    launch_now(graphs, op, &node, stream)
+        args,
+        stream,
+    )
 }
 
 /// Enqueues the launch `n` now: through its launch graph, else directly.
@@ -437,12 +451,37 @@ fn launch_now(
     n: &graphs::Node,
     stream: &Stream,
 ) -> Result<()> {
-    let args = &n.args[..n.len];
-    let (kernel, grid, block, cooperative) = (Kernel(n.func), n.grid, n.block, n.cooperative);
+    launch_args(
+        graphs,
+        op,
+        Kernel(n.func),
+        n.name,
+        n.grid,
+        n.block,
+        n.cooperative,
+        &n.args[..n.len],
+        stream,
+    )
+}
+
+/// Enqueues `kernel` (`name`) over `grid` x `block` with `args` now: through its launch graph,
+/// else directly (cooperatively when `cooperative`).
+#[allow(clippy::too_many_arguments)]
+fn launch_args(
+    graphs: &graphs::LaunchGraphs,
+    op: &'static str,
+    kernel: Kernel,
+    name: &'static str,
+    grid: (u32, u32, u32),
+    block: u32,
+    cooperative: bool,
+    args: &[Arg],
+    stream: &Stream,
+) -> Result<()> {
     let span = tracing::trace_span!(
         "ckks.kernel",
         op,
-        kernel = n.name,
+        kernel = name,
         grid = ?grid,
         block,
         cooperative,
@@ -471,7 +510,7 @@ fn launch_now(
     } else {
         Err(CudaBackendError::Launch {
             op,
-            kernel: n.name.to_string(),
+            kernel: name.to_string(),
             code: format!("{rc:?}"),
         })
     }
@@ -1138,7 +1177,7 @@ pub struct CudaEngine {
     // stream handle comes back only after the destroyed stream's work has completed (the
     // driver releases it then), so a new stream with an old handle inherits idle state.
     // Before `_cu`: freed while the context is retained.
-    sync_streams: Mutex<std::collections::HashMap<usize, DeviceBuffer<u32>>>,
+    sync_streams: Mutex<rustc_hash::FxHashMap<usize, DeviceBuffer<u32>>>,
     // Result and scratch buffers freed in stream order, for the next allocation of their
     // length on the same stream (crate::recycle). Before `_cu`: its buffers are freed while
     // the context is still retained (values hold clones and may free theirs later).
@@ -1329,7 +1368,7 @@ impl CudaEngine {
                 std::env::var("FHELIUM_CKKS_RECYCLE").map_or(true, |v| v != "0"),
             )),
             _cu: cu,
-            sync_streams: Mutex::new(std::collections::HashMap::new()),
+            sync_streams: Mutex::new(rustc_hash::FxHashMap::default()),
             gs_capacity,
             gq_blocks,
         })
@@ -2567,7 +2606,6 @@ impl CudaEngine {
         stream: &Stream,
     ) -> Result<()> {
         let (primes, twf) = (dev_ptr(&self.primes), dev_ptr(&self.twf));
-        let args = f.args(primes, twf, dev_ptr(&self.reduce));
         let yz = (rows as u32, comps as u32);
         let kernels = self.ntt_kernels();
         // One or two components of canonical dense rows (no lift, no automorphism, no
@@ -2601,6 +2639,7 @@ impl CudaEngine {
         {
             return Ok(());
         }
+        let args = f.args(primes, twf, dev_ptr(&self.reduce));
         // More limbs than one cooperative wave holds (a key's digits x rows): the same
         // phases as a queue of work items, which needs no co-residency.
         if kernels == NttKernels::GlobalSync

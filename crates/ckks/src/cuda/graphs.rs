@@ -30,14 +30,15 @@
 //! launched node by node by the caller.
 
 use std::cell::RefCell;
-use std::collections::HashMap;
 use std::ffi::c_void;
+use std::hash::Hasher;
 use std::marker::PhantomData;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::OnceLock;
 
 use cust::sys as cu;
 use parking_lot::Mutex;
+use rustc_hash::{FxHashMap, FxHasher};
 
 use super::{Arg, MAX_ARGS};
 
@@ -71,8 +72,44 @@ struct Slot<N, A> {
     used: u64,
 }
 
-/// The arguments of one launch.
-type LaunchArgs = ([Arg; MAX_ARGS], usize);
+/// The arguments of one launch as words (a `U32` zero-extended: within one shape every position
+/// has one type, so equal words are equal arguments), with a hash of them, so that a shape's
+/// graphs are told apart by one word each before any argument list is compared: the lookup sits
+/// between an operation's call and its `cuGraphLaunch`, where every nanosecond is latency.
+#[derive(Clone, Copy, Debug)]
+struct LaunchArgs {
+    hash: u64,
+    len: usize,
+    words: [u64; MAX_ARGS],
+}
+
+impl LaunchArgs {
+    /// The words and hash of `args` (at most `MAX_ARGS`, the caller's check).
+    fn new(args: &[Arg]) -> Self {
+        let mut words = [0u64; MAX_ARGS];
+        let mut h = FxHasher::default();
+        for (w, a) in words.iter_mut().zip(args) {
+            *w = match *a {
+                Arg::U64(v) => v,
+                Arg::U32(v) => u64::from(v),
+            };
+            h.write_u64(*w);
+        }
+        Self {
+            hash: h.finish(),
+            len: args.len(),
+            words,
+        }
+    }
+}
+
+impl PartialEq for LaunchArgs {
+    fn eq(&self, other: &Self) -> bool {
+        self.hash == other.hash
+            && self.len == other.len
+            && self.words[..self.len] == other.words[..other.len]
+    }
+}
 /// A one-node graph.
 type OneSlot = Slot<cu::CUgraphNode, LaunchArgs>;
 /// A chain graph.
@@ -297,8 +334,8 @@ type ChainArgs = [([Arg; MAX_ARGS], usize); MAX_CHAIN];
 /// Every graph, by shape, with a launch clock.
 #[derive(Default)]
 struct Graphs {
-    by_shape: HashMap<Shape, Vec<OneSlot>>,
-    chains: HashMap<ChainShape, Vec<ChainSlot>>,
+    by_shape: FxHashMap<Shape, Vec<OneSlot>>,
+    chains: FxHashMap<ChainShape, Vec<ChainSlot>>,
     count: usize,
     clock: u64,
 }
@@ -454,8 +491,7 @@ impl LaunchGraphs {
             cooperative,
             stream: stream as usize,
         };
-        let mut held = [Arg::U32(0); MAX_ARGS];
-        held[..args.len()].copy_from_slice(args);
+        let held = LaunchArgs::new(args);
         let params = node_params(func, grid, block, ptrs.as_mut_ptr());
         let mut guard = self.graphs.lock();
         let Graphs {
@@ -467,7 +503,7 @@ impl LaunchGraphs {
         *clock += 1;
         let slot = pick(
             by_shape.entry(shape).or_default(),
-            (held, args.len()),
+            held,
             PER_SHAPE,
             count,
             *clock,
@@ -922,6 +958,112 @@ mod tests {
         assert!(kernel_body(src, "missing").is_none());
         // A call of a kernel's name is not its definition.
         assert!(kernel_body("void f() { good(p); }", "good").is_none());
+    }
+
+    #[test]
+    fn launch_args_match_only_the_same_values_in_the_same_order() {
+        let a = [
+            Arg::U64(0x1000),
+            Arg::U64(0x2000),
+            Arg::U32(3),
+            Arg::U64(16384),
+        ];
+        let same = LaunchArgs::new(&a);
+        assert_eq!(same, LaunchArgs::new(&a.clone()));
+        assert_eq!(same.hash, LaunchArgs::new(&a).hash);
+        // One value changed, two swapped, one left off or added: another argument list.
+        let mut b = a;
+        b[2] = Arg::U32(4);
+        assert_ne!(same, LaunchArgs::new(&b));
+        let mut c = a;
+        c.swap(0, 1);
+        assert_ne!(same, LaunchArgs::new(&c));
+        assert_ne!(same, LaunchArgs::new(&a[..3]));
+        let longer = [a[0], a[1], a[2], a[3], Arg::U32(0)];
+        assert_ne!(
+            same,
+            LaunchArgs::new(&longer),
+            "a trailing zero is an argument too"
+        );
+        // Equal hashes alone do not make a match: the words are compared as well.
+        let mut forged = LaunchArgs::new(&b);
+        forged.hash = same.hash;
+        assert_ne!(same, forged);
+        // A 32-bit argument is its value zero-extended (one type per position in a shape).
+        assert_eq!(LaunchArgs::new(&[Arg::U32(7)]).words[0], 7);
+    }
+
+    #[test]
+    fn pick_replays_a_held_argument_list_and_updates_the_least_recent_when_full() {
+        let refused = AtomicBool::new(false);
+        let slot = |args| Slot {
+            graph: std::ptr::null_mut(),
+            nodes: std::ptr::null_mut(),
+            exec: std::ptr::null_mut(),
+            args: Some(args),
+            used: 0,
+        };
+        let args = |v: u64| LaunchArgs::new(&[Arg::U64(v), Arg::U32(1)]);
+        let mut list: Vec<OneSlot> = Vec::new();
+        let mut count = 0;
+        // Two builds, then a replay of the first without a build or an update.
+        for (clock, v) in [(1, 10), (2, 20)] {
+            let got = pick(
+                &mut list,
+                args(v),
+                2,
+                &mut count,
+                clock,
+                || Some(slot(args(0))),
+                |_| panic!("no update"),
+                &refused,
+            );
+            assert_eq!(got.map(|s| s.args), Some(Some(args(v))));
+        }
+        let got = pick(
+            &mut list,
+            args(10),
+            2,
+            &mut count,
+            3,
+            || panic!("no build"),
+            |_| panic!("no update"),
+            &refused,
+        );
+        assert_eq!(got.map(|s| s.used), Some(3));
+        assert_eq!(count, 2);
+        // Full: a new list updates the least recently launched graph (20's, used at 2).
+        let mut updated = None;
+        let got = pick(
+            &mut list,
+            args(30),
+            2,
+            &mut count,
+            4,
+            || panic!("no build"),
+            |s| {
+                updated = s.args;
+                true
+            },
+            &refused,
+        );
+        assert_eq!(got.map(|s| s.args), Some(Some(args(30))));
+        assert_eq!(updated, Some(args(20)));
+        assert_eq!(list.len(), 2);
+        // A refused update leaves the slot's arguments unknown and launches nothing through it.
+        let got = pick(
+            &mut list,
+            args(40),
+            2,
+            &mut count,
+            5,
+            || panic!("no build"),
+            |_| false,
+            &refused,
+        );
+        assert!(got.is_none());
+        assert!(list.iter().any(|s| s.args.is_none()));
+        assert!(!refused.load(Ordering::Relaxed));
     }
 
     #[test]
