@@ -222,29 +222,56 @@ impl tracing::Subscriber for LaunchClock {
 /// lookup, `cuGraphLaunch` and the work after it.
 fn host_split<V: DeviceResult>(
     stream: &Stream,
-    mut op: impl FnMut(usize) -> Result<V, CudaBackendError>,
+    op: impl FnMut(usize) -> Result<V, CudaBackendError>,
 ) -> (Stats, Stats) {
-    let (mut before, mut after) = (Vec::new(), Vec::new());
-    tracing::subscriber::with_default(LaunchClock, || {
-        for i in 0..WARMUP + SAMPLES {
-            stream.synchronize().expect("sync");
-            *LAUNCH_AT.lock().expect("clock") = None;
-            let t = std::time::Instant::now();
-            let out = op(i).expect("op");
-            let end = std::time::Instant::now();
-            out.free(stream).expect("free");
+    let (mut before, mut after) =
+        tracing::subscriber::with_default(LaunchClock, || host_calls(stream, op, true));
+    split_stats(&mut before, &mut after)
+}
+
+/// Host time of `op(i)` as [`host_split`] takes it, without the subscriber (median, p10, p90,
+/// us): the reference that tells what the subscriber itself adds.
+fn host_plain<V: DeviceResult>(
+    stream: &Stream,
+    op: impl FnMut(usize) -> Result<V, CudaBackendError>,
+) -> Stats {
+    let (mut total, mut none) = host_calls(stream, op, false);
+    split_stats(&mut total, &mut none).0
+}
+
+/// SAMPLES calls of `op(i)` after WARMUP, the stream idle before each, their results freed in
+/// stream order. `split`: (call -> the `ckks.kernel` span noted in `LAUNCH_AT`, span -> return)
+/// per call; else (call -> return, nothing), us.
+fn host_calls<V: DeviceResult>(
+    stream: &Stream,
+    mut op: impl FnMut(usize) -> Result<V, CudaBackendError>,
+    split: bool,
+) -> (Vec<f64>, Vec<f64>) {
+    let (mut first, mut second) = (Vec::new(), Vec::new());
+    for i in 0..WARMUP + SAMPLES {
+        stream.synchronize().expect("sync");
+        *LAUNCH_AT.lock().expect("clock") = None;
+        let t = std::time::Instant::now();
+        let out = op(i).expect("op");
+        let end = std::time::Instant::now();
+        out.free(stream).expect("free");
+        if i < WARMUP {
+            continue;
+        }
+        if split {
             let at = LAUNCH_AT
                 .lock()
                 .expect("clock")
                 .expect("the op made no ckks.kernel span");
-            if i >= WARMUP {
-                before.push((at - t).as_secs_f64() * 1e6);
-                after.push((end - at).as_secs_f64() * 1e6);
-            }
+            first.push((at - t).as_secs_f64() * 1e6);
+            second.push((end - at).as_secs_f64() * 1e6);
+        } else {
+            first.push((end - t).as_secs_f64() * 1e6);
+            second.push(0.0);
         }
-    });
+    }
     stream.synchronize().expect("sync");
-    split_stats(&mut before, &mut after)
+    (first, second)
 }
 
 /// (median, p10, p90) of both lists.
@@ -254,32 +281,6 @@ fn split_stats(before: &mut [f64], after: &mut [f64]) -> (Stats, Stats) {
         (percentile(v, 0.5), percentile(v, 0.1), percentile(v, 0.9))
     };
     (stats(before), stats(after))
-}
-
-/// Host time of `op(i)` as [`host_split`] takes it, without the subscriber (median, p10, p90,
-/// us): the reference that tells what the subscriber itself adds.
-fn host_plain<V: DeviceResult>(
-    stream: &Stream,
-    mut op: impl FnMut(usize) -> Result<V, CudaBackendError>,
-) -> Stats {
-    let mut total = Vec::new();
-    for i in 0..WARMUP + SAMPLES {
-        stream.synchronize().expect("sync");
-        let t = std::time::Instant::now();
-        let out = op(i).expect("op");
-        let end = std::time::Instant::now();
-        out.free(stream).expect("free");
-        if i >= WARMUP {
-            total.push((end - t).as_secs_f64() * 1e6);
-        }
-    }
-    stream.synchronize().expect("sync");
-    total.sort_by(f64::total_cmp);
-    (
-        percentile(&total, 0.5),
-        percentile(&total, 0.1),
-        percentile(&total, 0.9),
-    )
 }
 
 /// [`host_split`]'s clock alone: the same three readings around an empty call whose "span"
