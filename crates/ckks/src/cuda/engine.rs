@@ -414,10 +414,10 @@ fn launch_raw_as(
     }
     // The node is built only for a recording thread: a launch enqueued now goes straight on
     // (the call's host time before `cuGraphLaunch` is latency, run 181).
-    if graphs::recorded().is_some() {
+    let recorded = graphs::record_with(|| {
         let mut held = [Arg::U32(0); MAX_ARGS];
         held[..args.len()].copy_from_slice(args);
-        let recorded = graphs::record(graphs::Node {
+        graphs::Node {
             func: kernel.0,
             name,
             grid,
@@ -426,10 +426,10 @@ fn launch_raw_as(
             args: held,
             len: args.len(),
             deps: graphs::Deps::default(),
-        });
-        if recorded {
-            return Ok(());
         }
+    });
+    if recorded {
+        return Ok(());
     }
     launch_args(
         graphs,

@@ -298,9 +298,18 @@ impl Drop for Recording {
 
 /// Records `node` when this thread is recording (`true`); `false` when it is not, and the
 /// caller launches it now.
-pub(super) fn record(mut node: Node) -> bool {
+#[cfg(test)]
+fn record(node: Node) -> bool {
+    record_with(|| node)
+}
+
+/// Records the node `make` gives when this thread is recording (`true`; `make` runs only
+/// then, so a launch enqueued now builds no node); `false` when it is not, and the caller
+/// launches it now.
+pub(super) fn record_with(make: impl FnOnce() -> Node) -> bool {
     RECORDING.with(|r| match r.borrow_mut().as_mut() {
         Some(c) => {
+            let mut node = make();
             node.deps = std::mem::take(&mut c.next);
             c.nodes.push(node);
             true
