@@ -338,7 +338,7 @@ struct ChainShape {
 }
 
 /// The argument lists of a chain's nodes.
-type ChainArgs = [([Arg; MAX_ARGS], usize); MAX_CHAIN];
+type ChainArgs = [LaunchArgs; MAX_CHAIN];
 
 /// Every graph, by shape, with a launch clock.
 #[derive(Default)]
@@ -420,11 +420,11 @@ impl LaunchGraphs {
             len: nodes.len(),
             stream: stream as usize,
         };
-        let mut held: ChainArgs = [([Arg::U32(0); MAX_ARGS], 0); MAX_CHAIN];
+        let mut held: ChainArgs = [LaunchArgs::new(&[]); MAX_CHAIN];
         let mut params = [kernel_params(None); MAX_CHAIN];
         for (i, n) in nodes.iter().enumerate() {
             shape.nodes[i] = n.shape();
-            held[i] = (n.args, n.len);
+            held[i] = LaunchArgs::new(&n.args[..n.len]);
             params[i] = kernel_params(Some((n, &mut ptrs[i])));
         }
         let params = &params[..nodes.len()];
