@@ -738,6 +738,8 @@ struct Harvey {
     __device__ __forceinline__ static void gs_last(u64& x, u64& y, const Post& c, u64 q) {
         int_gs_last(x, y, c, q, gs_off(q));
     }
+    __device__ __forceinline__ static u64 in(u64 x) { return x; }
+    __device__ __forceinline__ static u64 mid(u64 x, u64) { return x; }
 };
 // Loose (every kernel without clusters; every prime below 2^60, which CudaEngine::new checks):
 // products by
@@ -1336,7 +1338,7 @@ __device__ __forceinline__ void gs_fwd_cols_at(u64* s, const WP* tw, u64 q, Load
         u64 x[8];
         // Round 1: a bits 6..4 (a = hi + 16e), straight from global memory.
 #pragma unroll
-        for (int e = 0; e < 8; e++) x[e] = load((hi + 16 * e) * SUB + col);
+        for (int e = 0; e < 8; e++) x[e] = A::in(load((hi + 16 * e) * SUB + col));
         fwd8<A, 4>(x, tw7(tw, 1), q);
 #pragma unroll
         for (int e = 0; e < 8; e++) s[gs_cw(lo, hi + 16 * e)] = x[e];
@@ -1420,14 +1422,14 @@ __device__ __forceinline__ void gs_fwd_rows(u64* s, const WP* tw, u64 q, Store2 
 }
 // Both phases by block k = blockIdx.x, the blocks of the limb meeting on ctr in between
 // (cooperative launch).
-template <class Load, class Store2>
+template <class A = Loose, class Load, class Store2>
 __device__ __forceinline__ void gs_fwd_ntt(u64* s, const WP* tw, u64 q, Load load, Store2 store2,
                                            u64* tdst, unsigned* ctr) {
     unsigned target = 0;  // the count limb_sync waits for (read before arriving)
     if (threadIdx.x == 0) target = limb_target(ctr);  // gs_fwd_ntt
-    gs_fwd_cols(s, tw, q, load, tdst, blockIdx.x);
+    gs_fwd_cols<A>(s, tw, q, load, tdst, blockIdx.x);
     limb_sync(ctr, target);  // every column of the limb is in tdst
-    gs_fwd_rows(s, tw, q, store2, tdst, blockIdx.x);
+    gs_fwd_rows<Store2, false, A>(s, tw, q, store2, tdst, blockIdx.x);
 }
 
 // Inverse NTT of one limb by its 8 blocks, scaled by the constant c; `loadp(pos, x)` gives the
@@ -1482,6 +1484,8 @@ __device__ __forceinline__ void gs_inv_ntt(u64* s, const WP* tw, u64 q, LoadP lo
 #pragma unroll
             for (int i = 0; i < 4; i++) pos[i] = lines.roff(hi) + 2 * (lo + 16 * i);
             loadp(pos, x);
+#pragma unroll
+            for (int e = 0; e < 8; e++) x[e] = A::in(x[e]);
             inv_rows_first<A>(s, x, tw, row, lo, hi, q);
         }
         __syncthreads();
@@ -1494,7 +1498,7 @@ __device__ __forceinline__ void gs_inv_ntt(u64* s, const WP* tw, u64 q, LoadP lo
             for (int e = 0; e < 8; e++) x[e] = s[gs_rw(hi, lo + 16 * e)];
             inv8<A>(x, tw7(tw, SUB + lines.row(hi)), q);
 #pragma unroll
-            for (int e = 0; e < 8; e++) tdst[lines.roff(hi) + lo + 16 * e] = x[e];
+            for (int e = 0; e < 8; e++) tdst[lines.roff(hi) + lo + 16 * e] = A::mid(x[e], q);
         }
     }
     limb_sync(ctr, target);  // every row of the limb is in tdst
@@ -1585,16 +1589,30 @@ __device__ __forceinline__ void ntt_fwd_entry(
     const WP* tw = twf + (u64)pid * NN;
     if constexpr (V < 2) {
         cl_fwd_ntt<V == 1>(s, tw, p.q, load, store2);
-    } else if constexpr (V == 2) {
-        // ctr: the launch's counter pairs (y, z) = limb; tdst: the output limb itself.
-        gs_fwd_ntt(s, tw, p.q, load, store2, dst, sync_ctr + 2 * (z * gridDim.y + y));
-    } else if constexpr (V == 3) {
-        gs_fwd_cols(s, tw, p.q, load, dst, at.x);
-    } else if (scatter) {
-        // sync_ctr: the limb's read count (the permuted stores land in other blocks' rows).
-        gs_fwd_rows<decltype(store2), true>(s, tw, p.q, store2, dst, at.x, sync_ctr);
     } else {
-        gs_fwd_rows(s, tw, p.q, store2, dst, at.x);
+        // The *_gs and work-queue forms: binary64 butterflies for primes below F64_Q (LooseF,
+        // decision 0512), chosen per limb, so both phases of a limb use the same arithmetic
+        // (the column phase's words in the output limb are LooseF's doubles).
+        auto phases = [&](auto arith) {
+            using A = decltype(arith);
+            if constexpr (V == 2) {
+                // ctr: the launch's counter pairs (y, z) = limb; tdst: the output limb itself.
+                gs_fwd_ntt<A>(s, tw, p.q, load, store2, dst, sync_ctr + 2 * (z * gridDim.y + y));
+            } else if constexpr (V == 3) {
+                gs_fwd_cols<A>(s, tw, p.q, load, dst, at.x);
+            } else if (scatter) {
+                // sync_ctr: the limb's read count (the permuted stores land in other blocks'
+                // rows).
+                gs_fwd_rows<decltype(store2), true, A>(s, tw, p.q, store2, dst, at.x, sync_ctr);
+            } else {
+                gs_fwd_rows<decltype(store2), false, A>(s, tw, p.q, store2, dst, at.x);
+            }
+        };
+        if (p.q < F64_Q) {
+            phases(LooseF{});
+        } else {
+            phases(Loose{});
+        }
     }
 }
 
@@ -1717,8 +1735,14 @@ __device__ __forceinline__ void ntt_inv_entry(
             for (int i = 0; i < 4; i++) ld2sh(src + pos[i], x[2 * i], x[2 * i + 1]);
         };
         auto store = [&](uint32_t pos, u64 x) { dst[pos] = x; };
-        gs_inv_ntt(s, twi + (u64)pid * NN, q, loadp, store, dst,
-                   sync_ctr + 2 * (z * gridDim.y + y), post[pid]);
+        // Binary64 butterflies for primes below F64_Q (decision 0512), as the forward.
+        unsigned* ctr = sync_ctr + 2 * (z * gridDim.y + y);
+        if (q < F64_Q) {
+            gs_inv_ntt<decltype(loadp), decltype(store), LimbLines, LooseF>(
+                s, twi + (u64)pid * NN, q, loadp, store, dst, ctr, post[pid]);
+        } else {
+            gs_inv_ntt(s, twi + (u64)pid * NN, q, loadp, store, dst, ctr, post[pid]);
+        }
     }
 }
 
@@ -2134,8 +2158,15 @@ __device__ __forceinline__ void ks_inner_entry(KS_INNER_PARAMS, unsigned* sync_c
             }
         };
         auto store = [&](uint32_t pos, u64 x) { dst[pos] = x; };
-        gs_inv_ntt(s, twi + (u64)pid * NN, p.q, loadp, store, dst, sync_ctr + 2 * (c * rows + y),
-                   post[pid]);
+        // The inverse NTT in binary64 for primes below F64_Q (decision 0512); the inner
+        // product itself stays in integers (its words are canonical when the NTT takes them).
+        unsigned* ctr = sync_ctr + 2 * (c * rows + y);
+        if (p.q < F64_Q) {
+            gs_inv_ntt<decltype(loadp), decltype(store), LimbLines, LooseF>(
+                s, twi + (u64)pid * NN, p.q, loadp, store, dst, ctr, post[pid]);
+        } else {
+            gs_inv_ntt(s, twi + (u64)pid * NN, p.q, loadp, store, dst, ctr, post[pid]);
+        }
     } else {
         const WP pw = post[pid].s;
         auto store = [&](uint32_t pos, u64 x) { dst[pos] = shoup(x, pw.w, pw.wp, p.q); };
