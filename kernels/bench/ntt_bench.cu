@@ -411,6 +411,19 @@ static int scan() {
     return 0;
 }
 
+static bool wide_prime(int i) {
+    const char* w = getenv("WIDE");
+    if (w == nullptr) return i == 0;
+    for (const char* c = w; *c != 0;) {
+        char* end = nullptr;
+        const long v = strtol(c, &end, 10);
+        if (end == c) break;
+        if (v == i) return true;
+        c = *end == ',' ? end + 1 : end;
+    }
+    return false;
+}
+
 int main(int argc, char** argv) {
     if (argc > 1 && std::string(argv[1]) == "scan") return scan();
     const int limbs = argc > 2 ? atoi(argv[1]) : 8, comps = argc > 2 ? atoi(argv[2]) : 2, sets = 4;
@@ -419,7 +432,9 @@ int main(int argc, char** argv) {
     std::vector<Prime> primes(9);
     for (int i = 0; i < 9; i++) {
         u64 q = ((1ull << 40) + 2 * 16384 * (u64)(i + 1) * 7919ull) | 1;
-        if (i == 0) q = (1ull << 60) - 2 * 16384 * 1234567ull + 1;
+        // WIDE=a,b: the ~2^60 primes' indices (default 0, the harness's first prime; WIDE=7,8
+        // is the engine's shape at the top level: the base prime last, then P).
+        if (wide_prime(i)) q = (1ull << 60) - 2 * 16384 * (1234567ull + 1000 * (u64)i) + 1;
         primes[i].q = q;
         // -q^-1 mod 2^64 (Newton's iteration). Until run 116 this was 0, which made mont /
         // mont_reduce return a plain high word: the key-switch hashes of runs up to 116 are
