@@ -2,7 +2,7 @@
 # T0, left (seconds left of LIMIT), need N WHAT (false and a "skip" line when fewer than N
 # seconds are left), r NAME CMD... (runs CMD into $OUT/logs/NAME.log under a 150 s timeout and
 # prints its rc, time and the test / sanitizer summary lines).
-# header, finish, harness_passes, oplat and peer_oplat: see their comments below (run165.sh and
+# header, finish, harness_passes, oplat, peer_oplat and ab_oplat: see their comments below (run165.sh and
 # run166.sh in docs/runs are the templates: the recorded scripts keep the inline forms they ran
 # with).
 T0=$(date +%s)
@@ -55,4 +55,16 @@ peer_oplat() {
     oplat $b $f
   done
   rm -f $OUT/logs/peer-build.log
+}
+# ab_oplat ROWS_REGEX A B: gpu_oplat of bundles .gpu/bin/A and .gpu/bin/B alternated twice in
+# one call (A, B, A, B) into $OUT/logs/ab-<bundle>-<pass>.log; prints the rows matching
+# ROWS_REGEX (op, median, submit, burst). The before/after form of runs 191-195.
+ab_oplat() {
+  local rows=$1 i b; shift
+  for i in 1 2; do
+    for b in "$@"; do
+      timeout 30 .gpu/bin/$b/gpu_oplat --nocapture --test-threads=1 > $OUT/logs/ab-$b-$i.log 2>&1; echo "== $b $i rc=$?"
+      grep -E "$rows" $OUT/logs/ab-$b-$i.log | tr -s ' ' | cut -d' ' -f1-2,7-8
+    done
+  done
 }

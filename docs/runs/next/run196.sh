@@ -26,13 +26,7 @@ for wide in 7,8 0; do
   done
   for v in base lift; do echo "WIDE=$wide $v: $(grep -h hash $OUT/logs/w$wide-$v-1.txt | tr -s ' ' | tr '\n' ' ')"; done
 done
-rows='^(rotate_with_key|coefficient_to_ntt|example14_stage|relinearize|rotate_many_with_keys/4|rotate_x4_one_by_one|rotation_key_on_device|encrypt_message) +[0-9]'
-for i in 1 2; do
-  for b in f1 f; do
-    timeout 30 .gpu/bin/$b/gpu_oplat --nocapture --test-threads=1 > $OUT/logs/ab-$b-$i.log 2>&1; echo "== $b $i rc=$?"
-    grep -E "$rows" $OUT/logs/ab-$b-$i.log | tr -s ' ' | cut -d' ' -f1-2,7-8
-  done
-done
+ab_oplat '^(rotate_with_key|coefficient_to_ntt|example14_stage|relinearize|rotate_many_with_keys/4|rotate_x4_one_by_one|rotation_key_on_device|encrypt_message) +[0-9]' f1 f
 r gpu_ops $W/gpu_ops --test-threads=1
 r gpu_encrypt $W/gpu_encrypt --test-threads=1
 r example_parity $W/example_parity --test-threads=1
