@@ -1527,6 +1527,18 @@ __device__ __forceinline__ void gs_inv_ntt(u64* s, const WP* tw, u64 q, LoadP lo
     }
 }
 
+// gs_inv_ntt by the arithmetic of prime q: LooseF's binary64 butterflies below F64_Q (decision
+// 0512), else Loose.
+template <class LoadP, class Store>
+__device__ __forceinline__ void gs_inv_ntt_q(u64* s, const WP* tw, u64 q, LoadP loadp, Store store,
+                                             u64* tdst, unsigned* ctr, const Post& c) {
+    if (q < F64_Q) {
+        gs_inv_ntt<LoadP, Store, LimbLines, LooseF>(s, tw, q, loadp, store, tdst, ctr, c);
+    } else {
+        gs_inv_ntt(s, tw, q, loadp, store, tdst, ctr, c);
+    }
+}
+
 // Forward NTT kernels with the arguments and input modes of ntt_fwd_cols (plain, signed lift,
 // automorphism gather, balanced ModUp lift), one launch, output canonical, grid (CL, limbs,
 // components), CL_THREADS threads: V = 0 ntt_fwd_cl (clusters of CL), V = 1 ntt_fwd_clr (the
@@ -1735,14 +1747,8 @@ __device__ __forceinline__ void ntt_inv_entry(
             for (int i = 0; i < 4; i++) ld2sh(src + pos[i], x[2 * i], x[2 * i + 1]);
         };
         auto store = [&](uint32_t pos, u64 x) { dst[pos] = x; };
-        // Binary64 butterflies for primes below F64_Q (decision 0512), as the forward.
-        unsigned* ctr = sync_ctr + 2 * (z * gridDim.y + y);
-        if (q < F64_Q) {
-            gs_inv_ntt<decltype(loadp), decltype(store), LimbLines, LooseF>(
-                s, twi + (u64)pid * NN, q, loadp, store, dst, ctr, post[pid]);
-        } else {
-            gs_inv_ntt(s, twi + (u64)pid * NN, q, loadp, store, dst, ctr, post[pid]);
-        }
+        gs_inv_ntt_q(s, twi + (u64)pid * NN, q, loadp, store, dst,
+                     sync_ctr + 2 * (z * gridDim.y + y), post[pid]);
     }
 }
 
@@ -2158,15 +2164,10 @@ __device__ __forceinline__ void ks_inner_entry(KS_INNER_PARAMS, unsigned* sync_c
             }
         };
         auto store = [&](uint32_t pos, u64 x) { dst[pos] = x; };
-        // The inverse NTT in binary64 for primes below F64_Q (decision 0512); the inner
-        // product itself stays in integers (its words are canonical when the NTT takes them).
-        unsigned* ctr = sync_ctr + 2 * (c * rows + y);
-        if (p.q < F64_Q) {
-            gs_inv_ntt<decltype(loadp), decltype(store), LimbLines, LooseF>(
-                s, twi + (u64)pid * NN, p.q, loadp, store, dst, ctr, post[pid]);
-        } else {
-            gs_inv_ntt(s, twi + (u64)pid * NN, p.q, loadp, store, dst, ctr, post[pid]);
-        }
+        // The inner product itself stays in integers (its words are canonical when the NTT
+        // takes them).
+        gs_inv_ntt_q(s, twi + (u64)pid * NN, p.q, loadp, store, dst, sync_ctr + 2 * (c * rows + y),
+                     post[pid]);
     } else {
         const WP pw = post[pid].s;
         auto store = [&](uint32_t pos, u64 x) { dst[pos] = shoup(x, pw.w, pw.wp, p.q); };
