@@ -734,6 +734,13 @@ int main() {
             for (auto& x : e) x = (u64)((i64)(rng() % 63) - 31);
             e[0] = (u64)(i64)-31;
             e[1] = 31;
+            // A few words far outside the small range, either sign (none a multiple of a
+            // prime): the kernels reduce every signed word, however large.
+            e[2] = (u64)(-(i64)(1ull << 62) - 12345);
+            e[3] = (1ull << 62) + 777;
+            e[4] = (u64)(-(i64)QS[off] - 5);
+            e[5] = QS[off] + 5;
+            e[6] = (u64)(INT64_MIN + 1);
             const u64 ozs = 2 * cs;
             std::vector<u64> want_s((size_t)C * ozs, ~0ull);
             for (unsigned c = 0; c < C; c++)
