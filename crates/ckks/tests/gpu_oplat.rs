@@ -174,7 +174,7 @@ fn time_host(stream: &Stream, mut op: impl FnMut(usize)) -> (Stats, Option<Diag>
     )
 }
 
-/// When the engine last created its `ckks.kernel` span (in `launch_now`, right before it looks
+/// When the engine last created its `ckks.kernel` span (in `launch_args`, right before it looks
 /// up the launch graph and calls `cuGraphLaunch`), noted by [`LaunchClock`].
 static LAUNCH_AT: std::sync::Mutex<Option<std::time::Instant>> = std::sync::Mutex::new(None);
 
