@@ -19,13 +19,24 @@ header; cat .gpu/bin/f1/COMMIT $W/COMMIT
 for wide in 7,8 0; do
   for pass in 1 2 3; do
     for v in base lift; do
-      WIDE=$wide ROWS=0,14,19 timeout 60 .gpu/exp3/bench_$v 8 2 > $OUT/logs/w$wide-$v-$pass.txt 2>&1
+      WIDE=$wide ROWS=0,8,14,19,23 timeout 60 .gpu/exp3/bench_$v 8 2 > $OUT/logs/w$wide-$v-$pass.txt 2>&1
       echo "== WIDE=$wide $v pass $pass rc=$?"
-      grep -E "^(fwd|ks-modup-gq|chain-g1) " $OUT/logs/w$wide-$v-$pass.txt | cut -c1-40
+      grep -E "^(fwd|ks-modup-gq|ks-moddown|chain-g1|chain-pdl-g) " $OUT/logs/w$wide-$v-$pass.txt | cut -c1-40
     done
   done
   for v in base lift; do echo "WIDE=$wide $v: $(grep -h hash $OUT/logs/w$wide-$v-1.txt | tr -s ' ' | tr '\n' ' ')"; done
 done
+# mdearly (variants.py; HEAD's kernels): ModDown's independent loads before its wait and the
+# inner product triggering its dependents at its start; rows 8 (ModDown alone), 19, 23 (the
+# chain with programmatic edges, as the engine submits it).
+for pass in 1 2 3; do
+  for v in base mdearly; do
+    WIDE=7,8 ROWS=8,19,23 timeout 60 .gpu/exp3/bench_$v 8 2 > $OUT/logs/md-$v-$pass.txt 2>&1
+    echo "== mdearly test: $v pass $pass rc=$?"
+    grep -E "^(ks-moddown|chain-g1|chain-pdl-g) " $OUT/logs/md-$v-$pass.txt | cut -c1-40
+  done
+done
+for v in base mdearly; do echo "md $v: $(grep -h hash $OUT/logs/md-$v-1.txt | tr -s ' ' | tr '\n' ' ')"; done
 ab_oplat '^(rotate_with_key|coefficient_to_ntt|example14_stage|relinearize|rotate_many_with_keys/4|rotate_x4_one_by_one|rotation_key_on_device|encrypt_message) +[0-9]' f1 f
 r gpu_ops $W/gpu_ops --test-threads=1
 r gpu_encrypt $W/gpu_encrypt --test-threads=1
