@@ -62,6 +62,17 @@ __device__ __forceinline__ void grid_dep_wait() {
     asm volatile("griddepcontrol.wait;" ::: "memory");
 #endif
 }
+// The other half: a kernel that calls this lets its programmatic dependents be launched once
+// every one of its blocks has called it (or exited) instead of once all have exited; they
+// still wait in grid_dep_wait for its completion. The key switch's inner product calls it at
+// its start (after its own wait), so ks_moddown's blocks are launched beside it and load
+// their addend while it runs (decision 0508, "ModDown's addend before its wait"). No effect
+// without a programmatic edge.
+__device__ __forceinline__ void grid_dep_launch() {
+#ifndef FHE_EMU
+    asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+#endif
+}
 
 __device__ __forceinline__ u64 shoup_lazy(u64 x, u64 w, u64 wp, u64 q) {
     u64 hi = __umul64hi(x, wp);
@@ -389,13 +400,36 @@ ks_inner(const u64* __restrict__ ext, const u64* __restrict__ key, u64* __restri
     }
 }
 
+// ModDown's addend at (k, row i, component c) = (blockIdx.x * 256 + threadIdx.x, blockIdx.y,
+// blockIdx.z): sigma_g(add0) (add0 when ginv == 0) for component 0, add1 for component 1, 0
+// where the pointer is nullptr.
+__device__ __forceinline__ u64 ks_addend(const u64* __restrict__ add0, const u64* __restrict__ add1,
+                                         const Prime* __restrict__ primes, uint32_t prime_off,
+                                         uint32_t ginv) {
+    const uint32_t k = blockIdx.x * blockDim.x + threadIdx.x;
+    const uint32_t i = blockIdx.y, c = blockIdx.z;
+    if (c == 0 && add0 != nullptr) {
+        const u64* row = add0 + (u64)i * NN;
+        return ginv != 0 ? aut_gather(row, k, ginv, primes[prime_off + i].q) : row[k];
+    }
+    if (c == 1 && add1 != nullptr) return add1[(u64)i * NN + k];
+    return 0;
+}
+
 // ModDown by P and the final add. acc: [2][L + 1][N] standard canonical (row L = P).
 // out[c][i] = (acc[c][i] - (acc[c][L] mod q_i)) * P^-1 mod q_i + add_c[i] where add_0 is
 // sigma_g(add0) when ginv != 0, add_1 is add1 (nullptr = nothing). Grid: (N / 256, L, 2).
+// adds_early != 0: the addend is loaded before grid_dep_wait, while the inner product before
+// this kernel still runs (it triggers its dependents at its start, grid_dep_launch); the
+// engine sets it only for addends written before the operation's chain began (rotate's input:
+// decision 0508, "ModDown's addend before its wait"), never for rows a kernel of the chain
+// writes (the two-pass fallback's rows).
 extern "C" __global__ void ks_moddown(const u64* __restrict__ acc, const u64* __restrict__ add0,
                                       const u64* __restrict__ add1, u64* __restrict__ out,
                                       const Prime* __restrict__ primes, const WP* __restrict__ pinv,
-                                      uint32_t prime_off, uint32_t L, uint32_t ginv) {
+                                      uint32_t prime_off, uint32_t L, uint32_t ginv,
+                                      uint32_t adds_early) {
+    const u64 early_add = adds_early ? ks_addend(add0, add1, primes, prime_off, ginv) : 0;
     grid_dep_wait();
     const uint32_t k = blockIdx.x * blockDim.x + threadIdx.x;
     const uint32_t i = blockIdx.y, c = blockIdx.z;
@@ -405,13 +439,8 @@ extern "C" __global__ void ks_moddown(const u64* __restrict__ acc, const u64* __
     const u64* ac = acc + (u64)c * (L + 1) * NN;
     u64 xp = reduce64(ac[(u64)L * NN + k], p);
     u64 v = shoup(submod(ac[(u64)i * NN + k], xp, p.q), w.w, w.wp, p.q);
-    if (c == 0 && add0 != nullptr) {
-        const u64* row = add0 + (u64)i * NN;
-        u64 a = ginv != 0 ? aut_gather(row, k, ginv, p.q) : row[k];
-        v = addmod(v, a, p.q);
-    }
-    if (c == 1 && add1 != nullptr) v = addmod(v, add1[(u64)i * NN + k], p.q);
-    out[((u64)c * L + i) * NN + k] = v;
+    const u64 a = adds_early ? early_add : ks_addend(add0, add1, primes, prime_off, ginv);
+    out[((u64)c * L + i) * NN + k] = addmod(v, a, p.q);
 }
 
 // ------------------------------------------------------------------------------------------
@@ -2183,6 +2212,7 @@ __device__ __forceinline__ void ks_inner_entry(KS_INNER_PARAMS, unsigned* sync_c
 CL_KERNEL ks_inner_cl(KS_INNER_PARAMS) { ks_inner_entry<false>(KS_INNER_ARGS); }
 GS_KERNEL2 ks_inner_gs(KS_INNER_PARAMS, unsigned* sync_ctr) {
     grid_dep_wait();
+    grid_dep_launch();
     ks_inner_entry<true>(KS_INNER_ARGS, sync_ctr);
 }
 // ks_inner_gs for a hoisted rotation (decision 0509): ext holds the ModUp of c1 without
@@ -2190,5 +2220,6 @@ GS_KERNEL2 ks_inner_gs(KS_INNER_PARAMS, unsigned* sync_ctr) {
 // place of a pass of aut_ntt over the extended digits.
 GS_KERNEL2 ks_inner_gh(KS_INNER_PARAMS, uint32_t g, unsigned* sync_ctr) {
     grid_dep_wait();
+    grid_dep_launch();
     ks_inner_entry<true, true>(KS_INNER_ARGS, sync_ctr, g);
 }

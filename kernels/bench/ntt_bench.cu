@@ -698,10 +698,10 @@ int main(int argc, char** argv) {
                                     args, 0, st);
         } else if (which == 8) {
             // ModDown + adds: ks_moddown, grid (N / 256, limbs, 2).
-            uint32_t L = limbs, g = 11;
+            uint32_t L = limbs, g = 11, early = 1;  // the addend is rotate's input
             const u64* a0 = src;
             const u64* a1 = nullptr;
-            void* args[] = {&ks_acc, &a0, &a1, &dst, &dp, &dpost, &off, &L, &g};
+            void* args[] = {&ks_acc, &a0, &a1, &dst, &dp, &dpost, &off, &L, &g, &early};
             return go((void*)ks_moddown, dim3(NN / 256, limbs, 2), dim3(256), args, false);
         } else if (which == 9 || which == 10) {
             // ModUp without the automorphism (9: lift and pre-step kept; 10: a plain forward

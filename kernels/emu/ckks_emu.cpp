@@ -879,8 +879,9 @@ int main() {
                          rows * n);
         });
         launch_ew(dim3{NN / 256, L, 2}, 256, [&] {
+            // The addend after the wait here (adds_early = 0), before it below: the same words.
             ks_moddown(P(acc), P(ct), mode == 1 ? P(add1) : nullptr, M(out), PR(T), WPP(T.p_inv),
-                       off, L, gi);
+                       off, L, gi, 0);
         });
         expect_eq(mode == 0 ? "rotate key switch (g = 3, L = 2)"
                             : "relinearize-shaped key switch (L = 2)",
@@ -917,7 +918,7 @@ int main() {
         });
         launch_ew(dim3{NN / 256, L, 2}, 256, [&] {
             ks_moddown(P(acc2), P(ct), mode == 1 ? P(add1) : nullptr, M(out2), PR(T),
-                       WPP(T.p_inv), off, L, gi);
+                       WPP(T.p_inv), off, L, gi, 1);
         });
         expect_eq(mode == 0 ? "rotate key switch (g = 3, L = 2, cluster kernels)"
                             : "relinearize-shaped key switch (L = 2, cluster kernels)",
@@ -967,7 +968,7 @@ int main() {
                             rows, 2 * 9 * n, 9 * n, P(addn), (u64)L * n, P(T.padd));
             });
             launch_ew(dim3{NN / 256, L, 2}, 256, [&] {
-                ks_moddown(P(acc3), nullptr, nullptr, M(out3), PR(T), WPP(T.p_inv), off, L, 0);
+                ks_moddown(P(acc3), nullptr, nullptr, M(out3), PR(T), WPP(T.p_inv), off, L, 0, 0);
             });
             expect_eq("relinearize key switch, rows added times P before the inverse NTT", out3,
                       want);

@@ -3523,6 +3523,10 @@ impl CudaEngine {
         }
         // What ModDown adds: coefficient rows, nothing (ks_inner_gs / ks_inner_cl added the NTT
         // rows), or on the two-pass kernels the NTT rows brought to the coefficient domain here.
+        // ModDown loads its addend before its grid_dep_wait only when no kernel of this chain
+        // writes it (`KsAdd::Coeff`: the operation's input), never the rows transformed here,
+        // which its programmatic predecessor writes (decision 0508).
+        let adds_early = u32::from(matches!(add, KsAdd::Coeff { .. }));
         let (fallback_rows, add0, add1) = match add {
             KsAdd::Coeff { add0, add1 } => (None, add0, add1),
             KsAdd::NttTimesP { .. } if clustered => (None, 0, 0),
@@ -3559,6 +3563,7 @@ impl CudaEngine {
                 Arg::U32(prime_off as u32),
                 Arg::U32(limbs as u32),
                 Arg::U32(ginv),
+                Arg::U32(adds_early),
             ],
         )?;
         if let Some(rec) = chain {
