@@ -2,7 +2,7 @@
 # T0, left (seconds left of LIMIT), need N WHAT (false and a "skip" line when fewer than N
 # seconds are left), r NAME CMD... (runs CMD into $OUT/logs/NAME.log under a 150 s timeout and
 # prints its rc, time and the test / sanitizer summary lines).
-# header, finish, harness_passes, oplat, peer_oplat and ab_oplat: see their comments below (run165.sh and
+# header, finish, harness_passes, oplat, peer_oplat, ab_oplat and gpu_tests: see their comments below (run165.sh and
 # run166.sh in docs/runs are the templates: the recorded scripts keep the inline forms they ran
 # with).
 T0=$(date +%s)
@@ -58,13 +58,26 @@ peer_oplat() {
 }
 # ab_oplat ROWS_REGEX A B: gpu_oplat of bundles .gpu/bin/A and .gpu/bin/B alternated twice in
 # one call (A, B, A, B) into $OUT/logs/ab-<bundle>-<pass>.log; prints the rows matching
-# ROWS_REGEX (op, median, submit, burst). The before/after form of runs 191-195.
+# ROWS_REGEX (op, median, submit, burst). The before/after form of runs 191-195. AB_PASSES=n
+# alternates n times instead of twice.
 ab_oplat() {
   local rows=$1 i b; shift
-  for i in 1 2; do
+  for i in $(seq 1 ${AB_PASSES:-2}); do
     for b in "$@"; do
       timeout 30 .gpu/bin/$b/gpu_oplat --nocapture --test-threads=1 > $OUT/logs/ab-$b-$i.log 2>&1; echo "== $b $i rc=$?"
       grep -E "$rows" $OUT/logs/ab-$b-$i.log | tr -s ' ' | cut -d' ' -f1-2,7-8
     done
   done
+}
+# gpu_tests DIR [KS_TESTS]: the three GPU test binaries of bundle DIR (gpu_ops, gpu_encrypt,
+# example_parity, one thread each), then, time allowing, memcheck of gpu_ops's tests matching
+# KS_TESTS (space-separated filters) and racecheck of the first of them. The tail of runs 196-199.
+gpu_tests() {
+  local w=$1 ks=${2:-} san=/usr/local/cuda/bin/compute-sanitizer
+  r gpu_ops $w/gpu_ops --test-threads=1
+  r gpu_encrypt $w/gpu_encrypt --test-threads=1
+  r example_parity $w/example_parity --test-threads=1
+  [ -n "$ks" ] || return 0
+  need 60 memcheck && r memcheck-ks $san --tool memcheck $w/gpu_ops --test-threads=1 $ks
+  need 120 racecheck && r racecheck-ks $san --tool racecheck $w/gpu_ops --test-threads=1 ${ks%% *}
 }
