@@ -65,9 +65,9 @@ __device__ __forceinline__ void grid_dep_wait() {
 // The other half: a kernel that calls this lets its programmatic dependents be launched once
 // every one of its blocks has called it (or exited) instead of once all have exited; they
 // still wait in grid_dep_wait for its completion. The key switch's inner product calls it at
-// its start (after its own wait), so ks_moddown's blocks are launched beside it and load
-// their addend while it runs (decision 0508, "ModDown's addend before its wait"). No effect
-// without a programmatic edge.
+// its limb barrier (gs_inv_ntt's TRIG), so ks_moddown's blocks are launched beside its row
+// phase and load their addend while it runs (decision 0508, "ModDown's addend before its
+// wait"). No effect without a programmatic edge.
 __device__ __forceinline__ void grid_dep_launch() {
 #ifndef FHE_EMU
     asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
@@ -420,7 +420,7 @@ __device__ __forceinline__ u64 ks_addend(const u64* __restrict__ add0, const u64
 // out[c][i] = (acc[c][i] - (acc[c][L] mod q_i)) * P^-1 mod q_i + add_c[i] where add_0 is
 // sigma_g(add0) when ginv != 0, add_1 is add1 (nullptr = nothing). Grid: (N / 256, L, 2).
 // adds_early != 0: the addend is loaded before grid_dep_wait, while the inner product before
-// this kernel still runs (it triggers its dependents at its start, grid_dep_launch); the
+// this kernel still runs (it triggers its dependents at its limb barrier, grid_dep_launch); the
 // engine sets it only for addends written before the operation's chain began (rotate's input:
 // decision 0508, "ModDown's addend before its wait"), never for rows a kernel of the chain
 // writes (the two-pass fallback's rows).
@@ -1496,7 +1496,9 @@ __device__ __forceinline__ void inv_rows_first(u64* t, u64 (&x)[8], const WP* tw
         }
     }
 }
-template <class LoadP, class Store, class Lines = LimbLines, class A = Loose>
+// TRIG: the block triggers the launch's programmatic dependents (grid_dep_launch) at the limb
+// barrier, once its row phase is done (the key switch's inner product: decision 0508).
+template <class LoadP, class Store, class Lines = LimbLines, class A = Loose, bool TRIG = false>
 __device__ __forceinline__ void gs_inv_ntt(u64* s, const WP* tw, u64 q, LoadP loadp, Store store,
                                            u64* tdst, unsigned* ctr, const Post& c,
                                            Lines lines = LimbLines{blockIdx.x}) {
@@ -1530,6 +1532,7 @@ __device__ __forceinline__ void gs_inv_ntt(u64* s, const WP* tw, u64 q, LoadP lo
             for (int e = 0; e < 8; e++) tdst[lines.roff(hi) + lo + 16 * e] = A::mid(x[e], q);
         }
     }
+    if constexpr (TRIG) grid_dep_launch();
     limb_sync(ctr, target);  // every row of the limb is in tdst
     {
         const uint32_t col = lines.col(lo);
@@ -1557,14 +1560,14 @@ __device__ __forceinline__ void gs_inv_ntt(u64* s, const WP* tw, u64 q, LoadP lo
 }
 
 // gs_inv_ntt by the arithmetic of prime q: LooseF's binary64 butterflies below F64_Q (decision
-// 0512), else Loose.
-template <class LoadP, class Store>
+// 0512), else Loose; TRIG as for gs_inv_ntt.
+template <bool TRIG = false, class LoadP, class Store>
 __device__ __forceinline__ void gs_inv_ntt_q(u64* s, const WP* tw, u64 q, LoadP loadp, Store store,
                                              u64* tdst, unsigned* ctr, const Post& c) {
     if (q < F64_Q) {
-        gs_inv_ntt<LoadP, Store, LimbLines, LooseF>(s, tw, q, loadp, store, tdst, ctr, c);
+        gs_inv_ntt<LoadP, Store, LimbLines, LooseF, TRIG>(s, tw, q, loadp, store, tdst, ctr, c);
     } else {
-        gs_inv_ntt(s, tw, q, loadp, store, tdst, ctr, c);
+        gs_inv_ntt<LoadP, Store, LimbLines, Loose, TRIG>(s, tw, q, loadp, store, tdst, ctr, c);
     }
 }
 
@@ -2195,7 +2198,7 @@ __device__ __forceinline__ void ks_inner_entry(KS_INNER_PARAMS, unsigned* sync_c
         auto store = [&](uint32_t pos, u64 x) { dst[pos] = x; };
         // The inner product itself stays in integers (its words are canonical when the NTT
         // takes them).
-        gs_inv_ntt_q(s, twi + (u64)pid * NN, p.q, loadp, store, dst, sync_ctr + 2 * (c * rows + y),
+        gs_inv_ntt_q<true>(s, twi + (u64)pid * NN, p.q, loadp, store, dst, sync_ctr + 2 * (c * rows + y),
                      post[pid]);
     } else {
         const WP pw = post[pid].s;
@@ -2212,7 +2215,6 @@ __device__ __forceinline__ void ks_inner_entry(KS_INNER_PARAMS, unsigned* sync_c
 CL_KERNEL ks_inner_cl(KS_INNER_PARAMS) { ks_inner_entry<false>(KS_INNER_ARGS); }
 GS_KERNEL2 ks_inner_gs(KS_INNER_PARAMS, unsigned* sync_ctr) {
     grid_dep_wait();
-    grid_dep_launch();
     ks_inner_entry<true>(KS_INNER_ARGS, sync_ctr);
 }
 // ks_inner_gs for a hoisted rotation (decision 0509): ext holds the ModUp of c1 without
@@ -2220,6 +2222,5 @@ GS_KERNEL2 ks_inner_gs(KS_INNER_PARAMS, unsigned* sync_ctr) {
 // place of a pass of aut_ntt over the extended digits.
 GS_KERNEL2 ks_inner_gh(KS_INNER_PARAMS, uint32_t g, unsigned* sync_ctr) {
     grid_dep_wait();
-    grid_dep_launch();
     ks_inner_entry<true, true>(KS_INNER_ARGS, sync_ctr, g);
 }

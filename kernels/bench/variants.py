@@ -379,15 +379,9 @@ if src.count(GPG) == 2:
     variants["nowide"] = src.replace(
         GPG, GPG + f"    if ({MIX_ROW} && G.th.g == 0) {{\n        gate_open();\n        return;\n    }}\n")
 
-# mdlate (thirty-fifth session, run 198): the inner product's trigger (grid_dep_launch) at the
-# limb barrier of gs_inv_ntt instead of at ks_inner_gs's start, so ks_moddown's blocks (which
-# load their addend before their wait) come in for the row phase only. In gs_inv_ntt it also
-# triggers ntt_inv_gs's dependents (the harness's rows 8, 12 and 23 do not see that). Same words.
-TRIG_START = "    grid_dep_wait();\n    grid_dep_launch();\n    ks_inner_entry<true>"
-LIMB_SYNC = "    limb_sync(ctr, target);  // every row of the limb is in tdst\n"
-if src.count(TRIG_START) == 1 and src.count(LIMB_SYNC) == 1:
-    variants["mdlate"] = src.replace(TRIG_START, "    grid_dep_wait();\n    ks_inner_entry<true>").replace(
-        LIMB_SYNC, "    grid_dep_launch();\n" + LIMB_SYNC)
+# (Thirty-fifth session: `mdearly` and `mdlate`, ModDown's addend before its wait with the
+# inner product's trigger at its start / its limb barrier, were variants here for runs 196-198;
+# the second landed as gs_inv_ntt's TRIG, decision 0508; their records are in docs/perf.md.)
 
 for name, text in variants.items():
     if name != "base" and text == src:
