@@ -65,7 +65,7 @@ __device__ __forceinline__ void grid_dep_wait() {
 // The other half: a kernel that calls this lets its programmatic dependents be launched once
 // every one of its blocks has called it (or exited) instead of once all have exited; they
 // still wait in grid_dep_wait for its completion. The key switch's inner product calls it at
-// its limb barrier (gs_inv_ntt's TRIG), so ks_moddown's blocks are launched beside its row
+// its limb barrier (gs_inv_ntt's TRIG), so ks_moddown's blocks are launched beside its column
 // phase and load their addend while it runs (decision 0508, "ModDown's addend before its
 // wait"). No effect without a programmatic edge.
 __device__ __forceinline__ void grid_dep_launch() {
@@ -2198,8 +2198,8 @@ __device__ __forceinline__ void ks_inner_entry(KS_INNER_PARAMS, unsigned* sync_c
         auto store = [&](uint32_t pos, u64 x) { dst[pos] = x; };
         // The inner product itself stays in integers (its words are canonical when the NTT
         // takes them).
-        gs_inv_ntt_q<true>(s, twi + (u64)pid * NN, p.q, loadp, store, dst, sync_ctr + 2 * (c * rows + y),
-                     post[pid]);
+        gs_inv_ntt_q<true>(s, twi + (u64)pid * NN, p.q, loadp, store, dst,
+                           sync_ctr + 2 * (c * rows + y), post[pid]);
     } else {
         const WP pw = post[pid].s;
         auto store = [&](uint32_t pos, u64 x) { dst[pos] = shoup(x, pw.w, pw.wp, p.q); };

@@ -195,10 +195,10 @@ pub(super) struct Node {
 /// The kernels that start with `grid_dep_wait` (kernels/ckks.cu): in a chain graph they hang
 /// on the node before them by a programmatic edge. A name here whose kernel touched global
 /// memory before its wait would read its predecessor's output early; the test
-/// `listed_kernels_wait_before_touching_memory` checks the source (one guarded read is allowed:
-/// `ks_moddown`'s addend under `adds_early`, set only for an addend written before the chain). (encrypt_message's and
-/// decrypt_message's kernels of kernels/encode.cu keep full edges: with the wait and
-/// programmatic edges they were no faster, run 123.)
+/// `listed_kernels_wait_before_touching_memory` checks the source (one guarded read is
+/// allowed: `ks_moddown`'s addend under `adds_early`, set only for an addend written before
+/// the chain). (encrypt_message's and decrypt_message's kernels of kernels/encode.cu keep full
+/// edges: with the wait and programmatic edges they were no faster, run 123.)
 const GRID_WAIT_KERNELS: [&str; 8] = [
     "ntt_fwd_gs",
     "ntt_inv_gs",
