@@ -53,8 +53,8 @@ struct Post {
 
 // Programmatic dependent launch (PTX 7.8, sm_90): the kernels that the engine's chain graphs
 // start as programmatic dependents of the kernel before them (ntt_fwd_gs, ntt_inv_gs,
-// ntt_fwd_gq, ks_inner_gs, ks_moddown) call this first, before any access to global memory:
-// it returns once every
+// ntt_fwd_gq, ks_inner_gs, ks_moddown) call this before any access to global memory (one
+// exception: ks_moddown's addend under adds_early, below): it returns once every
 // prerequisite grid has completed and its writes are visible, so such a kernel's blocks may
 // be launched while its predecessor drains. Without a programmatic edge it returns at once.
 __device__ __forceinline__ void grid_dep_wait() {
