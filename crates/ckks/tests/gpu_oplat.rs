@@ -642,6 +642,129 @@ fn oplat_table_on_the_gpu() {
     for (name, t) in direct {
         rows.push((name, Some(t)));
     }
+    // The example-14 stage by its boundaries: each pair of neighbouring ops (and the stage
+    // without its rotation) in one call, so their burst against the ops' own bursts shows what
+    // each boundary between different ops costs on the GPU.
+    let split = [
+        (
+            "stage_split/rot>ntt",
+            time_op(&s, |i| {
+                let r = gpu.rotate_with_key(&cts[i % SETS], &keys[(i / SETS + i) % SETS], &s)?;
+                let t = gpu.coefficient_domain_to_ntt_domain(&r, &s)?;
+                r.free_async(&s)?;
+                Ok(t)
+            }),
+        ),
+        (
+            "stage_split/ntt>mulpt",
+            time_op(&s, |i| {
+                let t = gpu.coefficient_domain_to_ntt_domain(&cts[i % SETS], &s)?;
+                let u = gpu.multiply_plaintext(&t, &pts[i % SETS], &s)?;
+                t.free_async(&s)?;
+                Ok(u)
+            }),
+        ),
+        (
+            "stage_split/mulpt>intt",
+            time_op(&s, |i| {
+                let u = gpu.multiply_plaintext(&ntts[i % SETS], &pts[i % SETS], &s)?;
+                let v = gpu.ntt_domain_to_coefficient_domain(&u, &s)?;
+                u.free_async(&s)?;
+                Ok(v)
+            }),
+        ),
+        (
+            "stage_split/intt>rescale",
+            time_op(&s, |i| {
+                let v = gpu.ntt_domain_to_coefficient_domain(&ntts[i % SETS], &s)?;
+                let w = gpu.rescale_to_next_level(&v, &s)?;
+                v.free_async(&s)?;
+                Ok(w)
+            }),
+        ),
+        (
+            "stage_split/rescale>rot",
+            time_op(&s, |i| {
+                gpu.rescale_to_next_level(&cts[i % SETS], &s)?
+                    .free_async(&s)?;
+                gpu.rotate_with_key(&cts[i % SETS], &keys[(i / SETS + i) % SETS], &s)
+            }),
+        ),
+        (
+            "stage_split/no_rotation",
+            time_op(&s, |i| {
+                let t = gpu.coefficient_domain_to_ntt_domain(&cts[i % SETS], &s)?;
+                let u = gpu.multiply_plaintext(&t, &pts[i % SETS], &s)?;
+                t.free_async(&s)?;
+                let v = gpu.ntt_domain_to_coefficient_domain(&u, &s)?;
+                u.free_async(&s)?;
+                let w = gpu.rescale_to_next_level(&v, &s)?;
+                v.free_async(&s)?;
+                Ok(w)
+            }),
+        ),
+        (
+            "stage_split/rot>mulpt",
+            time_op(&s, |i| {
+                gpu.rotate_with_key(&cts[i % SETS], &keys[(i / SETS + i) % SETS], &s)?
+                    .free_async(&s)?;
+                gpu.multiply_plaintext(&ntts[i % SETS], &pts[i % SETS], &s)
+            }),
+        ),
+        (
+            "stage_split/rot>rescale",
+            time_op(&s, |i| {
+                let r = gpu.rotate_with_key(&cts[i % SETS], &keys[(i / SETS + i) % SETS], &s)?;
+                let w = gpu.rescale_to_next_level(&r, &s)?;
+                r.free_async(&s)?;
+                Ok(w)
+            }),
+        ),
+        (
+            "stage_split/rot>intt",
+            time_op(&s, |i| {
+                gpu.rotate_with_key(&cts[i % SETS], &keys[(i / SETS + i) % SETS], &s)?
+                    .free_async(&s)?;
+                gpu.ntt_domain_to_coefficient_domain(&ntts[i % SETS], &s)
+            }),
+        ),
+        (
+            "stage_split/rot>ntt_other",
+            time_op(&s, |i| {
+                gpu.rotate_with_key(&cts[i % SETS], &keys[(i / SETS + i) % SETS], &s)?
+                    .free_async(&s)?;
+                gpu.coefficient_domain_to_ntt_domain(&cts[(i + 1) % SETS], &s)
+            }),
+        ),
+        (
+            "stage_split/ntt>rot",
+            time_op(&s, |i| {
+                gpu.coefficient_domain_to_ntt_domain(&cts[i % SETS], &s)?
+                    .free_async(&s)?;
+                gpu.rotate_with_key(&cts[i % SETS], &keys[(i / SETS + i) % SETS], &s)
+            }),
+        ),
+        (
+            "stage_split/relin>ntt",
+            time_op(&s, |i| {
+                gpu.relinearize_with_key(&prods[i % SETS], &rlks[(i / SETS + i) % SETS], &s)?
+                    .free_async(&s)?;
+                gpu.coefficient_domain_to_ntt_domain(&cts[i % SETS], &s)
+            }),
+        ),
+        (
+            "stage_split/ntt_twice",
+            time_op(&s, |i| {
+                let t = gpu.coefficient_domain_to_ntt_domain(&cts[i % SETS], &s)?;
+                let u = gpu.ntt_domain_to_coefficient_domain(&t, &s)?;
+                t.free_async(&s)?;
+                Ok(u)
+            }),
+        ),
+    ];
+    for (name, t) in split {
+        rows.push((name, Some(t)));
+    }
 
     let same_call = peer_oplat();
     let mut table = format!(
@@ -679,7 +802,7 @@ fn oplat_table_on_the_gpu() {
         }
     }
     table.push_str(&format!(
-        "(rows without a suffix: NttKernels::{default:?}; /2pass two-pass, /cl512 8 x 512-thread clusters, /clpre the same with twiddles preloaded into registers; /pool without the engine's buffer recycling; /direct without launch graphs; rotate_many_with_keys/4: one ciphertext by 4 keys, hoisted, against rotate_x4_one_by_one: the same 4 rotations one by one in one call; encode_for_multiplication: real slots to a level-0 plaintext operand on the device; encrypt_complex_message, decrypt_complex_message: complex slots; rotation_key_on_device: a device key cache's miss, the key of step 3 made on the device (the host path: ~40 ms of key generation and an 18 MiB upload); no FHElium op for these)\n"
+        "(rows without a suffix: NttKernels::{default:?}; /2pass two-pass, /cl512 8 x 512-thread clusters, /clpre the same with twiddles preloaded into registers; /pool without the engine's buffer recycling; /direct without launch graphs; rotate_many_with_keys/4: one ciphertext by 4 keys, hoisted, against rotate_x4_one_by_one: the same 4 rotations one by one in one call; encode_for_multiplication: real slots to a level-0 plaintext operand on the device; encrypt_complex_message, decrypt_complex_message: complex slots; stage_split/A>B: two neighbouring ops of the example-14 stage in one call, no_rotation: the stage without its rotation; rotation_key_on_device: a device key cache's miss, the key of step 3 made on the device (the host path: ~40 ms of key generation and an 18 MiB upload); no FHElium op for these)\n"
     ));
     table.push_str(&format!(
         "chain graphs launched {}, programmatic edges built {}, graphs held {}\n",
