@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "bench_check.cuh"
+#include "bench_launch.cuh"
 
 typedef unsigned long long u64;
 constexpr u64 WORDS = 2u << 20;  // 16 MiB
@@ -44,19 +45,8 @@ static cudaError_t launch(void (*k)(const u64*, u64*), bool pdl, bool coop, cuda
     cfg.blockDim = dim3(THREADS);
     cfg.stream = st;
     cudaLaunchAttribute at[2];
-    int n = 0;
-    if (pdl) {
-        at[n].id = cudaLaunchAttributeProgrammaticStreamSerialization;
-        at[n].val.programmaticStreamSerializationAllowed = 1;
-        n++;
-    }
-    if (coop) {
-        at[n].id = cudaLaunchAttributeCooperative;
-        at[n].val.cooperative = 1;
-        n++;
-    }
     cfg.attrs = at;
-    cfg.numAttrs = n;
+    cfg.numAttrs = launch_attrs(at, pdl, coop);
     return cudaLaunchKernelEx(&cfg, k, a, b);
 }
 

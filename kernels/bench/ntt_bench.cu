@@ -5,6 +5,7 @@
 // on the H200 with its nvcc: nvcc -arch=sm_90 -O3 -I<variant dir> ntt_bench.cu.
 #include "ckks_v.cu"
 #include "bench_common.cuh"
+#include "bench_launch.cuh"
 
 // Run 58's experiment (dropped: ks_ip + the 18-limb ntt_inv_gs took 23.0 us against
 // ks_inner_gs's 19.9, words identical). The key inner product alone (ks_inner_gs's first step
@@ -555,17 +556,7 @@ int main(int argc, char** argv) {
         cfg.blockDim = b;
         cfg.stream = st;
         cudaLaunchAttribute at[3];
-        int n = 0;
-        if (pdl_now) {
-            at[n].id = cudaLaunchAttributeProgrammaticStreamSerialization;
-            at[n].val.programmaticStreamSerializationAllowed = 1;
-            n++;
-        }
-        if (coop) {
-            at[n].id = cudaLaunchAttributeCooperative;
-            at[n].val.cooperative = 1;
-            n++;
-        }
+        int n = launch_attrs(at, pdl_now, coop);
         if (cluster != 0) at[n++] = cluster == 16 ? cl16 : cl8;
         cfg.attrs = at;
         cfg.numAttrs = n;

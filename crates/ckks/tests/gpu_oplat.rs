@@ -642,128 +642,62 @@ fn oplat_table_on_the_gpu() {
     for (name, t) in direct {
         rows.push((name, Some(t)));
     }
-    // The example-14 stage by its boundaries: each pair of neighbouring ops (and the stage
-    // without its rotation) in one call, so their burst against the ops' own bursts shows what
-    // each boundary between different ops costs on the GPU.
-    let split = [
-        (
-            "stage_split/rot>ntt",
-            time_op(&s, |i| {
-                let r = gpu.rotate_with_key(&cts[i % SETS], &keys[(i / SETS + i) % SETS], &s)?;
-                let t = gpu.coefficient_domain_to_ntt_domain(&r, &s)?;
-                r.free_async(&s)?;
-                Ok(t)
-            }),
-        ),
-        (
-            "stage_split/ntt>mulpt",
-            time_op(&s, |i| {
-                let t = gpu.coefficient_domain_to_ntt_domain(&cts[i % SETS], &s)?;
-                let u = gpu.multiply_plaintext(&t, &pts[i % SETS], &s)?;
-                t.free_async(&s)?;
-                Ok(u)
-            }),
-        ),
-        (
-            "stage_split/mulpt>intt",
-            time_op(&s, |i| {
-                let u = gpu.multiply_plaintext(&ntts[i % SETS], &pts[i % SETS], &s)?;
-                let v = gpu.ntt_domain_to_coefficient_domain(&u, &s)?;
-                u.free_async(&s)?;
-                Ok(v)
-            }),
-        ),
-        (
-            "stage_split/intt>rescale",
-            time_op(&s, |i| {
-                let v = gpu.ntt_domain_to_coefficient_domain(&ntts[i % SETS], &s)?;
-                let w = gpu.rescale_to_next_level(&v, &s)?;
-                v.free_async(&s)?;
-                Ok(w)
-            }),
-        ),
-        (
-            "stage_split/rescale>rot",
-            time_op(&s, |i| {
-                gpu.rescale_to_next_level(&cts[i % SETS], &s)?
-                    .free_async(&s)?;
-                gpu.rotate_with_key(&cts[i % SETS], &keys[(i / SETS + i) % SETS], &s)
-            }),
-        ),
-        (
-            "stage_split/no_rotation",
-            time_op(&s, |i| {
-                let t = gpu.coefficient_domain_to_ntt_domain(&cts[i % SETS], &s)?;
-                let u = gpu.multiply_plaintext(&t, &pts[i % SETS], &s)?;
-                t.free_async(&s)?;
-                let v = gpu.ntt_domain_to_coefficient_domain(&u, &s)?;
-                u.free_async(&s)?;
-                let w = gpu.rescale_to_next_level(&v, &s)?;
-                v.free_async(&s)?;
-                Ok(w)
-            }),
-        ),
-        (
-            "stage_split/rot>mulpt",
-            time_op(&s, |i| {
-                gpu.rotate_with_key(&cts[i % SETS], &keys[(i / SETS + i) % SETS], &s)?
-                    .free_async(&s)?;
-                gpu.multiply_plaintext(&ntts[i % SETS], &pts[i % SETS], &s)
-            }),
-        ),
-        (
-            "stage_split/rot>rescale",
-            time_op(&s, |i| {
-                let r = gpu.rotate_with_key(&cts[i % SETS], &keys[(i / SETS + i) % SETS], &s)?;
-                let w = gpu.rescale_to_next_level(&r, &s)?;
-                r.free_async(&s)?;
-                Ok(w)
-            }),
-        ),
-        (
-            "stage_split/rot>intt",
-            time_op(&s, |i| {
-                gpu.rotate_with_key(&cts[i % SETS], &keys[(i / SETS + i) % SETS], &s)?
-                    .free_async(&s)?;
-                gpu.ntt_domain_to_coefficient_domain(&ntts[i % SETS], &s)
-            }),
-        ),
-        (
-            "stage_split/rot>ntt_other",
-            time_op(&s, |i| {
-                gpu.rotate_with_key(&cts[i % SETS], &keys[(i / SETS + i) % SETS], &s)?
-                    .free_async(&s)?;
-                gpu.coefficient_domain_to_ntt_domain(&cts[(i + 1) % SETS], &s)
-            }),
-        ),
-        (
-            "stage_split/ntt>rot",
-            time_op(&s, |i| {
-                gpu.coefficient_domain_to_ntt_domain(&cts[i % SETS], &s)?
-                    .free_async(&s)?;
-                gpu.rotate_with_key(&cts[i % SETS], &keys[(i / SETS + i) % SETS], &s)
-            }),
-        ),
-        (
-            "stage_split/relin>ntt",
-            time_op(&s, |i| {
-                gpu.relinearize_with_key(&prods[i % SETS], &rlks[(i / SETS + i) % SETS], &s)?
-                    .free_async(&s)?;
-                gpu.coefficient_domain_to_ntt_domain(&cts[i % SETS], &s)
-            }),
-        ),
-        (
-            "stage_split/ntt_twice",
-            time_op(&s, |i| {
-                let t = gpu.coefficient_domain_to_ntt_domain(&cts[i % SETS], &s)?;
-                let u = gpu.ntt_domain_to_coefficient_domain(&t, &s)?;
-                t.free_async(&s)?;
-                Ok(u)
-            }),
-        ),
+    // The example-14 stage by its boundaries: pairs of its ops (and others next to a key
+    // switch) in one call, so their burst against the ops' own bursts shows what each boundary
+    // between different ops costs on the GPU. Each step takes the sample index and the step
+    // before's result (None for the first); `chained` frees every result but the last.
+    type Step<'a> =
+        &'a dyn Fn(usize, Option<&GpuCiphertext>) -> Result<GpuCiphertext, CudaBackendError>;
+    let chained = |steps: &[Step<'_>], i: usize| -> Result<GpuCiphertext, CudaBackendError> {
+        let (first, rest) = steps.split_first().expect("a row has steps");
+        let mut last = first(i, None)?;
+        for step in rest {
+            let next = step(i, Some(&last))?;
+            std::mem::replace(&mut last, next).free_async(&s)?;
+        }
+        Ok(last)
+    };
+    let rot = |i: usize, _: Option<&GpuCiphertext>| {
+        gpu.rotate_with_key(&cts[i % SETS], &keys[(i / SETS + i) % SETS], &s)
+    };
+    let relin = |i: usize, _: Option<&GpuCiphertext>| {
+        gpu.relinearize_with_key(&prods[i % SETS], &rlks[(i / SETS + i) % SETS], &s)
+    };
+    // Each op on the step before's result, or on a stored input of the right domain.
+    let ntt = |i: usize, c: Option<&GpuCiphertext>| {
+        gpu.coefficient_domain_to_ntt_domain(c.unwrap_or(&cts[i % SETS]), &s)
+    };
+    let mulpt = |i: usize, c: Option<&GpuCiphertext>| {
+        gpu.multiply_plaintext(c.unwrap_or(&ntts[i % SETS]), &pts[i % SETS], &s)
+    };
+    let intt = |i: usize, c: Option<&GpuCiphertext>| {
+        gpu.ntt_domain_to_coefficient_domain(c.unwrap_or(&ntts[i % SETS]), &s)
+    };
+    let rescale = |i: usize, c: Option<&GpuCiphertext>| {
+        gpu.rescale_to_next_level(c.unwrap_or(&cts[i % SETS]), &s)
+    };
+    // The same ops on their stored inputs, whatever came before.
+    let ntt_own = |i: usize, _: Option<&GpuCiphertext>| ntt(i, None);
+    let ntt_other = |i: usize, _: Option<&GpuCiphertext>| ntt(i + 1, None);
+    let mulpt_own = |i: usize, _: Option<&GpuCiphertext>| mulpt(i, None);
+    let intt_own = |i: usize, _: Option<&GpuCiphertext>| intt(i, None);
+    let split: [(&str, &[Step<'_>]); 13] = [
+        ("stage_split/rot>ntt", &[&rot, &ntt]),
+        ("stage_split/ntt>mulpt", &[&ntt, &mulpt]),
+        ("stage_split/mulpt>intt", &[&mulpt, &intt]),
+        ("stage_split/intt>rescale", &[&intt, &rescale]),
+        ("stage_split/rescale>rot", &[&rescale, &rot]),
+        ("stage_split/no_rotation", &[&ntt, &mulpt, &intt, &rescale]),
+        ("stage_split/rot>mulpt", &[&rot, &mulpt_own]),
+        ("stage_split/rot>rescale", &[&rot, &rescale]),
+        ("stage_split/rot>intt", &[&rot, &intt_own]),
+        ("stage_split/rot>ntt_other", &[&rot, &ntt_other]),
+        ("stage_split/ntt>rot", &[&ntt, &rot]),
+        ("stage_split/relin>ntt", &[&relin, &ntt_own]),
+        ("stage_split/ntt_twice", &[&ntt, &intt]),
     ];
-    for (name, t) in split {
-        rows.push((name, Some(t)));
+    for (name, steps) in split {
+        rows.push((name, Some(time_op(&s, |i| chained(steps, i)))));
     }
 
     let same_call = peer_oplat();
