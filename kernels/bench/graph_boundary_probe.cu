@@ -7,6 +7,7 @@
 //   pdl:  K1 -> K2 -> K3, K2 and K3 with programmatic stream serialization (the engine's form)
 //   full: the same with full edges
 //   coop: pdl with K2 launched cooperatively (as ks_inner_gs)
+//   pdl2 / full2: K1 -> K2 only, programmatic / full edge
 // S: a one-node graph of K1. Bursts of 100 graph launches (the host ahead of the GPU: each
 // kernel ~10 us), median of 7: chain alone, S alone, chain and S alternated; the alternation's
 // excess over the mean of the two uniform bursts, per pair.
@@ -36,7 +37,7 @@ __global__ void k2(const u64* __restrict__ a, u64* __restrict__ b) {
         b[i] = a[i] ^ (a[i] >> 7);
 }
 
-enum Form { PDL, FULL, COOP };
+enum Form { PDL, FULL, COOP, PDL2, FULL2 };
 
 static cudaError_t launch(void (*k)(const u64*, u64*), bool pdl, bool coop, cudaStream_t st,
                           const u64* a, u64* b) {
@@ -53,9 +54,10 @@ static cudaError_t launch(void (*k)(const u64*, u64*), bool pdl, bool coop, cuda
 static cudaError_t capture_chain(Form f, cudaStream_t st, u64* x, u64* y, cudaGraphExec_t* ex) {
     cudaGraph_t g;
     cudaError_t e = cudaStreamBeginCapture(st, cudaStreamCaptureModeThreadLocal);
+    const bool pdl = f == PDL || f == COOP || f == PDL2;
     if (e == cudaSuccess) e = launch(k1, false, false, st, x, y);
-    if (e == cudaSuccess) e = launch(k2, f != FULL, f == COOP, st, y, x);
-    if (e == cudaSuccess) e = launch(k2, f != FULL, false, st, x, y);
+    if (e == cudaSuccess) e = launch(k2, pdl, f == COOP, st, y, x);
+    if (e == cudaSuccess && f != PDL2 && f != FULL2) e = launch(k2, pdl, false, st, x, y);
     cudaError_t e2 = cudaStreamEndCapture(st, &g);
     if (e != cudaSuccess) return e;
     if (e2 != cudaSuccess) return e2;
@@ -105,16 +107,16 @@ int main() {
     CK(cudaEventCreate(&b));
     cudaGraphExec_t single;
     CK(capture_single(st, z, w, &single));
-    const char* names[] = {"pdl", "full", "coop"};
+    const char* names[] = {"pdl", "full", "coop", "pdl2", "full2"};
     for (int pass = 0; pass < 2; pass++) {
-        for (int f = 0; f < 3; f++) {
+        for (int f = 0; f < 5; f++) {
             cudaGraphExec_t chain;
             CK(capture_chain((Form)f, st, x, y, &chain));
             double c, s, alt;
             CK(burst({chain}, st, a, b, &c));
             CK(burst({single}, st, a, b, &s));
             CK(burst({chain, single}, st, a, b, &alt));
-            printf("pass %d %-4s chain %.2f us, single %.2f, alternated %.2f per item: "
+            printf("pass %d %-5s chain %.2f us, single %.2f, alternated %.2f per item: "
                    "excess %.2f us per pair\n",
                    pass, names[f], c, s, alt, 2 * alt - (c + s));
             CK(cudaGraphExecDestroy(chain));
