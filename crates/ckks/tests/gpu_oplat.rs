@@ -699,6 +699,24 @@ fn oplat_table_on_the_gpu() {
     for (name, steps) in split {
         rows.push((name, Some(time_op(&s, |i| chained(steps, i)))));
     }
+    // The chain graphs with full edges instead of programmatic ones (decision 0508): what the
+    // programmatic edges give inside a key switch against what its boundaries cost.
+    let programmatic = gpu.programmatic_launch();
+    gpu.set_programmatic_launch(false);
+    let full: [(&str, &[Step<'_>]); 4] = [
+        ("rotate_with_key/full_edges", &[&rot]),
+        ("relinearize/full_edges", &[&relin]),
+        (
+            "example14_stage/full_edges",
+            &[&rot, &ntt, &mulpt, &intt, &rescale],
+        ),
+        ("stage_split/rot>mulpt/full_edges", &[&rot, &mulpt_own]),
+    ];
+    let full = full.map(|(name, steps)| (name, time_op(&s, |i| chained(steps, i))));
+    gpu.set_programmatic_launch(programmatic);
+    for (name, t) in full {
+        rows.push((name, Some(t)));
+    }
 
     let same_call = peer_oplat();
     let mut table = format!(
@@ -736,7 +754,7 @@ fn oplat_table_on_the_gpu() {
         }
     }
     table.push_str(&format!(
-        "(rows without a suffix: NttKernels::{default:?}; /2pass two-pass, /cl512 8 x 512-thread clusters, /clpre the same with twiddles preloaded into registers; /pool without the engine's buffer recycling; /direct without launch graphs; rotate_many_with_keys/4: one ciphertext by 4 keys, hoisted, against rotate_x4_one_by_one: the same 4 rotations one by one in one call; encode_for_multiplication: real slots to a level-0 plaintext operand on the device; encrypt_complex_message, decrypt_complex_message: complex slots; stage_split/A>B: two neighbouring ops of the example-14 stage in one call, no_rotation: the stage without its rotation; rotation_key_on_device: a device key cache's miss, the key of step 3 made on the device (the host path: ~40 ms of key generation and an 18 MiB upload); no FHElium op for these)\n"
+        "(rows without a suffix: NttKernels::{default:?}; /2pass two-pass, /cl512 8 x 512-thread clusters, /clpre the same with twiddles preloaded into registers; /pool without the engine's buffer recycling; /direct without launch graphs; rotate_many_with_keys/4: one ciphertext by 4 keys, hoisted, against rotate_x4_one_by_one: the same 4 rotations one by one in one call; encode_for_multiplication: real slots to a level-0 plaintext operand on the device; encrypt_complex_message, decrypt_complex_message: complex slots; stage_split/A>B: two neighbouring ops of the example-14 stage (or others next to a key switch) in one call, no_rotation: the stage without its rotation; /full_edges: the chain graphs with full edges instead of programmatic ones; rotation_key_on_device: a device key cache's miss, the key of step 3 made on the device (the host path: ~40 ms of key generation and an 18 MiB upload); no FHElium op for these)\n"
     ));
     table.push_str(&format!(
         "chain graphs launched {}, programmatic edges built {}, graphs held {}\n",

@@ -278,6 +278,68 @@ fn freed_results_are_recycled_on_their_stream_only() {
     fx.gpu.set_recycling(true);
 }
 
+/// Chains with full edges (`set_programmatic_launch(false)`, decision 0508): rotate and
+/// relinearize still go out as one chain graph each, build no programmatic edge and give the
+/// CPU's words; with programmatic launch on again the same operations give the same words
+/// from chains of the programmatic form (kept apart from the full-edge ones).
+#[test]
+fn chains_with_full_edges_change_no_word() {
+    let Some(fx) = fixture() else { return };
+    fx.gpu.set_ntt_kernels(NttKernels::GlobalSync);
+    fx.gpu.set_graph_launches(true);
+    assert!(
+        fx.gpu.programmatic_launch(),
+        "programmatic launch is on by default"
+    );
+    let (key, dkey) = fx.rotation_key_by_one();
+    let (rlk, drlk) = fx.relinearization_keys();
+    let ct = fresh(&fx.cpu, 14, 0);
+    let want_rot = fx.cpu.rotate_with_key(&ct, &key).expect("cpu rotate");
+    let a = fx
+        .cpu
+        .coefficient_domain_to_ntt_domain(&fresh(&fx.cpu, 15, 2))
+        .expect("ntt");
+    let prod = fx.cpu.multiply(&a, &a).expect("cpu multiply");
+    let want_relin = fx.cpu.relinearize_with_key(&prod, &rlk).expect("cpu relin");
+    let (d, dp) = (fx.up(&ct), fx.up(&prod));
+    let driver = cust::CudaApiVersion::get().expect("driver version");
+    for on in [false, true, false] {
+        fx.gpu.set_programmatic_launch(on);
+        assert_eq!(fx.gpu.programmatic_launch(), on);
+        let label = if on {
+            "programmatic edges"
+        } else {
+            "full edges"
+        };
+        let (edges, chains) = (fx.gpu.programmatic_edges(), fx.gpu.chain_launches());
+        fx.check(&format!("rotate ({label})"), &want_rot, || {
+            fx.gpu.rotate_with_key(&d, &dkey, &fx.stream)
+        });
+        fx.check(&format!("relinearize ({label})"), &want_relin, || {
+            fx.gpu.relinearize_with_key(&dp, &drlk, &fx.stream)
+        });
+        assert_eq!(
+            fx.gpu.chain_launches() - chains,
+            2,
+            "{label}: each operation as one chain graph"
+        );
+        if !on {
+            assert_eq!(
+                fx.gpu.programmatic_edges(),
+                edges,
+                "{label}: no programmatic edge built"
+            );
+        } else if (driver.major(), driver.minor()) >= (12, 3) {
+            assert!(
+                fx.gpu.programmatic_edges() > edges,
+                "{label}: the chains of this form are new and hang their waiting kernels \
+                 by programmatic edges"
+            );
+        }
+    }
+    fx.gpu.set_programmatic_launch(true);
+}
+
 /// Launch graphs (decisions 0505, 0508): with them on, every launch of an operation replays a
 /// graph (the key switch's launches one chain graph) and the words are the CPU's at several
 /// levels, on two streams, with repeated and changing arguments; with them off no launch goes

@@ -1455,6 +1455,23 @@ impl CudaEngine {
         self.graphs.enabled()
     }
 
+    /// Turns programmatic dependent launch in the chain graphs on or off (decision 0508): on
+    /// (the default, unless `FHELIUM_CKKS_PDL=0` was set when the engine was made), a kernel
+    /// that waits on its predecessor on the device (`griddepcontrol.wait`) hangs on it by a
+    /// programmatic edge and is launched while it drains; off, every edge of a chain is a full
+    /// edge (the kernel starts once its predecessor has completed). The words are the same
+    /// either way; [`CudaEngine::programmatic_edges`] counts the programmatic edges built.
+    /// Chains built in either form are kept apart, so a change applies to the next operation.
+    pub fn set_programmatic_launch(&self, on: bool) {
+        self.graphs.set_programmatic(on);
+    }
+
+    /// Whether chain graphs hang their waiting kernels by programmatic edges.
+    #[must_use]
+    pub fn programmatic_launch(&self) -> bool {
+        self.graphs.programmatic()
+    }
+
     /// How many kernel launches went through a launch graph since the engine was made.
     #[must_use]
     pub fn graph_replays(&self) -> u64 {

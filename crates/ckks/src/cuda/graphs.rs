@@ -336,6 +336,8 @@ struct ChainShape {
     nodes: [NodeShape; MAX_CHAIN],
     len: usize,
     stream: usize,
+    // Whether the chain's waiting kernels hang by programmatic edges (else full edges).
+    pdl: bool,
 }
 
 /// The argument lists of a chain's nodes.
@@ -353,6 +355,8 @@ struct Graphs {
 /// The engine's launch graphs (see the module docs).
 pub(super) struct LaunchGraphs {
     on: AtomicBool,
+    // Programmatic edges for the kernels that wait (else full edges).
+    pdl: AtomicBool,
     // Set when the driver refused to build a graph: every launch goes direct from then on.
     broken: AtomicBool,
     // Set when the driver refused to build a chain: chains go node by node from then on.
@@ -364,11 +368,14 @@ pub(super) struct LaunchGraphs {
 }
 
 impl LaunchGraphs {
-    /// Graph launches on unless `FHELIUM_CKKS_GRAPHS=0`.
+    /// Graph launches on unless `FHELIUM_CKKS_GRAPHS=0`; programmatic edges on unless
+    /// `FHELIUM_CKKS_PDL=0`.
     pub(super) fn from_env() -> Self {
         let on = std::env::var("FHELIUM_CKKS_GRAPHS").map_or(true, |v| v != "0");
+        let pdl = std::env::var("FHELIUM_CKKS_PDL").map_or(true, |v| v != "0");
         Self {
             on: AtomicBool::new(on),
+            pdl: AtomicBool::new(pdl),
             broken: AtomicBool::new(false),
             chains_broken: AtomicBool::new(false),
             graphs: Mutex::new(Graphs::default()),
@@ -420,6 +427,7 @@ impl LaunchGraphs {
             nodes: [NodeShape::default(); MAX_CHAIN],
             len: nodes.len(),
             stream: stream as usize,
+            pdl: self.programmatic(),
         };
         let mut held: ChainArgs = [LaunchArgs::new(&[]); MAX_CHAIN];
         let mut params = [kernel_params(None); MAX_CHAIN];
@@ -444,7 +452,7 @@ impl LaunchGraphs {
             count,
             *clock,
             || {
-                let (slot, programmatic) = build_chain(params, nodes)?;
+                let (slot, programmatic) = build_chain(params, nodes, shape.pdl)?;
                 self.programmatic_edges
                     .fetch_add(programmatic, Ordering::Relaxed);
                 Some(slot)
@@ -464,6 +472,17 @@ impl LaunchGraphs {
 
     pub(super) fn set_enabled(&self, on: bool) {
         self.on.store(on, Ordering::Relaxed);
+    }
+
+    /// Programmatic edges (on) or full edges (off) for the chains built or replayed from now
+    /// on; chains of either form are kept apart (`ChainShape::pdl`).
+    pub(super) fn set_programmatic(&self, on: bool) {
+        self.pdl.store(on, Ordering::Relaxed);
+    }
+
+    /// Whether chains hang their waiting kernels by programmatic edges.
+    pub(super) fn programmatic(&self) -> bool {
+        self.pdl.load(Ordering::Relaxed)
     }
 
     /// Whether launches go through graphs (on, and the driver has not refused one).
@@ -653,9 +672,13 @@ fn set_cooperative(node: cu::CUgraphNode) -> bool {
 
 /// Builds and instantiates a chain graph of `params` (one kernel node per entry, each hanging
 /// on the one before it or on its `deps`; `nodes` gives each node's launch kind and edges),
-/// and how many of its edges are programmatic; `None` when the driver refuses a step (nothing
-/// is left allocated).
-fn build_chain(params: &[cu::CUDA_KERNEL_NODE_PARAMS], nodes: &[Node]) -> Option<(ChainSlot, u64)> {
+/// and how many of its edges are programmatic (none unless `pdl`); `None` when the driver
+/// refuses a step (nothing is left allocated).
+fn build_chain(
+    params: &[cu::CUDA_KERNEL_NODE_PARAMS],
+    nodes: &[Node],
+    pdl: bool,
+) -> Option<(ChainSlot, u64)> {
     let ok = |rc: cu::CUresult| rc == cu::cudaError_enum::CUDA_SUCCESS;
     let mut graph: cu::CUgraph = std::ptr::null_mut();
     // SAFETY: `graph` is a valid out-pointer; flags 0 is the only defined value.
@@ -686,7 +709,8 @@ fn build_chain(params: &[cu::CUDA_KERNEL_NODE_PARAMS], nodes: &[Node]) -> Option
             // has exited (output port CU_GRAPH_KERNEL_NODE_PORT_PROGRAMMATIC = 1, type
             // CU_GRAPH_DEPENDENCY_TYPE_PROGRAMMATIC = 1); its kernel's grid_dep_wait then
             // waits for the predecessor's completion and writes.
-            let pdl = n.waits()
+            let pdl = pdl
+                && n.waits()
                 && add_dependencies().is_some_and(|add| {
                     let edge = EdgeData {
                         from_port: 1,
@@ -1002,6 +1026,29 @@ mod tests {
         assert!(kernel_body(src, "missing").is_none());
         // A call of a kernel's name is not its definition.
         assert!(kernel_body("void f() { good(p); }", "good").is_none());
+    }
+
+    #[test]
+    fn chains_of_either_edge_form_are_kept_apart() {
+        let g = LaunchGraphs::from_env();
+        g.set_programmatic(false);
+        assert!(!g.programmatic());
+        g.set_programmatic(true);
+        assert!(g.programmatic());
+        // A chain built with programmatic edges is never replayed for a full-edge request of
+        // the same nodes on the same stream, nor the other way round.
+        let pdl = ChainShape {
+            nodes: [NodeShape::default(); MAX_CHAIN],
+            len: 3,
+            stream: 7,
+            pdl: true,
+        };
+        let full = ChainShape { pdl: false, ..pdl };
+        let mut held: FxHashMap<ChainShape, u32> = FxHashMap::default();
+        held.insert(pdl, 1);
+        assert_eq!(held.get(&full), None);
+        held.insert(full, 2);
+        assert_eq!((held.get(&pdl), held.get(&full)), (Some(&1), Some(&2)));
     }
 
     #[test]
