@@ -371,11 +371,11 @@ impl LaunchGraphs {
     /// Graph launches on unless `FHELIUM_CKKS_GRAPHS=0`; programmatic edges on unless
     /// `FHELIUM_CKKS_PDL=0`.
     pub(super) fn from_env() -> Self {
-        let on = std::env::var("FHELIUM_CKKS_GRAPHS").map_or(true, |v| v != "0");
-        let pdl = std::env::var("FHELIUM_CKKS_PDL").map_or(true, |v| v != "0");
+        // A switch is on unless its variable is "0".
+        let on = |name: &str| std::env::var(name).map_or(true, |v| v != "0");
         Self {
-            on: AtomicBool::new(on),
-            pdl: AtomicBool::new(pdl),
+            on: AtomicBool::new(on("FHELIUM_CKKS_GRAPHS")),
+            pdl: AtomicBool::new(on("FHELIUM_CKKS_PDL")),
             broken: AtomicBool::new(false),
             chains_broken: AtomicBool::new(false),
             graphs: Mutex::new(Graphs::default()),
