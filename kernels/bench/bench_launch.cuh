@@ -1,5 +1,5 @@
 // Launch attributes for the standalone harnesses of kernels/bench (ntt_bench's chain rows,
-// graph_boundary_probe): fills `at` with programmatic stream serialization (pdl) and the
+// graph_boundary_probe, carveout_probe): fills `at` with programmatic stream serialization (pdl) and the
 // cooperative attribute (coop), in that order, and returns how many it wrote (at most 2).
 #pragma once
 #include <cuda_runtime.h>

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "bench_check.cuh"
+#include "bench_launch.cuh"
 #include "bench_single.cuh"
 
 typedef unsigned long long u64;
@@ -45,10 +46,8 @@ static cudaError_t launch_a(bool coop, cudaStream_t st, const u64* in, u64* out)
     cfg.blockDim = dim3(256);
     cfg.stream = st;
     cudaLaunchAttribute at[1];
-    at[0].id = cudaLaunchAttributeCooperative;
-    at[0].val.cooperative = 1;
     cfg.attrs = at;
-    cfg.numAttrs = coop ? 1 : 0;
+    cfg.numAttrs = launch_attrs(at, false, coop);
     return cudaLaunchKernelEx(&cfg, a_smem, in, out);
 }
 

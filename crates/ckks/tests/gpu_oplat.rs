@@ -421,21 +421,46 @@ fn oplat_table_on_the_gpu() {
             assert_eq!(out.len(), slots);
         })),
     ));
-    rows.push((
-        "example14_stage",
-        Some(time_op(&s, |i| {
-            let r = gpu.rotate_with_key(&cts[i % SETS], &keys[(i / SETS + i) % SETS], &s)?;
-            let t = gpu.coefficient_domain_to_ntt_domain(&r, &s)?;
-            r.free_async(&s)?;
-            let u = gpu.multiply_plaintext(&t, &pts[i % SETS], &s)?;
-            t.free_async(&s)?;
-            let v = gpu.ntt_domain_to_coefficient_domain(&u, &s)?;
-            u.free_async(&s)?;
-            let w = gpu.rescale_to_next_level(&v, &s)?;
-            v.free_async(&s)?;
-            Ok(w)
-        })),
-    ));
+    // Operations as steps of a chained call: each step takes the sample index and the step
+    // before's result (None for the first); `chained` frees every result but the last.
+    type Step<'a> =
+        &'a dyn Fn(usize, Option<&GpuCiphertext>) -> Result<GpuCiphertext, CudaBackendError>;
+    let chained = |steps: &[Step<'_>], i: usize| -> Result<GpuCiphertext, CudaBackendError> {
+        let (first, rest) = steps.split_first().expect("a row has steps");
+        let mut last = first(i, None)?;
+        for step in rest {
+            let next = step(i, Some(&last))?;
+            std::mem::replace(&mut last, next).free_async(&s)?;
+        }
+        Ok(last)
+    };
+    let rot = |i: usize, _: Option<&GpuCiphertext>| {
+        gpu.rotate_with_key(&cts[i % SETS], &keys[(i / SETS + i) % SETS], &s)
+    };
+    let relin = |i: usize, _: Option<&GpuCiphertext>| {
+        gpu.relinearize_with_key(&prods[i % SETS], &rlks[(i / SETS + i) % SETS], &s)
+    };
+    // Each op on the step before's result, or on a stored input of the right domain.
+    let ntt = |i: usize, c: Option<&GpuCiphertext>| {
+        gpu.coefficient_domain_to_ntt_domain(c.unwrap_or(&cts[i % SETS]), &s)
+    };
+    let mulpt = |i: usize, c: Option<&GpuCiphertext>| {
+        gpu.multiply_plaintext(c.unwrap_or(&ntts[i % SETS]), &pts[i % SETS], &s)
+    };
+    let intt = |i: usize, c: Option<&GpuCiphertext>| {
+        gpu.ntt_domain_to_coefficient_domain(c.unwrap_or(&ntts[i % SETS]), &s)
+    };
+    let rescale = |i: usize, c: Option<&GpuCiphertext>| {
+        gpu.rescale_to_next_level(c.unwrap_or(&cts[i % SETS]), &s)
+    };
+    // The same ops on their stored inputs, whatever came before.
+    let ntt_own = |i: usize, _: Option<&GpuCiphertext>| ntt(i, None);
+    let ntt_other = |i: usize, _: Option<&GpuCiphertext>| ntt(i + 1, None);
+    let mulpt_own = |i: usize, _: Option<&GpuCiphertext>| mulpt(i, None);
+    let intt_own = |i: usize, _: Option<&GpuCiphertext>| intt(i, None);
+    // rotate -> NTT -> multiply_plaintext -> INTT -> rescale, each on the one before's result.
+    let stage: [Step<'_>; 5] = [&rot, &ntt, &mulpt, &intt, &rescale];
+    rows.push(("example14_stage", Some(time_op(&s, |i| chained(&stage, i)))));
     rows.push((
         "multiply_ct_ct",
         Some(time_op(&s, |i| {
@@ -644,43 +669,7 @@ fn oplat_table_on_the_gpu() {
     }
     // The example-14 stage by its boundaries: pairs of its ops (and others next to a key
     // switch) in one call, so their burst against the ops' own bursts shows what each boundary
-    // between different ops costs on the GPU. Each step takes the sample index and the step
-    // before's result (None for the first); `chained` frees every result but the last.
-    type Step<'a> =
-        &'a dyn Fn(usize, Option<&GpuCiphertext>) -> Result<GpuCiphertext, CudaBackendError>;
-    let chained = |steps: &[Step<'_>], i: usize| -> Result<GpuCiphertext, CudaBackendError> {
-        let (first, rest) = steps.split_first().expect("a row has steps");
-        let mut last = first(i, None)?;
-        for step in rest {
-            let next = step(i, Some(&last))?;
-            std::mem::replace(&mut last, next).free_async(&s)?;
-        }
-        Ok(last)
-    };
-    let rot = |i: usize, _: Option<&GpuCiphertext>| {
-        gpu.rotate_with_key(&cts[i % SETS], &keys[(i / SETS + i) % SETS], &s)
-    };
-    let relin = |i: usize, _: Option<&GpuCiphertext>| {
-        gpu.relinearize_with_key(&prods[i % SETS], &rlks[(i / SETS + i) % SETS], &s)
-    };
-    // Each op on the step before's result, or on a stored input of the right domain.
-    let ntt = |i: usize, c: Option<&GpuCiphertext>| {
-        gpu.coefficient_domain_to_ntt_domain(c.unwrap_or(&cts[i % SETS]), &s)
-    };
-    let mulpt = |i: usize, c: Option<&GpuCiphertext>| {
-        gpu.multiply_plaintext(c.unwrap_or(&ntts[i % SETS]), &pts[i % SETS], &s)
-    };
-    let intt = |i: usize, c: Option<&GpuCiphertext>| {
-        gpu.ntt_domain_to_coefficient_domain(c.unwrap_or(&ntts[i % SETS]), &s)
-    };
-    let rescale = |i: usize, c: Option<&GpuCiphertext>| {
-        gpu.rescale_to_next_level(c.unwrap_or(&cts[i % SETS]), &s)
-    };
-    // The same ops on their stored inputs, whatever came before.
-    let ntt_own = |i: usize, _: Option<&GpuCiphertext>| ntt(i, None);
-    let ntt_other = |i: usize, _: Option<&GpuCiphertext>| ntt(i + 1, None);
-    let mulpt_own = |i: usize, _: Option<&GpuCiphertext>| mulpt(i, None);
-    let intt_own = |i: usize, _: Option<&GpuCiphertext>| intt(i, None);
+    // between different ops costs on the GPU.
     let split: [(&str, &[Step<'_>]); 13] = [
         ("stage_split/rot>ntt", &[&rot, &ntt]),
         ("stage_split/ntt>mulpt", &[&ntt, &mulpt]),
@@ -706,10 +695,7 @@ fn oplat_table_on_the_gpu() {
     let full: [(&str, &[Step<'_>]); 4] = [
         ("rotate_with_key/full_edges", &[&rot]),
         ("relinearize/full_edges", &[&relin]),
-        (
-            "example14_stage/full_edges",
-            &[&rot, &ntt, &mulpt, &intt, &rescale],
-        ),
+        ("example14_stage/full_edges", &stage),
         ("stage_split/rot>mulpt/full_edges", &[&rot, &mulpt_own]),
     ];
     let full = full.map(|(name, steps)| (name, time_op(&s, |i| chained(steps, i))));
