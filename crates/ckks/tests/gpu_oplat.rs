@@ -461,6 +461,21 @@ fn oplat_table_on_the_gpu() {
     // rotate -> NTT -> multiply_plaintext -> INTT -> rescale, each on the one before's result.
     let stage: [Step<'_>; 5] = [&rot, &ntt, &mulpt, &intt, &rescale];
     rows.push(("example14_stage", Some(time_op(&s, |i| chained(&stage, i)))));
+    // The same stage recorded as one pipeline: one chain graph of seven kernels.
+    let stage_pipeline = |i: usize| -> Result<GpuCiphertext, CudaBackendError> {
+        let mut p = gpu.pipeline(&s);
+        let x = p.input(&cts[i % SETS]);
+        let r = p.rotate_with_key(x, &keys[(i / SETS + i) % SETS])?;
+        let r = p.coefficient_domain_to_ntt_domain(r)?;
+        let r = p.multiply_plaintext(r, &pts[i % SETS])?;
+        let r = p.ntt_domain_to_coefficient_domain(r)?;
+        let r = p.rescale_to_next_level(r)?;
+        p.submit()?.take(r)
+    };
+    rows.push((
+        "example14_stage/pipeline",
+        Some(time_op(&s, stage_pipeline)),
+    ));
     rows.push((
         "multiply_ct_ct",
         Some(time_op(&s, |i| {
@@ -688,6 +703,17 @@ fn oplat_table_on_the_gpu() {
     for (name, steps) in split {
         rows.push((name, Some(time_op(&s, |i| chained(steps, i)))));
     }
+    // rot>mulpt as one pipeline (one chain graph): the boundary inside a graph.
+    rows.push((
+        "stage_split/rot>mulpt/pipeline",
+        Some(time_op(&s, |i| {
+            let mut p = gpu.pipeline(&s);
+            let (x, n) = (p.input(&cts[i % SETS]), p.input(&ntts[i % SETS]));
+            p.rotate_with_key(x, &keys[(i / SETS + i) % SETS])?;
+            let m = p.multiply_plaintext(n, &pts[i % SETS])?;
+            p.submit()?.take(m)
+        })),
+    ));
     // The chain graphs with full edges instead of programmatic ones (decision 0508): what the
     // programmatic edges give inside a key switch against what its boundaries cost.
     let programmatic = gpu.programmatic_launch();
@@ -699,10 +725,12 @@ fn oplat_table_on_the_gpu() {
         ("stage_split/rot>mulpt/full_edges", &[&rot, &mulpt_own]),
     ];
     let full = full.map(|(name, steps)| (name, time_op(&s, |i| chained(steps, i))));
+    let full_pipeline = time_op(&s, stage_pipeline);
     gpu.set_programmatic_launch(programmatic);
     for (name, t) in full {
         rows.push((name, Some(t)));
     }
+    rows.push(("example14_stage/pipeline/full_edges", Some(full_pipeline)));
 
     let same_call = peer_oplat();
     let mut table = format!(
@@ -740,7 +768,7 @@ fn oplat_table_on_the_gpu() {
         }
     }
     table.push_str(&format!(
-        "(rows without a suffix: NttKernels::{default:?}; /2pass two-pass, /cl512 8 x 512-thread clusters, /clpre the same with twiddles preloaded into registers; /pool without the engine's buffer recycling; /direct without launch graphs; rotate_many_with_keys/4: one ciphertext by 4 keys, hoisted, against rotate_x4_one_by_one: the same 4 rotations one by one in one call; encode_for_multiplication: real slots to a level-0 plaintext operand on the device; encrypt_complex_message, decrypt_complex_message: complex slots; stage_split/A>B: two neighbouring ops of the example-14 stage (or others next to a key switch) in one call, no_rotation: the stage without its rotation; /full_edges: the chain graphs with full edges instead of programmatic ones; rotation_key_on_device: a device key cache's miss, the key of step 3 made on the device (the host path: ~40 ms of key generation and an 18 MiB upload); no FHElium op for these)\n"
+        "(rows without a suffix: NttKernels::{default:?}; /2pass two-pass, /cl512 8 x 512-thread clusters, /clpre the same with twiddles preloaded into registers; /pool without the engine's buffer recycling; /direct without launch graphs; rotate_many_with_keys/4: one ciphertext by 4 keys, hoisted, against rotate_x4_one_by_one: the same 4 rotations one by one in one call; encode_for_multiplication: real slots to a level-0 plaintext operand on the device; encrypt_complex_message, decrypt_complex_message: complex slots; stage_split/A>B: two neighbouring ops of the example-14 stage (or others next to a key switch) in one call, no_rotation: the stage without its rotation; /full_edges: the chain graphs with full edges instead of programmatic ones; /pipeline: the operations recorded as one Pipeline (one chain graph); rotation_key_on_device: a device key cache's miss, the key of step 3 made on the device (the host path: ~40 ms of key generation and an 18 MiB upload); no FHElium op for these)\n"
     ));
     table.push_str(&format!(
         "chain graphs launched {}, programmatic edges built {}, graphs held {}\n",

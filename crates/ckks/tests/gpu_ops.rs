@@ -340,6 +340,212 @@ fn chains_with_full_edges_change_no_word() {
     fx.gpu.set_programmatic_launch(true);
 }
 
+/// The example-14 stage's plaintext (0.5 in every slot) on the CPU and on the device.
+fn half_plaintext(fx: &Fixture) -> (fhelium_ckks::Plaintext, fhelium_ckks::cuda::GpuPlaintext) {
+    let half = fx
+        .cpu
+        .prepare_plaintext_for_multiplication(
+            &fx.cpu
+                .encode(&vec![0.5; fx.cpu.num_slots()], 0, None)
+                .expect("encode"),
+            ModulusBasis::Q,
+        )
+        .expect("prepare");
+    let dhalf = fx.gpu.upload_plaintext(&half, &fx.stream).expect("pt up");
+    (half, dhalf)
+}
+
+/// Pipelines (decision 0513): the example-14 stage recorded as one pipeline is one chain
+/// graph of seven kernels and gives the CPU engine's words, with programmatic and with full
+/// edges; a pipeline longer than one chain (three rotations and an NTT: ten launches) goes
+/// out as two chains, cut where an operation starts, with the same words as the operations
+/// one by one; multiply -> relinearize -> rescale as well. Every intermediate is freed in
+/// stream order (no drop waits for the device).
+#[test]
+fn pipelines_give_the_words_of_the_operations_one_by_one() {
+    let Some(fx) = fixture() else { return };
+    fx.gpu.set_ntt_kernels(NttKernels::GlobalSync);
+    fx.gpu.set_graph_launches(true);
+    let (s, g, cpu) = (&fx.stream, &fx.gpu, &fx.cpu);
+    let (key, dkey) = fx.rotation_key_by_one();
+    let (rlk, drlk) = fx.relinearization_keys();
+    let (half, dhalf) = half_plaintext(&fx);
+    let ct = fresh(cpu, 21, 0);
+    let rot = cpu.rotate_with_key(&ct, &key).expect("cpu rotate");
+    let want_stage = cpu
+        .rescale_to_next_level(
+            &cpu.ntt_domain_to_coefficient_domain(
+                &cpu.multiply_plaintext(
+                    &cpu.coefficient_domain_to_ntt_domain(&rot).expect("ntt"),
+                    &half,
+                )
+                .expect("mul"),
+            )
+            .expect("intt"),
+        )
+        .expect("rescale");
+    let d = fx.up(&ct);
+    let waited = CudaEngine::waited_drops();
+    for pdl in [true, false] {
+        g.set_programmatic_launch(pdl);
+        let chains = g.chain_launches();
+        fx.check(&format!("stage pipeline (pdl {pdl})"), &want_stage, || {
+            let mut p = g.pipeline(s);
+            let x = p.input(&d);
+            let r = p.rotate_with_key(x, &dkey)?;
+            let r = p.coefficient_domain_to_ntt_domain(r)?;
+            let r = p.multiply_plaintext(r, &dhalf)?;
+            let r = p.ntt_domain_to_coefficient_domain(r)?;
+            let r = p.rescale_to_next_level(r)?;
+            assert_eq!((p.launches(), p.chains()), (7, 1));
+            assert_eq!(p.level(r)?, 1);
+            assert_eq!(p.domain(r)?, Domain::Coefficient);
+            let mut out = p.submit()?;
+            out.take(r)
+        });
+        assert_eq!(g.chain_launches() - chains, 1, "pdl {pdl}: one chain graph");
+    }
+    g.set_programmatic_launch(true);
+    // Ten launches: two chains (rotation, rotation, NTT | rotation... cut at an operation).
+    let rot3 = cpu
+        .rotate_with_key(&cpu.rotate_with_key(&rot, &key).expect("r2"), &key)
+        .expect("r3");
+    let want_long = cpu.coefficient_domain_to_ntt_domain(&rot3).expect("ntt");
+    let chains = g.chain_launches();
+    fx.check("three rotations and an NTT", &want_long, || {
+        let mut p = g.pipeline(s);
+        let x = p.input(&d);
+        let r1 = p.rotate_with_key(x, &dkey)?;
+        let r2 = p.rotate_with_key(r1, &dkey)?;
+        let r3 = p.rotate_with_key(r2, &dkey)?;
+        let n = p.coefficient_domain_to_ntt_domain(r3)?;
+        assert_eq!((p.launches(), p.chains()), (10, 2));
+        let mut out = p.submit()?;
+        let got = out.take(n)?;
+        // The intermediate rotation is a result too, with the CPU's words.
+        let mid = out.take(r2)?;
+        let host = g.download_ciphertext(&mid, s).expect("download");
+        common::assert_same_words(
+            "second rotation",
+            &host,
+            &cpu.rotate_with_key(&rot, &key).expect("r2"),
+        );
+        mid.free_async(s)?;
+        Ok(got)
+    });
+    assert_eq!(g.chain_launches() - chains, 2, "ten launches as two chains");
+    // multiply -> relinearize -> rescale (6 launches, one chain), two distinct inputs.
+    let a = cpu
+        .coefficient_domain_to_ntt_domain(&fresh(cpu, 22, 1))
+        .expect("ntt a");
+    let b = cpu
+        .coefficient_domain_to_ntt_domain(&fresh(cpu, 23, 1))
+        .expect("ntt b");
+    let want_relin = cpu
+        .rescale_to_next_level(
+            &cpu.relinearize_with_key(&cpu.multiply(&a, &b).expect("mul"), &rlk)
+                .expect("relin"),
+        )
+        .expect("rescale");
+    let (da, db) = (fx.up(&a), fx.up(&b));
+    fx.check("multiply, relinearize, rescale", &want_relin, || {
+        let mut p = g.pipeline(s);
+        let (x, y) = (p.input(&da), p.input(&db));
+        let m = p.multiply(x, y)?;
+        let r = p.relinearize_with_key(m, &drlk)?;
+        let r = p.rescale_to_next_level(r)?;
+        assert_eq!((p.launches(), p.chains()), (6, 1));
+        p.submit()?.take(r)
+    });
+    assert_eq!(
+        CudaEngine::waited_drops(),
+        waited,
+        "pipelines free their intermediates and scratch in stream order"
+    );
+}
+
+/// Pipeline errors (decision 0513): an operation that fails records nothing and leaves the
+/// pipeline as it was; a handle of another pipeline, an input or a result already taken is a
+/// typed error naming the handle; a pipeline dropped before submission runs nothing and frees
+/// in stream order.
+#[test]
+fn pipeline_errors_leave_the_pipeline_as_it_was() {
+    let Some(fx) = fixture() else { return };
+    fx.gpu.set_ntt_kernels(NttKernels::GlobalSync);
+    let (s, g, cpu) = (&fx.stream, &fx.gpu, &fx.cpu);
+    let (key, dkey) = fx.rotation_key_by_one();
+    let (_, drlk) = fx.relinearization_keys();
+    let ct = fresh(cpu, 24, 2);
+    let want = cpu
+        .coefficient_domain_to_ntt_domain(&cpu.rotate_with_key(&ct, &key).expect("rot"))
+        .expect("ntt");
+    let d = fx.up(&ct);
+    let waited = CudaEngine::waited_drops();
+    let mut other = g.pipeline(s);
+    let foreign = other.input(&d);
+    fx.check("a pipeline after refused operations", &want, || {
+        let mut p = g.pipeline(s);
+        let x = p.input(&d);
+        let r = p.rotate_with_key(x, &dkey)?;
+        let before = (p.launches(), p.chains());
+        // The operations' own typed errors, nothing recorded.
+        let e = p.ntt_domain_to_coefficient_domain(r).unwrap_err();
+        assert!(
+            matches!(e, CudaBackendError::Ckks(CkksError::DomainMismatch { .. })),
+            "{e:?}"
+        );
+        let e = p.relinearize_with_key(r, &drlk).unwrap_err();
+        assert!(matches!(e, CudaBackendError::Ckks(_)), "{e:?}");
+        let e = p.rotate_with_key(r, &drlk).unwrap_err();
+        assert!(
+            matches!(e, CudaBackendError::Ckks(CkksError::WrongKey { .. })),
+            "{e:?}"
+        );
+        // Another pipeline's handle.
+        let e = p.negate(foreign).unwrap_err();
+        assert!(
+            matches!(
+                e,
+                CudaBackendError::PipelineValue { op: "negate", pipeline, index: 0, .. }
+                    if pipeline == foreign.pipeline()
+            ),
+            "{e:?}"
+        );
+        assert!(e.to_string().contains(&format!("not a value of pipeline {}", p.serial())), "{e}");
+        assert_eq!((p.launches(), p.chains()), before, "nothing recorded");
+        let n = p.coefficient_domain_to_ntt_domain(r)?;
+        let mut out = p.submit()?;
+        // An input is the caller's; a result goes out once.
+        let e = out.take(x).unwrap_err();
+        assert!(e.to_string().contains("an input of the pipeline"), "{e}");
+        let got = out.take(n)?;
+        let e = out.take(n).unwrap_err();
+        assert!(
+            matches!(e, CudaBackendError::PipelineValue { ref reason, .. } if reason == "already taken"),
+            "{e:?}"
+        );
+        out.free_rest()?;
+        Ok(got)
+    });
+    // Dropped before submission: nothing runs (no chain launched), nothing waits.
+    let chains = g.chain_launches();
+    let y = other.rotate_with_key(foreign, &dkey).expect("recorded");
+    assert_eq!(other.launches(), 3);
+    let _ = y;
+    drop(other);
+    assert_eq!(
+        g.chain_launches(),
+        chains,
+        "a dropped pipeline launches nothing"
+    );
+    s.synchronize().expect("sync");
+    assert_eq!(
+        CudaEngine::waited_drops(),
+        waited,
+        "nothing waited for the device"
+    );
+}
+
 /// Launch graphs (decisions 0505, 0508): with them on, every launch of an operation replays a
 /// graph (the key switch's launches one chain graph) and the words are the CPU's at several
 /// levels, on two streams, with repeated and changing arguments; with them off no launch goes

@@ -41,8 +41,12 @@ mod keycache;
 #[path = "levels.rs"]
 mod levels;
 
+#[path = "pipeline.rs"]
+mod pipeline;
+
 pub use encrypt::SlotValues;
 pub use keycache::GpuKeyCache;
+pub use pipeline::{PipeValue, Pipeline, PipelineOutputs};
 
 /// PTX of `kernels/ckks.cu`, embedded at build time.
 pub const CKKS_PTX: &str = include_str!("../../../../kernels/ptx/ckks.ptx");
@@ -90,6 +94,20 @@ pub enum CudaBackendError {
         expected: ResidencyLocation,
         /// Where the value's words are.
         actual: ResidencyLocation,
+    },
+    /// A [`PipeValue`] that does not name a value of the pipeline it was given to (another
+    /// pipeline's handle, or a result already taken from its outputs), or an input given to
+    /// [`PipelineOutputs::take`].
+    #[error("{op}: value {index} of pipeline {pipeline}: {reason}")]
+    PipelineValue {
+        /// The pipeline operation.
+        op: &'static str,
+        /// The serial number the handle carries.
+        pipeline: u64,
+        /// The handle's index.
+        index: usize,
+        /// Why it was refused.
+        reason: String,
     },
     /// Parameters or values the kernels do not support.
     #[error("{op}: unsupported by the CUDA kernels: {reason}")]
@@ -1799,25 +1817,35 @@ impl CudaEngine {
         rec: graphs::Recording,
         stream: &Stream,
     ) -> Result<()> {
-        let nodes = rec.finish();
+        self.submit_nodes(op, &rec.finish(), stream)
+    }
+
+    /// Enqueues `nodes`, in order, on `stream`: as one chain graph, or (chains off or refused
+    /// by the driver, or more than `MAX_CHAIN` nodes) one by one.
+    fn submit_nodes(
+        &self,
+        op: &'static str,
+        nodes: &[graphs::Node],
+        stream: &Stream,
+    ) -> Result<()> {
         let _span = tracing::trace_span!(
             "ckks.chain",
             op,
-            kernels = %ChainNames(&nodes),
+            kernels = %ChainNames(nodes),
             stream = ?stream.as_inner(),
         )
         .entered();
         let mut ptrs = [[std::ptr::null_mut::<c_void>(); MAX_ARGS]; graphs::MAX_CHAIN];
-        for (p, n) in ptrs.iter_mut().zip(&nodes) {
+        for (p, n) in ptrs.iter_mut().zip(nodes) {
             *p = arg_ptrs(&n.args[..n.len]);
         }
         if self
             .graphs
-            .launch_chain(&nodes, &mut ptrs, stream.as_inner())
+            .launch_chain(nodes, &mut ptrs, stream.as_inner())
         {
             return Ok(());
         }
-        for n in &nodes {
+        for n in nodes {
             launch_now(&self.graphs, op, n, stream)?;
         }
         Ok(())
@@ -1869,9 +1897,15 @@ impl CudaEngine {
 
     /// Frees a scratch buffer in stream order: into the bins for the next allocation of its
     /// length on `stream`, or back to the pool.
+    ///
+    /// While a [`Pipeline`] operation records on this thread, the buffer is kept by the
+    /// pipeline instead and freed after its chains are enqueued: its recorded kernels may
+    /// still use the words, and a free enqueued now would come before them.
     fn recycle(&self, op: &'static str, buf: PoolWords, stream: &Stream) -> Result<()> {
-        buf.take()
-            .map_or(Ok(()), |b| drv(op, recycle_into(&self.recycler, b, stream)))
+        buf.take().map_or(Ok(()), |b| match pipeline::defer(b) {
+            Ok(()) => Ok(()),
+            Err(b) => drv(op, recycle_into(&self.recycler, b, stream)),
+        })
     }
 
     /// An engine value's words: freed into the engine's bins by `free_async`.
@@ -3389,6 +3423,8 @@ impl CudaEngine {
         // scratch is the accumulators alone, and the ModUp's part is allocated below only if
         // that launch is refused. Otherwise one buffer holds both: [ext | acc].
         let lean = hoisted.is_some() && global;
+        // Launches a pipeline recorded before this switch (none outside a pipeline).
+        let earlier_launches = graphs::recorded().unwrap_or(0);
         let scratch = self.alloc(
             op,
             if lean {
@@ -3542,8 +3578,9 @@ impl CudaEngine {
         // rows), or on the two-pass kernels the NTT rows brought to the coefficient domain here.
         // ModDown loads its addend before its grid_dep_wait only when no kernel of this chain
         // writes it (`KsAdd::Coeff`: the operation's input), never the rows transformed here,
-        // which its programmatic predecessor writes (decision 0508).
-        let adds_early = u32::from(matches!(add, KsAdd::Coeff { .. }));
+        // which its programmatic predecessor writes (decision 0508); nor when a pipeline
+        // recorded launches before this switch (the input may be one of their results).
+        let adds_early = u32::from(matches!(add, KsAdd::Coeff { .. }) && earlier_launches == 0);
         let (fallback_rows, add0, add1) = match add {
             KsAdd::Coeff { add0, add1 } => (None, add0, add1),
             KsAdd::NttTimesP { .. } if clustered => (None, 0, 0),

@@ -210,6 +210,17 @@ const GRID_WAIT_KERNELS: [&str; 8] = [
     "ntt_inv_gp",
 ];
 
+impl std::fmt::Debug for Node {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Node")
+            .field("kernel", &self.name)
+            .field("grid", &self.grid)
+            .field("block", &self.block)
+            .field("cooperative", &self.cooperative)
+            .finish_non_exhaustive()
+    }
+}
+
 impl Node {
     /// The kernel starts with `grid_dep_wait`: it may hang on the node before it by a
     /// programmatic edge.
@@ -282,6 +293,22 @@ impl Recording {
         })
     }
 
+    /// Goes on recording into `nodes` (the launches a [`super::Pipeline`] recorded before);
+    /// `None` when a recording is already running on this thread.
+    pub(super) fn resume(nodes: Vec<Node>) -> Option<Self> {
+        RECORDING.with(|r| {
+            let mut r = r.borrow_mut();
+            if r.is_some() {
+                return None;
+            }
+            *r = Some(Chain {
+                nodes,
+                next: Deps::default(),
+            });
+            Some(Self(PhantomData))
+        })
+    }
+
     /// Ends the recording: the launches, in order.
     pub(super) fn finish(self) -> Vec<Node> {
         RECORDING
@@ -317,6 +344,38 @@ pub(super) fn record_with(make: impl FnOnce() -> Node) -> bool {
         }
         None => false,
     })
+}
+
+/// The chain graphs a pipeline's recorded launches go out as: consecutive ranges of
+/// `total` nodes, each at most `max` long, cut only where an operation starts (`starts`:
+/// the node index of each operation's first launch, ascending) unless one operation alone
+/// holds more than `max` (then it is cut every `max` nodes: launched in order, graphs on one
+/// stream keep their order). Every node is in exactly one range.
+pub(super) fn chain_groups(
+    starts: &[usize],
+    total: usize,
+    max: usize,
+) -> Vec<std::ops::Range<usize>> {
+    let max = max.max(1);
+    let mut out = Vec::new();
+    let mut begin = 0;
+    while begin < total {
+        // The furthest operation start that keeps this range within `max` nodes.
+        let limit = (begin + max).min(total);
+        let end = if limit == total {
+            total
+        } else {
+            starts
+                .iter()
+                .copied()
+                .filter(|&s| s > begin && s <= limit)
+                .max()
+                .unwrap_or(limit)
+        };
+        out.push(begin..end);
+        begin = end;
+    }
+    out
 }
 
 /// What one chain node launches, without its argument values.
@@ -1026,6 +1085,60 @@ mod tests {
         assert!(kernel_body(src, "missing").is_none());
         // A call of a kernel's name is not its definition.
         assert!(kernel_body("void f() { good(p); }", "good").is_none());
+    }
+
+    #[test]
+    fn pipeline_chains_are_cut_where_operations_start() {
+        // The example-14 stage: rotate (3 launches), then four one-launch operations.
+        assert_eq!(chain_groups(&[0, 3, 4, 5, 6], 7, 8), vec![0..7]);
+        // Two rotations and their NTTs (8 launches) fit one chain; a third rotation does not
+        // and starts the next one, never splitting an operation.
+        assert_eq!(chain_groups(&[0, 3, 4, 7], 8, 8), vec![0..8]);
+        assert_eq!(chain_groups(&[0, 3, 4, 7, 8, 11], 12, 8), vec![0..8, 8..12]);
+        assert_eq!(chain_groups(&[0, 3, 6, 9], 12, 8), vec![0..6, 6..12]);
+        // Relinearize (4 launches) after multiply (1), twice: 10 launches.
+        assert_eq!(chain_groups(&[0, 1, 5, 6], 10, 8), vec![0..6, 6..10]);
+        // An operation longer than a chain is cut every `max` nodes.
+        assert_eq!(chain_groups(&[0], 10, 4), vec![0..4, 4..8, 8..10]);
+        assert_eq!(chain_groups(&[0, 9], 10, 4), vec![0..4, 4..8, 8..10]);
+        assert_eq!(chain_groups(&[0, 6], 10, 4), vec![0..4, 4..6, 6..10]);
+        // Nothing recorded: no chain.
+        assert!(chain_groups(&[], 0, 8).is_empty());
+        // Every node once, in order, whatever the cuts.
+        for total in 0..20 {
+            for max in 1..9 {
+                let starts: Vec<usize> = (0..total).step_by(3).collect();
+                let g = chain_groups(&starts, total, max);
+                let flat: Vec<usize> = g.iter().flat_map(Clone::clone).collect();
+                assert_eq!(flat, (0..total).collect::<Vec<_>>(), "{total} {max}");
+                assert!(g.iter().all(|r| !r.is_empty() && r.len() <= max));
+            }
+        }
+    }
+
+    #[test]
+    fn a_resumed_recording_keeps_the_earlier_launches() {
+        let node = |name| Node {
+            func: std::ptr::null_mut(),
+            name,
+            grid: (1, 1, 1),
+            block: 32,
+            cooperative: false,
+            args: [Arg::U32(0); MAX_ARGS],
+            len: 0,
+            deps: Deps::default(),
+        };
+        let rec = Recording::resume(vec![node("a")]).expect("no recording runs");
+        // A second recording on the same thread is refused while one runs.
+        assert!(Recording::resume(Vec::new()).is_none());
+        assert!(Recording::start().is_none());
+        assert!(record(node("b")));
+        assert_eq!(recorded(), Some(2));
+        let nodes = rec.finish();
+        assert_eq!(nodes.iter().map(|n| n.name).collect::<Vec<_>>(), ["a", "b"]);
+        // Finished: launches are no longer recorded.
+        assert_eq!(recorded(), None);
+        assert!(!record(node("c")));
     }
 
     #[test]

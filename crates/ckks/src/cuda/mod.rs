@@ -33,7 +33,9 @@
 //!   [`CudaEngine::set_graph_launches`] or `FHELIUM_CKKS_GRAPHS=0` launch directly instead;
 //! * an operation of several dependent launches (rotate, relinearize, encrypt, decrypt)
 //!   submits them as one chain graph, with programmatic edges into the kernels that start by
-//!   waiting for their predecessor (decision 0508; [`CudaEngine::chain_launches`]).
+//!   waiting for their predecessor (decision 0508; [`CudaEngine::chain_launches`]);
+//! * a [`Pipeline`] records several operations on one stream and submits them as chain
+//!   graphs of up to eight kernels (decision 0513): the example-14 stage is one graph.
 //!
 //! This is the one module of the crate allowed `unsafe`, each block with a `// SAFETY:` note.
 #![allow(unsafe_code)]
@@ -43,7 +45,8 @@ pub mod tables;
 
 pub use engine::{
     CudaBackendError, CudaEngine, GpuCiphertext, GpuKeyCache, GpuPlaintext, GpuPublicKey,
-    GpuSecretKey, GpuSwitchKey, GpuView, IntoResidentError, NttKernels, SlotValues, CKKS_PTX,
+    GpuSecretKey, GpuSwitchKey, GpuView, IntoResidentError, NttKernels, PipeValue, Pipeline,
+    PipelineOutputs, SlotValues, CKKS_PTX,
 };
 
 /// The CUDA stream type every [`CudaEngine`] operation takes (`cust`'s), re-exported so users
