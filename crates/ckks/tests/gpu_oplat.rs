@@ -503,6 +503,15 @@ fn oplat_table_on_the_gpu() {
         })),
     ));
     rows.push((
+        "rotate_many_with_keys/4/pipeline",
+        Some(time_op(&s, |i| {
+            let mut p = gpu.pipeline(&s);
+            let x = p.input(&cts[i % SETS]);
+            let rs = p.rotate_many_with_keys(x, &all_keys)?;
+            p.submit()?.take(rs[0])
+        })),
+    ));
+    rows.push((
         "rotate_x4_one_by_one",
         Some(time_op(&s, |i| {
             let c = &cts[i % SETS];
@@ -768,7 +777,7 @@ fn oplat_table_on_the_gpu() {
         }
     }
     table.push_str(&format!(
-        "(rows without a suffix: NttKernels::{default:?}; /2pass two-pass, /cl512 8 x 512-thread clusters, /clpre the same with twiddles preloaded into registers; /pool without the engine's buffer recycling; /direct without launch graphs; rotate_many_with_keys/4: one ciphertext by 4 keys, hoisted, against rotate_x4_one_by_one: the same 4 rotations one by one in one call; encode_for_multiplication: real slots to a level-0 plaintext operand on the device; encrypt_complex_message, decrypt_complex_message: complex slots; stage_split/A>B: two neighbouring ops of the example-14 stage (or others next to a key switch) in one call, no_rotation: the stage without its rotation; /full_edges: the chain graphs with full edges instead of programmatic ones; /pipeline: the operations recorded as one Pipeline (one chain graph); rotation_key_on_device: a device key cache's miss, the key of step 3 made on the device (the host path: ~40 ms of key generation and an 18 MiB upload); no FHElium op for these)\n"
+        "(rows without a suffix: NttKernels::{default:?}; /2pass two-pass, /cl512 8 x 512-thread clusters, /clpre the same with twiddles preloaded into registers; /pool without the engine's buffer recycling; /direct without launch graphs; rotate_many_with_keys/4: one ciphertext by 4 keys, hoisted, against rotate_x4_one_by_one: the same 4 rotations one by one in one call; encode_for_multiplication: real slots to a level-0 plaintext operand on the device; encrypt_complex_message, decrypt_complex_message: complex slots; stage_split/A>B: two neighbouring ops of the example-14 stage (or others next to a key switch) in one call, no_rotation: the stage without its rotation; /full_edges: the chain graphs with full edges instead of programmatic ones; /pipeline: the operations recorded as one Pipeline (one chain graph; rotate_many_with_keys/4/pipeline: two); rotation_key_on_device: a device key cache's miss, the key of step 3 made on the device (the host path: ~40 ms of key generation and an 18 MiB upload); no FHElium op for these)\n"
     ));
     table.push_str(&format!(
         "chain graphs launched {}, programmatic edges built {}, graphs held {}\n",

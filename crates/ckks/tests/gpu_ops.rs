@@ -456,6 +456,41 @@ fn pipelines_give_the_words_of_the_operations_one_by_one() {
         assert_eq!((p.launches(), p.chains()), (6, 1));
         p.submit()?.take(r)
     });
+    // Hoisted rotations by four keys (the shared ModUp, then two launches per key): nine
+    // launches, two chains cut between keys; each result is the CPU's rotation.
+    let hoisted: Vec<(RotationKey, GpuSwitchKey)> = [1, 2, 3, -5]
+        .iter()
+        .map(|&step| {
+            let key = cpu
+                .create_rotation_key(step, cpu.secret_key())
+                .expect("rotation key");
+            let dk = g.upload_rotation_key(&key, s).expect("upload key");
+            (key, dk)
+        })
+        .collect();
+    let dks: Vec<&GpuSwitchKey> = hoisted.iter().map(|(_, k)| k).collect();
+    g.poison_pool(4 * 9 * 16384 * 9, s).expect("poison");
+    let mut p = g.pipeline(s);
+    let x = p.input(&d);
+    let rs = p.rotate_many_with_keys(x, &dks).expect("hoisted");
+    assert_eq!((p.launches(), p.chains()), (9, 2));
+    assert!(p.rotate_many_with_keys(x, &[]).expect("no keys").is_empty());
+    assert_eq!(p.launches(), 9, "no keys, no launches");
+    let chains = g.chain_launches();
+    let mut out = p.submit().expect("submit");
+    assert_eq!(
+        g.chain_launches() - chains,
+        2,
+        "nine launches as two chains"
+    );
+    for ((key, _), r) in hoisted.iter().zip(rs) {
+        let got = out.take(r).expect("take");
+        let host = g.download_ciphertext(&got, s).expect("download");
+        let want = cpu.rotate_with_key(&ct, key).expect("cpu rotate");
+        common::assert_same_words("hoisted rotation in a pipeline", &host, &want);
+        got.free_async(s).expect("free");
+    }
+    drop(out);
     // No drop waits for the device: intermediates, scratch and the result (freed by the
     // caller) all go back in stream order. (`check` drops its results, so this is timed
     // without it.)

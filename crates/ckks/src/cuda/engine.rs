@@ -1801,12 +1801,18 @@ impl CudaEngine {
 
     /// Starts recording this thread's launches for one chain graph when chains are on and no
     /// recording runs already (`None`: launches are enqueued as they come).
+    ///
+    /// Inside a pipeline's recording the launches join it instead, and the place is noted as
+    /// one where the pipeline may cut its chains (`graphs::mark_cut`).
     fn start_chain(&self) -> Option<graphs::Recording> {
-        if self.graphs.chains_enabled() {
-            graphs::Recording::start()
-        } else {
-            None
+        if !self.graphs.chains_enabled() {
+            return None;
         }
+        let rec = graphs::Recording::start();
+        if rec.is_none() {
+            graphs::mark_cut();
+        }
+        rec
     }
 
     /// Enqueues the launches `rec` recorded, in order, on `stream`: as one chain graph, or

@@ -240,10 +240,12 @@ impl Node {
     }
 }
 
-/// This thread's recording: the launches so far, and the edges of the next one.
+/// This thread's recording: the launches so far, the edges of the next one, and where an
+/// operation recorded inside a pipeline began a chain of its own ([`mark_cut`]).
 struct Chain {
     nodes: Vec<Node>,
     next: Deps,
+    cuts: Vec<usize>,
 }
 
 thread_local! {
@@ -254,6 +256,20 @@ thread_local! {
 /// How many launches this thread's recording holds; `None` when it is not recording.
 pub(super) fn recorded() -> Option<usize> {
     RECORDING.with(|r| r.borrow().as_ref().map(|c| c.nodes.len()))
+}
+
+/// Notes that the next launch this thread records begins a chain an operation would have
+/// submitted on its own (it runs inside a pipeline's recording): a place where the pipeline
+/// may cut its launches into chain graphs ([`chain_groups`]). Nothing when not recording.
+pub(super) fn mark_cut() {
+    RECORDING.with(|r| {
+        if let Some(c) = r.borrow_mut().as_mut() {
+            let at = c.nodes.len();
+            if c.cuts.last() != Some(&at) {
+                c.cuts.push(at);
+            }
+        }
+    });
 }
 
 /// The next launch this thread records hangs on node `after` instead of the node before it
@@ -288,6 +304,7 @@ impl Recording {
             *r = Some(Chain {
                 nodes: Vec::with_capacity(MAX_CHAIN),
                 next: Deps::default(),
+                cuts: Vec::new(),
             });
             Some(Self(PhantomData))
         })
@@ -304,6 +321,7 @@ impl Recording {
             *r = Some(Chain {
                 nodes,
                 next: Deps::default(),
+                cuts: Vec::new(),
             });
             Some(Self(PhantomData))
         })
@@ -311,9 +329,15 @@ impl Recording {
 
     /// Ends the recording: the launches, in order.
     pub(super) fn finish(self) -> Vec<Node> {
+        self.finish_with_cuts().0
+    }
+
+    /// Ends the recording: the launches, in order, and the node indices [`mark_cut`] noted
+    /// since it started or resumed (ascending).
+    pub(super) fn finish_with_cuts(self) -> (Vec<Node>, Vec<usize>) {
         RECORDING
             .with(|r| r.borrow_mut().take())
-            .map(|c| c.nodes)
+            .map(|c| (c.nodes, c.cuts))
             .unwrap_or_default()
     }
 }
@@ -1132,13 +1156,27 @@ mod tests {
         // A second recording on the same thread is refused while one runs.
         assert!(Recording::resume(Vec::new()).is_none());
         assert!(Recording::start().is_none());
+        // An operation inside it that would have begun a chain of its own marks a cut, once
+        // per position.
+        mark_cut();
+        mark_cut();
         assert!(record(node("b")));
-        assert_eq!(recorded(), Some(2));
-        let nodes = rec.finish();
-        assert_eq!(nodes.iter().map(|n| n.name).collect::<Vec<_>>(), ["a", "b"]);
-        // Finished: launches are no longer recorded.
+        assert!(record(node("c")));
+        mark_cut();
+        assert!(record(node("d")));
+        assert_eq!(recorded(), Some(4));
+        let (nodes, cuts) = rec.finish_with_cuts();
+        assert_eq!(
+            nodes.iter().map(|n| n.name).collect::<Vec<_>>(),
+            ["a", "b", "c", "d"]
+        );
+        assert_eq!(cuts, [1, 3]);
+        // Finished: launches are no longer recorded, and cuts are not noted.
         assert_eq!(recorded(), None);
-        assert!(!record(node("c")));
+        assert!(!record(node("e")));
+        mark_cut();
+        let rec = Recording::start().expect("none runs");
+        assert!(rec.finish_with_cuts().1.is_empty());
     }
 
     #[test]

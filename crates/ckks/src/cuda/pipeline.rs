@@ -232,6 +232,17 @@ impl<'a> Pipeline<'a> {
         operands: &[PipeValue],
         f: impl FnOnce(&CudaEngine, &[&GpuCiphertext], &Stream) -> Result<GpuCiphertext>,
     ) -> Result<PipeValue> {
+        let made = self.record_many(op, operands, |e, v, s| f(e, v, s).map(|ct| vec![ct]))?;
+        Ok(made[0])
+    }
+
+    /// [`Pipeline::record`] for an operation of several results.
+    fn record_many(
+        &mut self,
+        op: &'static str,
+        operands: &[PipeValue],
+        f: impl FnOnce(&CudaEngine, &[&GpuCiphertext], &Stream) -> Result<Vec<GpuCiphertext>>,
+    ) -> Result<Vec<PipeValue>> {
         let mut refs = Vec::with_capacity(operands.len());
         for &v in operands {
             refs.push(value_of(&self.values, self.serial, op, v)?);
@@ -247,15 +258,20 @@ impl<'a> Pipeline<'a> {
             let _deferring = Deferring::start(&mut self.deferred);
             f(self.engine, &refs, self.stream)
         };
-        let mut nodes = rec.finish();
+        let (mut nodes, cuts) = rec.finish_with_cuts();
         match out {
-            Ok(ct) => {
+            Ok(cts) => {
                 if nodes.len() > start {
+                    // The operation's first launch, and where its own chains began inside it
+                    // (the hoisted rotations' per-key chains).
                     self.starts.push(start);
+                    self.starts.extend(cuts.into_iter().filter(|&c| c > start));
                 }
                 self.nodes = nodes;
-                self.values.push(Slot::Made(Some(ct)));
-                Ok(self.handle(self.values.len() - 1))
+                let first = self.values.len();
+                self.values
+                    .extend(cts.into_iter().map(|ct| Slot::Made(Some(ct))));
+                Ok((first..self.values.len()).map(|i| self.handle(i)).collect())
             }
             Err(e) => {
                 nodes.truncate(start);
@@ -340,6 +356,20 @@ impl<'a> Pipeline<'a> {
     pub fn rotate_with_key(&mut self, ct: PipeValue, key: &'a GpuSwitchKey) -> Result<PipeValue> {
         self.record("rotate_with_key", &[ct], |e, v, s| {
             e.rotate_with_key(v[0], key, s)
+        })
+    }
+
+    /// Rotations of `ct` by every key of `keys` with one shared ModUp
+    /// ([`CudaEngine::rotate_many_with_keys`]): one value per key, in order. Inside the
+    /// pipeline every key's inner product and ModDown may be cut from the next key's into
+    /// another chain graph, never from each other. No keys: no values, no launches.
+    pub fn rotate_many_with_keys(
+        &mut self,
+        ct: PipeValue,
+        keys: &[&'a GpuSwitchKey],
+    ) -> Result<Vec<PipeValue>> {
+        self.record_many("rotate_many_with_keys", &[ct], |e, v, s| {
+            e.rotate_many_with_keys(v[0], keys, s)
         })
     }
 
