@@ -340,17 +340,19 @@ fn chains_with_full_edges_change_no_word() {
     fx.gpu.set_programmatic_launch(true);
 }
 
-/// The example-14 stage's plaintext (0.5 in every slot) on the CPU and on the device.
+/// The example-14 stage's plaintext: 0.5 in every slot, prepared for multiplication.
+fn half_on_cpu(cpu: &CpuEngine) -> fhelium_ckks::Plaintext {
+    cpu.prepare_plaintext_for_multiplication(
+        &cpu.encode(&vec![0.5; cpu.num_slots()], 0, None)
+            .expect("encode"),
+        ModulusBasis::Q,
+    )
+    .expect("prepare")
+}
+
+/// [`half_on_cpu`] and its upload.
 fn half_plaintext(fx: &Fixture) -> (fhelium_ckks::Plaintext, fhelium_ckks::cuda::GpuPlaintext) {
-    let half = fx
-        .cpu
-        .prepare_plaintext_for_multiplication(
-            &fx.cpu
-                .encode(&vec![0.5; fx.cpu.num_slots()], 0, None)
-                .expect("encode"),
-            ModulusBasis::Q,
-        )
-        .expect("prepare");
+    let half = half_on_cpu(&fx.cpu);
     let dhalf = fx.gpu.upload_plaintext(&half, &fx.stream).expect("pt up");
     (half, dhalf)
 }
@@ -507,12 +509,17 @@ fn pipelines_give_the_words_of_the_operations_one_by_one() {
         out.take(r).expect("take").free_async(s).expect("free");
         out.free_rest().expect("free the rest");
     }
-    s.synchronize().expect("sync");
-    assert_eq!(
-        CudaEngine::waited_drops(),
+    assert_nothing_waited(
+        s,
         waited,
-        "pipelines free their intermediates and scratch in stream order"
+        "pipelines free intermediates and scratch in stream order",
     );
+}
+
+/// After the work on `s`: no drop has waited for the device since the count was `since`.
+fn assert_nothing_waited(s: &cust::stream::Stream, since: u64, what: &str) {
+    s.synchronize().expect("sync");
+    assert_eq!(CudaEngine::waited_drops(), since, "{what}");
 }
 
 /// Pipeline errors (decision 0513): an operation that fails records nothing and leaves the
@@ -588,12 +595,7 @@ fn pipeline_errors_leave_the_pipeline_as_it_was() {
         chains,
         "a dropped pipeline launches nothing"
     );
-    s.synchronize().expect("sync");
-    assert_eq!(
-        CudaEngine::waited_drops(),
-        waited,
-        "nothing waited for the device"
-    );
+    assert_nothing_waited(s, waited, "a dropped pipeline waits for nothing");
 }
 
 /// Launch graphs (decisions 0505, 0508): with them on, every launch of an operation replays a
@@ -935,18 +937,9 @@ fn example14_stage_decrypts_on_the_cpu() {
     let m = message(&fx.cpu, 0);
     let ct = fx.cpu.encrypt_message(&m).expect("encrypt");
     let (_, dkey) = fx.rotation_key_by_one();
-    let half = fx
-        .cpu
-        .prepare_plaintext_for_multiplication(
-            &fx.cpu
-                .encode(&vec![0.5; fx.cpu.num_slots()], 0, None)
-                .expect("encode"),
-            ModulusBasis::Q,
-        )
-        .expect("prepare");
+    let (_, dhalf) = half_plaintext(&fx);
     let s = &fx.stream;
     let g = &fx.gpu;
-    let dhalf = g.upload_plaintext(&half, s).expect("pt up");
     let d = fx.up(&ct);
     let r = g.rotate_with_key(&d, &dkey, s).expect("rotate");
     let r = g.coefficient_domain_to_ntt_domain(&r, s).expect("ntt");
@@ -1423,15 +1416,7 @@ fn example14_stage_on_borrowed_cuda_values_is_bit_exact_and_wrong_placements_are
         .cpu
         .create_rotation_key(1, fx.cpu.secret_key())
         .expect("key");
-    let half = fx
-        .cpu
-        .prepare_plaintext_for_multiplication(
-            &fx.cpu
-                .encode(&vec![0.5; fx.cpu.num_slots()], 0, None)
-                .expect("encode"),
-            ModulusBasis::Q,
-        )
-        .expect("prepare");
+    let half = half_on_cpu(&fx.cpu);
     // The CPU reference of the stage.
     let want = {
         let c = &fx.cpu;

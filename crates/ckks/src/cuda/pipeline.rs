@@ -75,8 +75,8 @@ pub(super) fn defer(buf: DeviceBuffer<u64>) -> std::result::Result<(), DeviceBuf
     })
 }
 
-/// While alive, this thread's recycled scratch goes to the pipeline's list; dropped (also
-/// on a panic), the list goes back to [`Deferring::list`]'s owner.
+/// While alive, the scratch this thread recycles goes to the pipeline's deferred list (moved
+/// into the thread-local slot); dropped, also on a panic, the list goes back to the pipeline.
 struct Deferring<'p>(&'p mut Vec<DeviceBuffer<u64>>);
 
 impl<'p> Deferring<'p> {
@@ -166,6 +166,29 @@ impl CudaEngine {
             deferred: Vec::new(),
         }
     }
+}
+
+/// Pipeline methods that record the engine method of their name: of two ciphertexts
+/// (`name(a, b)`), one (`name(a)`), or one and another argument (`name(a; arg: Type)`).
+macro_rules! ops {
+    ($($(#[$doc:meta])* $name:ident($a:ident $(, $b:ident)? $(; $arg:ident: $ty:ty)?);)*) => {
+        $(
+            $(#[$doc])*
+            pub fn $name(
+                &mut self,
+                $a: PipeValue,
+                $($b: PipeValue,)?
+                $($arg: $ty,)?
+            ) -> Result<PipeValue> {
+                self.record(stringify!($name), &[$a $(, $b)?], |e, v, s| {
+                    let mut v = v.iter().copied();
+                    let $a = v.next().expect("an operand per handle");
+                    $(let $b = v.next().expect("an operand per handle");)?
+                    e.$name($a, $($b,)? $($arg,)? s)
+                })
+            }
+        )*
+    };
 }
 
 impl<'a> Pipeline<'a> {
@@ -281,82 +304,35 @@ impl<'a> Pipeline<'a> {
         }
     }
 
-    /// `a + b` ([`CudaEngine::add`]).
-    pub fn add(&mut self, a: PipeValue, b: PipeValue) -> Result<PipeValue> {
-        self.record("add", &[a, b], |e, v, s| e.add(v[0], v[1], s))
-    }
-
-    /// `a - b` ([`CudaEngine::subtract`]).
-    pub fn subtract(&mut self, a: PipeValue, b: PipeValue) -> Result<PipeValue> {
-        self.record("subtract", &[a, b], |e, v, s| e.subtract(v[0], v[1], s))
-    }
-
-    /// `-a` ([`CudaEngine::negate`]).
-    pub fn negate(&mut self, a: PipeValue) -> Result<PipeValue> {
-        self.record("negate", &[a], |e, v, s| e.negate(v[0], s))
-    }
-
-    /// `a * b` without relinearization ([`CudaEngine::multiply`]).
-    pub fn multiply(&mut self, a: PipeValue, b: PipeValue) -> Result<PipeValue> {
-        self.record("multiply", &[a, b], |e, v, s| e.multiply(v[0], v[1], s))
-    }
-
-    /// `ct + pt` ([`CudaEngine::add_plaintext`]).
-    pub fn add_plaintext(&mut self, ct: PipeValue, pt: &'a GpuPlaintext) -> Result<PipeValue> {
-        self.record("add_plaintext", &[ct], |e, v, s| {
-            e.add_plaintext(v[0], pt, s)
-        })
-    }
-
-    /// `ct * pt` ([`CudaEngine::multiply_plaintext`]).
-    pub fn multiply_plaintext(&mut self, ct: PipeValue, pt: &'a GpuPlaintext) -> Result<PipeValue> {
-        self.record("multiply_plaintext", &[ct], |e, v, s| {
-            e.multiply_plaintext(v[0], pt, s)
-        })
-    }
-
-    /// Coefficient domain -> NTT domain ([`CudaEngine::coefficient_domain_to_ntt_domain`]).
-    pub fn coefficient_domain_to_ntt_domain(&mut self, ct: PipeValue) -> Result<PipeValue> {
-        self.record("coefficient_domain_to_ntt_domain", &[ct], |e, v, s| {
-            e.coefficient_domain_to_ntt_domain(v[0], s)
-        })
-    }
-
-    /// NTT domain -> coefficient domain ([`CudaEngine::ntt_domain_to_coefficient_domain`]).
-    pub fn ntt_domain_to_coefficient_domain(&mut self, ct: PipeValue) -> Result<PipeValue> {
-        self.record("ntt_domain_to_coefficient_domain", &[ct], |e, v, s| {
-            e.ntt_domain_to_coefficient_domain(v[0], s)
-        })
-    }
-
-    /// Divides by the last prime and drops it ([`CudaEngine::rescale_to_next_level`]).
-    pub fn rescale_to_next_level(&mut self, ct: PipeValue) -> Result<PipeValue> {
-        self.record("rescale_to_next_level", &[ct], |e, v, s| {
-            e.rescale_to_next_level(v[0], s)
-        })
-    }
-
-    /// Drops the last prime without dividing ([`CudaEngine::mod_switch_to_next_level`]).
-    pub fn mod_switch_to_next_level(&mut self, ct: PipeValue) -> Result<PipeValue> {
-        self.record("mod_switch_to_next_level", &[ct], |e, v, s| {
-            e.mod_switch_to_next_level(v[0], s)
-        })
-    }
-
-    /// `σ_g` on every component ([`CudaEngine::automorphism`]).
-    pub fn automorphism(&mut self, ct: PipeValue, galois_element: u64) -> Result<PipeValue> {
-        self.record("automorphism", &[ct], |e, v, s| {
-            e.automorphism(v[0], galois_element, s)
-        })
-    }
-
-    /// Rotation by `key` ([`CudaEngine::rotate_with_key`]). Its ModDown reads the rotated
-    /// `c0` before waiting for its predecessor only when the rotation is the pipeline's first
-    /// launch (its input then was written before the chain; decision 0508).
-    pub fn rotate_with_key(&mut self, ct: PipeValue, key: &'a GpuSwitchKey) -> Result<PipeValue> {
-        self.record("rotate_with_key", &[ct], |e, v, s| {
-            e.rotate_with_key(v[0], key, s)
-        })
+    ops! {
+        /// `a + b` ([`CudaEngine::add`]).
+        add(a, b);
+        /// `a - b` ([`CudaEngine::subtract`]).
+        subtract(a, b);
+        /// `a * b` without relinearization ([`CudaEngine::multiply`]).
+        multiply(a, b);
+        /// `-a` ([`CudaEngine::negate`]).
+        negate(a);
+        /// Coefficient domain -> NTT domain ([`CudaEngine::coefficient_domain_to_ntt_domain`]).
+        coefficient_domain_to_ntt_domain(a);
+        /// NTT domain -> coefficient domain ([`CudaEngine::ntt_domain_to_coefficient_domain`]).
+        ntt_domain_to_coefficient_domain(a);
+        /// Divides by the last prime and drops it ([`CudaEngine::rescale_to_next_level`]).
+        rescale_to_next_level(a);
+        /// Drops the last prime without dividing ([`CudaEngine::mod_switch_to_next_level`]).
+        mod_switch_to_next_level(a);
+        /// `ct + pt` ([`CudaEngine::add_plaintext`]).
+        add_plaintext(a; pt: &'a GpuPlaintext);
+        /// `ct * pt` ([`CudaEngine::multiply_plaintext`]).
+        multiply_plaintext(a; pt: &'a GpuPlaintext);
+        /// `σ_g` on every component ([`CudaEngine::automorphism`]).
+        automorphism(a; galois_element: u64);
+        /// Rotation by `key` ([`CudaEngine::rotate_with_key`]). Its ModDown reads the rotated
+        /// `c0` before waiting for its predecessor only when the rotation is the pipeline's
+        /// first launch (its input then was written before the chain; decision 0508).
+        rotate_with_key(a; key: &'a GpuSwitchKey);
+        /// Relinearization by `key` ([`CudaEngine::relinearize_with_key`]).
+        relinearize_with_key(a; key: &'a GpuSwitchKey);
     }
 
     /// Rotations of `ct` by every key of `keys` with one shared ModUp
@@ -370,17 +346,6 @@ impl<'a> Pipeline<'a> {
     ) -> Result<Vec<PipeValue>> {
         self.record_many("rotate_many_with_keys", &[ct], |e, v, s| {
             e.rotate_many_with_keys(v[0], keys, s)
-        })
-    }
-
-    /// Relinearization by `key` ([`CudaEngine::relinearize_with_key`]).
-    pub fn relinearize_with_key(
-        &mut self,
-        ct: PipeValue,
-        key: &'a GpuSwitchKey,
-    ) -> Result<PipeValue> {
-        self.record("relinearize", &[ct], |e, v, s| {
-            e.relinearize_with_key(v[0], key, s)
         })
     }
 
@@ -576,25 +541,20 @@ mod tests {
             e.to_string(),
             "add: value 0 of pipeline 9: not a value of pipeline 4"
         );
-        let past = PipeValue {
-            pipeline: 4,
-            index: 3,
-        };
-        assert_eq!(
-            value_of(&values, 4, "negate", past)
-                .unwrap_err()
-                .to_string(),
-            "negate: value 3 of pipeline 4: not a value of pipeline 4, which holds 1"
-        );
-        let taken = PipeValue {
-            pipeline: 4,
-            index: 0,
-        };
-        assert_eq!(
-            value_of(&values, 4, "PipelineOutputs::take", taken)
-                .unwrap_err()
-                .to_string(),
-            "PipelineOutputs::take: value 0 of pipeline 4: already taken"
-        );
+        for (op, index, want) in [
+            (
+                "negate",
+                3,
+                "negate: value 3 of pipeline 4: not a value of pipeline 4, which holds 1",
+            ),
+            (
+                "PipelineOutputs::take",
+                0,
+                "PipelineOutputs::take: value 0 of pipeline 4: already taken",
+            ),
+        ] {
+            let v = PipeValue { pipeline: 4, index };
+            assert_eq!(value_of(&values, 4, op, v).unwrap_err().to_string(), want);
+        }
     }
 }
