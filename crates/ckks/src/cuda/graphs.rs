@@ -296,18 +296,7 @@ impl Recording {
     /// Starts recording this thread's launches; `None` when a recording is already running
     /// (the launches go to that one).
     pub(super) fn start() -> Option<Self> {
-        RECORDING.with(|r| {
-            let mut r = r.borrow_mut();
-            if r.is_some() {
-                return None;
-            }
-            *r = Some(Chain {
-                nodes: Vec::with_capacity(MAX_CHAIN),
-                next: Deps::default(),
-                cuts: Vec::new(),
-            });
-            Some(Self(PhantomData))
-        })
+        Self::resume(Vec::with_capacity(MAX_CHAIN))
     }
 
     /// Goes on recording into `nodes` (the launches a [`super::Pipeline`] recorded before);
