@@ -5,8 +5,10 @@
 //! already goes out as one chain graph. Between two operations there is a graph boundary,
 //! and each submission costs host time that a call on an idle stream waits for. A
 //! [`Pipeline`] records the launches of several operations on one stream and submits them as
-//! chain graphs of up to eight kernels, cut only where an operation starts: the example-14
-//! stage (rotate, NTT, plaintext multiply, inverse NTT, rescale: seven launches) is one graph.
+//! chain graphs of up to eight kernels, cut only where an operation starts or where an
+//! operation inside would have begun a chain of its own (the hoisted rotations' per-key
+//! chains): the example-14 stage (rotate, NTT, plaintext multiply, inverse NTT, rescale: seven
+//! launches) is one graph.
 //!
 //! Nothing runs until [`Pipeline::submit`], so the values a pipeline makes are handles
 //! ([`PipeValue`]) until then, usable only as operands of later operations of the same
@@ -145,7 +147,8 @@ pub struct Pipeline<'a> {
     values: Vec<Slot<'a>>,
     // The launches recorded so far, not yet enqueued.
     nodes: Vec<graphs::Node>,
-    // The node index of each recorded operation's first launch.
+    // Where the chains may be cut: each recorded operation's first launch, and where an
+    // operation inside began a chain of its own (`graphs::mark_cut`).
     starts: Vec<usize>,
     // Scratch the operations recycled while recording.
     deferred: Vec<DeviceBuffer<u64>>,
