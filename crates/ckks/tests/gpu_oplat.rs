@@ -476,6 +476,23 @@ fn oplat_table_on_the_gpu() {
         "example14_stage/pipeline",
         Some(time_op(&s, stage_pipeline)),
     ));
+    // Two stages on two ciphertexts as one pipeline: 14 launches, two chain graphs of seven.
+    rows.push((
+        "example14_stage_x2/pipeline",
+        Some(time_op(&s, |i| {
+            let mut p = gpu.pipeline(&s);
+            let mut last = Vec::with_capacity(2);
+            for j in [i, i + 1] {
+                let x = p.input(&cts[j % SETS]);
+                let r = p.rotate_with_key(x, &keys[(j / SETS + j) % SETS])?;
+                let r = p.coefficient_domain_to_ntt_domain(r)?;
+                let r = p.multiply_plaintext(r, &pts[j % SETS])?;
+                let r = p.ntt_domain_to_coefficient_domain(r)?;
+                last.push(p.rescale_to_next_level(r)?);
+            }
+            p.submit()?.take(last[1])
+        })),
+    ));
     rows.push((
         "multiply_ct_ct",
         Some(time_op(&s, |i| {
@@ -777,7 +794,7 @@ fn oplat_table_on_the_gpu() {
         }
     }
     table.push_str(&format!(
-        "(rows without a suffix: NttKernels::{default:?}; /2pass two-pass, /cl512 8 x 512-thread clusters, /clpre the same with twiddles preloaded into registers; /pool without the engine's buffer recycling; /direct without launch graphs; rotate_many_with_keys/4: one ciphertext by 4 keys, hoisted, against rotate_x4_one_by_one: the same 4 rotations one by one in one call; encode_for_multiplication: real slots to a level-0 plaintext operand on the device; encrypt_complex_message, decrypt_complex_message: complex slots; stage_split/A>B: two neighbouring ops of the example-14 stage (or others next to a key switch) in one call, no_rotation: the stage without its rotation; /full_edges: the chain graphs with full edges instead of programmatic ones; /pipeline: the operations recorded as one Pipeline (one chain graph; rotate_many_with_keys/4/pipeline: two); rotation_key_on_device: a device key cache's miss, the key of step 3 made on the device (the host path: ~40 ms of key generation and an 18 MiB upload); no FHElium op for these)\n"
+        "(rows without a suffix: NttKernels::{default:?}; /2pass two-pass, /cl512 8 x 512-thread clusters, /clpre the same with twiddles preloaded into registers; /pool without the engine's buffer recycling; /direct without launch graphs; rotate_many_with_keys/4: one ciphertext by 4 keys, hoisted, against rotate_x4_one_by_one: the same 4 rotations one by one in one call; encode_for_multiplication: real slots to a level-0 plaintext operand on the device; encrypt_complex_message, decrypt_complex_message: complex slots; stage_split/A>B: two neighbouring ops of the example-14 stage (or others next to a key switch) in one call, no_rotation: the stage without its rotation; /full_edges: the chain graphs with full edges instead of programmatic ones; /pipeline: the operations recorded as one Pipeline (one chain graph; rotate_many_with_keys/4/pipeline and example14_stage_x2/pipeline, two stages on two ciphertexts: two); rotation_key_on_device: a device key cache's miss, the key of step 3 made on the device (the host path: ~40 ms of key generation and an 18 MiB upload); no FHElium op for these)\n"
     ));
     table.push_str(&format!(
         "chain graphs launched {}, programmatic edges built {}, graphs held {}\n",
