@@ -208,7 +208,7 @@ impl<'a> Pipeline<'a> {
     }
 
     /// How many chain graphs [`Pipeline::submit`] will enqueue (at most eight launches
-    /// each, cut where an operation starts).
+    /// each, cut where an operation starts or began a chain of its own inside).
     #[must_use]
     pub fn chains(&self) -> usize {
         graphs::chain_groups(&self.starts, self.nodes.len(), graphs::MAX_CHAIN).len()
@@ -353,7 +353,7 @@ impl<'a> Pipeline<'a> {
     }
 
     /// Enqueues every recorded launch on the pipeline's stream, as chain graphs of at most
-    /// eight kernels cut where an operation starts (one by one where the engine's chains are
+    /// eight kernels cut as [`Pipeline::chains`] counts them (one by one where the engine's chains are
     /// off or refused), then frees the operations' scratch in stream order. No host
     /// synchronisation. The outputs hand out the values the caller keeps.
     ///
@@ -371,14 +371,11 @@ impl<'a> Pipeline<'a> {
         .entered();
         for g in groups {
             if let Err(e) = self.engine.submit_nodes("pipeline", &nodes[g], self.stream) {
-                // Work already enqueued may read any of them: wait, then free.
+                // Work already enqueued may read any of them: wait, then free (the values'
+                // drops wait too).
                 let _ = cust::context::CurrentContext::synchronize();
                 self.deferred.clear();
-                for slot in &mut self.values {
-                    if let Slot::Made(v) = slot {
-                        drop(v.take());
-                    }
-                }
+                self.values.clear();
                 return Err(e);
             }
         }
@@ -411,12 +408,23 @@ impl Drop for Pipeline<'_> {
         // Not submitted (or submitted: then both lists are empty): nothing recorded ran, so
         // the words go back in stream order; errors leave nothing better to do.
         let _ = self.release_scratch();
-        for slot in self.values.drain(..) {
-            if let Slot::Made(Some(v)) = slot {
-                let _ = v.free_async(self.stream);
+        let _ = free_made(&mut self.values, self.stream);
+    }
+}
+
+/// Frees the values `values` made and still holds, in stream order on `stream` (inputs are
+/// the caller's); the first driver error, if any.
+fn free_made(values: &mut Vec<Slot<'_>>, stream: &Stream) -> Result<()> {
+    let mut first = Ok(());
+    for slot in values.drain(..) {
+        if let Slot::Made(Some(v)) = slot {
+            let r = v.free_async(stream);
+            if first.is_ok() {
+                first = r;
             }
         }
     }
+    first
 }
 
 /// The value `v` of `values` (a pipeline's, serial number `serial`), or the typed error
@@ -479,26 +487,13 @@ impl PipelineOutputs<'_> {
 
     /// Frees the results not taken, in stream order; the first driver error, if any.
     pub fn free_rest(mut self) -> Result<()> {
-        self.free_untaken()
-    }
-
-    fn free_untaken(&mut self) -> Result<()> {
-        let mut first = Ok(());
-        for slot in self.values.drain(..) {
-            if let Slot::Made(Some(v)) = slot {
-                let r = v.free_async(self.stream);
-                if first.is_ok() {
-                    first = r;
-                }
-            }
-        }
-        first
+        free_made(&mut self.values, self.stream)
     }
 }
 
 impl Drop for PipelineOutputs<'_> {
     fn drop(&mut self) {
-        let _ = self.free_untaken();
+        let _ = free_made(&mut self.values, self.stream);
     }
 }
 
