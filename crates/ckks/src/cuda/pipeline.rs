@@ -258,17 +258,18 @@ impl<'a> Pipeline<'a> {
         operands: &[PipeValue],
         f: impl FnOnce(&CudaEngine, &[&GpuCiphertext], &Stream) -> Result<GpuCiphertext>,
     ) -> Result<PipeValue> {
-        let made = self.record_many(op, operands, |e, v, s| f(e, v, s).map(|ct| vec![ct]))?;
-        Ok(made[0])
+        let made = self.record_many(op, operands, |e, v, s| f(e, v, s).map(std::iter::once))?;
+        Ok(self.handle(made.start))
     }
 
-    /// [`Pipeline::record`] for an operation of several results.
-    fn record_many(
+    /// [`Pipeline::record`] for an operation of any number of results: the indices of the
+    /// new values.
+    fn record_many<R: IntoIterator<Item = GpuCiphertext>>(
         &mut self,
         op: &'static str,
         operands: &[PipeValue],
-        f: impl FnOnce(&CudaEngine, &[&GpuCiphertext], &Stream) -> Result<Vec<GpuCiphertext>>,
-    ) -> Result<Vec<PipeValue>> {
+        f: impl FnOnce(&CudaEngine, &[&GpuCiphertext], &Stream) -> Result<R>,
+    ) -> Result<std::ops::Range<usize>> {
         let mut refs = Vec::with_capacity(operands.len());
         for &v in operands {
             refs.push(value_of(&self.values, self.serial, op, v)?);
@@ -297,7 +298,7 @@ impl<'a> Pipeline<'a> {
                 let first = self.values.len();
                 self.values
                     .extend(cts.into_iter().map(|ct| Slot::Made(Some(ct))));
-                Ok((first..self.values.len()).map(|i| self.handle(i)).collect())
+                Ok(first..self.values.len())
             }
             Err(e) => {
                 nodes.truncate(start);
@@ -347,14 +348,15 @@ impl<'a> Pipeline<'a> {
         ct: PipeValue,
         keys: &[&'a GpuSwitchKey],
     ) -> Result<Vec<PipeValue>> {
-        self.record_many("rotate_many_with_keys", &[ct], |e, v, s| {
+        let made = self.record_many("rotate_many_with_keys", &[ct], |e, v, s| {
             e.rotate_many_with_keys(v[0], keys, s)
-        })
+        })?;
+        Ok(made.map(|i| self.handle(i)).collect())
     }
 
     /// Enqueues every recorded launch on the pipeline's stream, as chain graphs of at most
-    /// eight kernels cut as [`Pipeline::chains`] counts them (one by one where the engine's chains are
-    /// off or refused), then frees the operations' scratch in stream order. No host
+    /// eight kernels cut as [`Pipeline::chains`] counts them (one by one where the engine's
+    /// chains are off or refused), then frees the operations' scratch in stream order. No host
     /// synchronisation. The outputs hand out the values the caller keeps.
     ///
     /// On a driver error, the launches already enqueued may still run: the pipeline's scratch
