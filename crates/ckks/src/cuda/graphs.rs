@@ -163,8 +163,10 @@ fn pick<'a, N, A: PartialEq>(
     Some(slot)
 }
 
-/// Most launches one chain holds (encrypt_message: six).
-pub(super) const MAX_CHAIN: usize = 8;
+/// Most launches one chain holds (encrypt_message: six; a pipeline of two example-14 stages:
+/// fourteen). Chain shapes are compared and hashed over their used nodes only, so a short
+/// chain's lookup does not pay for the longest (run 207).
+pub(super) const MAX_CHAIN: usize = 16;
 
 /// The edges of a chain node other than the line's: by default a node hangs on the node
 /// recorded before it; `after` makes it hang on an earlier node instead (a branch: the nodes
@@ -402,14 +404,42 @@ struct NodeShape {
     deps: Deps,
 }
 
-/// What one chain graph launches: its nodes' shapes and the stream.
-#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
+/// What one chain graph launches: its nodes' shapes and the stream. Compared and hashed over
+/// its `len` nodes only (the rest are never read), so a short chain's lookup does not pay for
+/// `MAX_CHAIN`.
+#[derive(Clone, Copy, Debug)]
 struct ChainShape {
     nodes: [NodeShape; MAX_CHAIN],
     len: usize,
     stream: usize,
     // Whether the chain's waiting kernels hang by programmatic edges (else full edges).
     pdl: bool,
+}
+
+impl ChainShape {
+    fn used(&self) -> &[NodeShape] {
+        &self.nodes[..self.len.min(MAX_CHAIN)]
+    }
+}
+
+impl PartialEq for ChainShape {
+    fn eq(&self, other: &Self) -> bool {
+        self.len == other.len
+            && self.stream == other.stream
+            && self.pdl == other.pdl
+            && self.used() == other.used()
+    }
+}
+
+impl Eq for ChainShape {}
+
+impl std::hash::Hash for ChainShape {
+    fn hash<H: std::hash::Hasher>(&self, h: &mut H) {
+        self.len.hash(h);
+        self.stream.hash(h);
+        self.pdl.hash(h);
+        self.used().hash(h);
+    }
 }
 
 /// The argument lists of a chain's nodes.
@@ -1189,6 +1219,25 @@ mod tests {
         assert_eq!(held.get(&full), None);
         held.insert(full, 2);
         assert_eq!((held.get(&pdl), held.get(&full)), (Some(&1), Some(&2)));
+    }
+
+    #[test]
+    fn chain_shapes_compare_only_their_used_nodes() {
+        let a = ChainShape {
+            nodes: [NodeShape::default(); MAX_CHAIN],
+            len: 2,
+            stream: 7,
+            pdl: true,
+        };
+        let mut b = a;
+        b.nodes[2].func = 99; // past len: the same shape
+        let mut held: FxHashMap<ChainShape, u32> = FxHashMap::default();
+        held.insert(a, 1);
+        assert_eq!(held.get(&b), Some(&1));
+        b.nodes[1].func = 99; // a used node: another shape
+        assert_eq!(held.get(&b), None);
+        let longer = ChainShape { len: 3, ..a };
+        assert_eq!(held.get(&longer), None);
     }
 
     #[test]

@@ -35,7 +35,7 @@
 //!   submits them as one chain graph, with programmatic edges into the kernels that start by
 //!   waiting for their predecessor (decision 0508; [`CudaEngine::chain_launches`]);
 //! * a [`Pipeline`] records several operations on one stream and submits them as chain
-//!   graphs of up to eight kernels (decision 0513): the example-14 stage is one graph.
+//!   graphs of up to sixteen kernels (decision 0513): the example-14 stage is one graph.
 //!
 //! This is the one module of the crate allowed `unsafe`, each block with a `// SAFETY:` note.
 #![allow(unsafe_code)]

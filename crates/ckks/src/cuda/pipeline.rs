@@ -5,10 +5,10 @@
 //! already goes out as one chain graph. Between two operations there is a graph boundary,
 //! and each submission costs host time that a call on an idle stream waits for. A
 //! [`Pipeline`] records the launches of several operations on one stream and submits them as
-//! chain graphs of up to eight kernels, cut only where an operation starts or where an
+//! chain graphs of up to sixteen kernels, cut only where an operation starts or where an
 //! operation inside would have begun a chain of its own (the hoisted rotations' per-key
 //! chains): the example-14 stage (rotate, NTT, plaintext multiply, inverse NTT, rescale: seven
-//! launches) is one graph.
+//! launches) is one graph, and so are two stages or four hoisted rotations.
 //!
 //! Nothing runs until [`Pipeline::submit`], so the values a pipeline makes are handles
 //! ([`PipeValue`]) until then, usable only as operands of later operations of the same
@@ -207,7 +207,7 @@ impl<'a> Pipeline<'a> {
         self.nodes.len()
     }
 
-    /// How many chain graphs [`Pipeline::submit`] will enqueue (at most eight launches
+    /// How many chain graphs [`Pipeline::submit`] will enqueue (at most sixteen launches
     /// each, cut where an operation starts or began a chain of its own inside).
     #[must_use]
     pub fn chains(&self) -> usize {
@@ -355,7 +355,7 @@ impl<'a> Pipeline<'a> {
     }
 
     /// Enqueues every recorded launch on the pipeline's stream, as chain graphs of at most
-    /// eight kernels cut as [`Pipeline::chains`] counts them (one by one where the engine's
+    /// sixteen kernels cut as [`Pipeline::chains`] counts them (one by one where the engine's
     /// chains are off or refused), then frees the operations' scratch in stream order. No host
     /// synchronisation. The outputs hand out the values the caller keeps.
     ///
