@@ -600,8 +600,11 @@ impl CudaBackend {
         })
     }
 
-    /// [`Engine::rotate_multiply_accumulate`] on the device: the intermediate results stay
-    /// engine values, freed in stream order; only the sum is adopted by the memory layer.
+    /// [`Engine::rotate_multiply_accumulate`] on the device, recorded as one
+    /// [`fhelium_ckks::cuda::Pipeline`]: rotate -> NTT -> multiply_plaintext -> add go out as
+    /// one chain graph (one submission, no graph boundary next to the key switch); the
+    /// intermediate results are freed in stream order and only the sum is adopted by the
+    /// memory layer.
     fn rotate_multiply_accumulate(
         &self,
         col: &Ciphertext,
@@ -612,35 +615,34 @@ impl CudaBackend {
         self.gpu.make_current()?;
         let s = self.s()?;
         let (c, p) = (self.ct(col)?, self.pt(diag)?);
-        let rotated = match key {
-            Some(k) => {
-                let k = self.key(k)?;
-                let r = self.gpu.rotate_with_key(&c, &k, s)?;
-                k.finish(s)?;
-                Some(r)
-            }
-            None => None,
+        let k = key.map(|k| self.key(k)).transpose()?;
+        let a = acc.map(|a| self.ct(a)).transpose()?;
+        let out = {
+            let mut pipe = self.gpu.pipeline(s);
+            let x = pipe.input(&c);
+            let x = match &k {
+                Some(k) => pipe.rotate_with_key(x, k)?,
+                None => x,
+            };
+            let ntt = pipe.coefficient_domain_to_ntt_domain(x)?;
+            let prod = pipe.multiply_plaintext(ntt, &p)?;
+            let sum = match &a {
+                Some(a) => {
+                    let a = pipe.input(a);
+                    pipe.add(a, prod)?
+                }
+                None => prod,
+            };
+            pipe.submit()?.take(sum)?
         };
-        let ntt = self
-            .gpu
-            .coefficient_domain_to_ntt_domain(rotated.as_ref().unwrap_or(&c), s)?;
-        if let Some(r) = rotated {
-            r.free_async(s)?;
-        }
         c.finish(s)?;
-        let prod = self.gpu.multiply_plaintext(&ntt, &p, s)?;
-        ntt.free_async(s)?;
         p.finish(s)?;
-        let out = match acc {
-            Some(a) => {
-                let a = self.ct(a)?;
-                let sum = self.gpu.add(&a, &prod, s)?;
-                a.finish(s)?;
-                prod.free_async(s)?;
-                sum
-            }
-            None => prod,
-        };
+        if let Some(k) = k {
+            k.finish(s)?;
+        }
+        if let Some(a) = a {
+            a.finish(s)?;
+        }
         self.out(out)
     }
 
