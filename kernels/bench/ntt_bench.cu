@@ -76,14 +76,14 @@ extern "C" __global__ void __launch_bounds__(KS_IP_THREADS)
 // Rounds 2 and 3 of gs_fwd_rows for the harness's prototypes, on the row tile s after its
 // round 1: tile line l is limb row trow(l) (its twiddles), written canonical to out(l) + row *
 // SUB (out: the line's limb base).
-template <class TRow, class Out>
+template <class A = Harvey, class TRow, class Out>
 __device__ __forceinline__ void fwd_rows_tail(u64* s, const WP* tw, u64 q, TRow trow, Out out) {
     const uint32_t tid = threadIdx.x;
     const uint32_t lo = tid % 16, hi = tid / 16, ah = hi >> 1, b0 = hi & 1;
-    gs_mid_round<true, true, Harvey>(s, lo, ah, b0, tw, (SUB + trow(lo)) * 8 + ah, q);
+    gs_mid_round<true, true, A>(s, lo, ah, b0, tw, (SUB + trow(lo)) * 8 + ah, q);
     __syncthreads();
     u64* dst = out(hi);
-    gs_fwd_rows_last<Harvey>(s, tw, q, trow(hi),
+    gs_fwd_rows_last<A>(s, tw, q, trow(hi),
                      [&](uint32_t pos, u64 x0, u64 x1) { st2(dst + pos, x0, x1); });
 }
 
@@ -92,8 +92,8 @@ __device__ __forceinline__ void fwd_rows_tail(u64* s, const WP* tw, u64 q, TRow 
 // [W r, W r + W) of every local row, W words per row; this block's rows are local rows
 // rl0 + [0, 16)) through distributed shared memory, then gs_fwd_rows' rounds 2 and 3 on s,
 // canonical out to dst. Ends with the cluster barrier that keeps t1 until every block has
-// read it.
-template <uint32_t W>
+// read it. A: the butterflies (Harvey as measured in runs 68-72; LooseF for ntt_fwd_q4f).
+template <uint32_t W, class A = Harvey>
 __device__ __forceinline__ void split_fwd_rows(u64* s, const u64* t1, const WP* tw, u64 q,
                                                uint32_t row0, uint32_t rl0, u64* dst) {
     const uint32_t lo = threadIdx.x % 16, hi = threadIdx.x / 16;
@@ -105,13 +105,13 @@ __device__ __forceinline__ void split_fwd_rows(u64* s, const u64* t1, const WP* 
             const uint32_t b = lo + 16 * e;
             x[e] = cl_map(t1, b / W)[(rl0 + hi) * W + b % W];
         }
-        fwd8<Harvey>(x, tw7(tw, SUB + row0 + hi), q);
+        fwd8<A>(x, tw7(tw, SUB + row0 + hi), q);
 #pragma unroll
         for (int e = 0; e < 8; e++) s[gs_rw(hi, lo + 16 * e)] = x[e];
     }
     __syncthreads();
     cl_arrive();  // done reading the cluster's t1 (release: the loads are performed)
-    fwd_rows_tail(s, tw, q, [&](uint32_t l) { return row0 + l; }, [&](uint32_t) { return dst; });
+    fwd_rows_tail<A>(s, tw, q, [&](uint32_t l) { return row0 + l; }, [&](uint32_t) { return dst; });
     cl_wait();  // the other blocks have read this block's t1
 }
 
@@ -142,14 +142,13 @@ struct SplitLimb {
 // view a * 128 + c: rows a in [32t, 32t + 32), block `rank` holds columns [64 rank, 64 rank +
 // 64) in the column phase (t1: 32 x 64) and rows 32t + 16 rank + [0, 16) in the row phase.
 // Raw canonical input, canonical output: the words of ntt_fwd_gs.
-extern "C" __global__ void __cluster_dims__(2, 1, 1) __launch_bounds__(GS_THREADS, 1)
-    ntt_fwd_q4(const u64* __restrict__ in, u64* __restrict__ out,
-               const Prime* __restrict__ primes, const WP* __restrict__ twf, uint32_t prime_off,
-               u64 ys, u64 zs) {
-    __shared__ __align__(16) u64 t1[2048];
-    __shared__ __align__(16) u64 s[2048];
-    const SplitLimb L(in, out, primes, twf, prime_off, ys, zs);
-    const u64 q = L.q, two_q = 2 * q;
+// The body of ntt_fwd_q4 by A's butterflies (Harvey: run 68's words and code path; LooseF:
+// ntt_fwd_q4f, forty-first session). Stages 0-1 of the quarter as full butterflies of which
+// the quarter's output is kept (d0, d1 pick the difference), which for Harvey is run 68's
+// arithmetic.
+template <class A>
+__device__ __forceinline__ void q4_fwd(const SplitLimb& L, u64* t1, u64* s) {
+    const u64 q = L.q;
     const WP* tw = L.tw;
     const u64* src = L.src;
     u64* dst = L.dst;
@@ -166,7 +165,7 @@ extern "C" __global__ void __cluster_dims__(2, 1, 1) __launch_bounds__(GS_THREAD
         for (int i = 0; i < 4; i++) {
             const uint32_t r0 = tid / 64 + 4 * i;
 #pragma unroll
-            for (int e = 0; e < 8; e++) x[i][e] = src[(r0 + 16 * e) * SUB + cg];
+            for (int e = 0; e < 8; e++) x[i][e] = A::in(src[(r0 + 16 * e) * SUB + cg]);
         }
 #pragma unroll
         for (int i = 0; i < 4; i++) {
@@ -174,16 +173,18 @@ extern "C" __global__ void __cluster_dims__(2, 1, 1) __launch_bounds__(GS_THREAD
             u64 v[4];
 #pragma unroll
             for (int e = 0; e < 4; e++) {
-                const u64 a = csub(x[i][e], two_q), t = shoup_lazy(x[i][e + 4], w0.w, w0.wp, q);
-                v[e] = d0 ? a - t + two_q : a + t;
+                u64 a = x[i][e], b = x[i][e + 4];
+                A::template ct<true>(a, b, w0, q);
+                v[e] = d0 ? b : a;
             }
             u64 u[2];
 #pragma unroll
             for (int e = 0; e < 2; e++) {
-                const u64 a = csub(v[e], two_q), t = shoup_lazy(v[e + 2], w1.w, w1.wp, q);
-                u[e] = d1 ? a - t + two_q : a + t;
+                u64 a = v[e], b = v[e + 2];
+                A::template ct<true>(a, b, w1, q);
+                u[e] = d1 ? b : a;
             }
-            ct_bfly(u[0], u[1], w2, q);
+            A::template ct<true>(u[0], u[1], w2, q);
             t1[r0 * 64 + c] = u[0];
             t1[(r0 + 16) * 64 + c] = u[1];
         }
@@ -195,7 +196,7 @@ extern "C" __global__ void __cluster_dims__(2, 1, 1) __launch_bounds__(GS_THREAD
         u64 x[8];
 #pragma unroll
         for (int e = 0; e < 8; e++) x[e] = t1[(16 * g + b0 + 2 * e) * 64 + c];
-        fwd8<Harvey>(x, tw7(tw, 8 + 2 * qt + g), q);
+        fwd8<A>(x, tw7(tw, 8 + 2 * qt + g), q);
 #pragma unroll
         for (int e = 0; e < 8; e++) t1[(16 * g + b0 + 2 * e) * 64 + c] = x[e];
     }
@@ -207,14 +208,39 @@ extern "C" __global__ void __cluster_dims__(2, 1, 1) __launch_bounds__(GS_THREAD
         for (int i = 0; i < 4; i++) {
             const uint32_t pr = tid / 64 + 4 * i;
             u64 x0 = t1[2 * pr * 64 + c], x1 = t1[(2 * pr + 1) * 64 + c];
-            ct_bfly(x0, x1, ldwp(tw + 64 + 16 * qt + pr), q);
+            A::template ct<true>(x0, x1, ldwp(tw + 64 + 16 * qt + pr), q);
             t1[2 * pr * 64 + c] = x0;
             t1[(2 * pr + 1) * 64 + c] = x1;
         }
     }
     __syncthreads();
     cl_sync();  // both column halves of the quarter are in the two blocks' t1
-    split_fwd_rows<64>(s, t1, tw, q, 32 * qt + 16 * rank, 16 * rank, dst);
+    split_fwd_rows<64, A>(s, t1, tw, q, 32 * qt + 16 * rank, 16 * rank, dst);
+}
+extern "C" __global__ void __cluster_dims__(2, 1, 1) __launch_bounds__(GS_THREADS, 1)
+    ntt_fwd_q4(const u64* __restrict__ in, u64* __restrict__ out,
+               const Prime* __restrict__ primes, const WP* __restrict__ twf, uint32_t prime_off,
+               u64 ys, u64 zs) {
+    __shared__ __align__(16) u64 t1[2048];
+    __shared__ __align__(16) u64 s[2048];
+    const SplitLimb L(in, out, primes, twf, prime_off, ys, zs);
+    q4_fwd<Harvey>(L, t1, s);
+}
+// ntt_fwd_q4 with the engine's arithmetic choice (decision 0511): binary64 butterflies for
+// the primes below F64_Q, the integer ones (Harvey, as run 68) for the wide prime; every
+// block's limb is one prime, so the choice is per block. The same words as ntt_fwd_q4.
+extern "C" __global__ void __cluster_dims__(2, 1, 1) __launch_bounds__(GS_THREADS, 1)
+    ntt_fwd_q4f(const u64* __restrict__ in, u64* __restrict__ out,
+                const Prime* __restrict__ primes, const WP* __restrict__ twf,
+                uint32_t prime_off, u64 ys, u64 zs) {
+    __shared__ __align__(16) u64 t1[2048];
+    __shared__ __align__(16) u64 s[2048];
+    const SplitLimb L(in, out, primes, twf, prime_off, ys, zs);
+    if (L.q < F64_Q) {
+        q4_fwd<LooseF>(L, t1, s);
+    } else {
+        q4_fwd<Harvey>(L, t1, s);
+    }
 }
 
 // Run 72's prototype: the forward NTT of a limb by halves. After stage 0 (half-span N/2) the
@@ -570,6 +596,8 @@ int main(int argc, char** argv) {
                             q4_pad));
     CK(cudaFuncSetAttribute((void*)ntt_fwd_h2, cudaFuncAttributeMaxDynamicSharedMemorySize,
                             h2_pad));
+    CK(cudaFuncSetAttribute((void*)ntt_fwd_q4f, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                            q4_pad));
     auto padded = [&](void* f, int pad, void** args) -> cudaError_t {
         cudaLaunchConfig_t cfg = {};
         cfg.gridDim = grid;
@@ -705,6 +733,10 @@ int main(int argc, char** argv) {
             void* args[] = {&c1, &ext, &dp, &dtw, &pre, &off, &zero, &n, &n, &rn,
                             &mode, &g, &soff, &one};
             return cudaLaunchKernel((void*)ntt_fwd_cl, dim3(8, 9, 8), dim3(512), args, 0, st);
+        } else if (which == 58) {
+            // ntt_fwd_q4f (rows 54-55): run 68's quarters with binary64 butterflies.
+            void* args[] = {&src, &dst, &dp, &dtw, &off, &ys, &zs};
+            return padded((void*)ntt_fwd_q4f, q4_pad, args);
         } else if (which == 37 || which == 39) {
             void* args[] = {&src, &dst, &dp, &dtw, &off, &ys, &zs};
             return which == 37 ? padded((void*)ntt_fwd_q4, q4_pad, args)
@@ -767,7 +799,8 @@ int main(int argc, char** argv) {
                            "ks-inv18", "ks-unf", "chain-unf-g", "fwd-cl8", "inv-cl8",
                            "fwd-cl8-g", "ks-inner-cl8", "fwd-g1p", "nop-g1", "copy-g1",
                            "inv-g1", "inv-g1p", "fwd-q4", "fwd-q4-g", "fwd-h2", "fwd-h2-g", "fwd-2k", "fwd-2k-g", "fwd-2kt-g", "fwd-d2", "fwd-d2-g", "fwd-gp", "fwd-gp-g", "inv-gp", "inv-gp-g",
-                           "fwd-gp16", "fwd-gp16-g", "inv-gp16", "inv-gp16-g"};
+                           "fwd-gp16", "fwd-gp16-g", "inv-gp16", "inv-gp16-g",
+                           "fwd-q4f", "fwd-q4f-g"};
     // Rows 11, 13 and 15: the three key-switching kernels back to back on one key, as rotate
     // runs them (ModUp by clusters and the inner product by ks_inner_cl; the same with
     // ks_inner_gs; the ModUp as a queue and ks_inner_gs).
@@ -790,7 +823,9 @@ int main(int argc, char** argv) {
     // Rows 44-45: run 76's ntt_fwd_d2 (both components per block), launch and one-node graph.
     // Rows 50-53: the paired kernels (rows 46-49) by a plain launch in clusters of 16, launch
     // and one-node graph, forward then inverse.
-    std::vector<cudaGraphExec_t> graphs(116, nullptr);
+    // Rows 54-55: ntt_fwd_q4f (run 68's quarters, binary64 below F64_Q), launch and one-node
+    // graph; its hash must equal fwd-q4's and fwd-gp's.
+    std::vector<cudaGraphExec_t> graphs(124, nullptr);
     auto capture = [&](int slot, auto body) -> cudaError_t {
         if (graphs[slot]) return cudaGraphLaunch(graphs[slot], st);
         cudaGraph_t g;
@@ -856,6 +891,8 @@ int main(int argc, char** argv) {
         if (which == 51) return capture(108 + set, [&] { return launch(54, set); });
         if (which == 52) return launch(55, set);
         if (which == 53) return capture(112 + set, [&] { return launch(55, set); });
+        if (which == 54) return launch(58, set);
+        if (which == 55) return capture(116 + set, [&] { return launch(58, set); });
         if (which == 41 || which == 42 || which == 43) {
             // The two-kernel forward NTT: column phase, then the row phase with PDL.
             auto body = [&]() -> cudaError_t {
@@ -1012,7 +1049,7 @@ int main(int argc, char** argv) {
         // ks-modup and ks-modup-gq (6, 14: ks_ext) must agree, and so must ks-inner and
         // ks-inner-gs (7, 12: ks_acc).
         // ks-unf (26: ks_ip + the 18-limb inverse NTT) must agree with them too.
-        const int kinds[34] = {0, 18, 28, 30, 32, 37, 38, 39, 40, 41, 42, 43, 44, 45, 46, 47, 50, 51, 1, 29, 35, 36, 48, 49, 52, 53, 6, 14, 7, 12, 26, 31, 8, 4};
+        const int kinds[36] = {0, 18, 28, 30, 32, 37, 38, 54, 55, 39, 40, 41, 42, 43, 44, 45, 46, 47, 50, 51, 1, 29, 35, 36, 48, 49, 52, 53, 6, 14, 7, 12, 26, 31, 8, 4};
         // The chains' ModDown outputs (rows 15, 19, 20, 22, 23) must agree.
         for (int w : {15, 19, 20, 22, 23, 27}) {
             if (limbs != 8 || !want[w]) continue;
