@@ -41,12 +41,21 @@ oplat() {
   FHELIUM_PEER_OPLAT=${2:-} timeout 30 $W/$1 --nocapture --test-threads=1 > $OUT/logs/oplat-$n.log 2>&1; echo "$n rc=$?"
   grep -E '^(coefficient_to_ntt|ntt_to_coefficient|multiply_plaintext|rotate_with_key) +[0-9]' $OUT/logs/oplat-$n.log | tr -s ' ' | cut -d' ' -f1-2,5-8
 }
-# peer_oplat BIN...: FHElium built and timed (.peer, ~2-3 min, if 220 s are left), then for each
-# BIN an FHElium table and oplat BIN beside it, while 15 s are left.
+# peer_oplat BIN...: FHElium built and timed (.peer, ~2-4 min, if 220 s are left), or, when
+# .gpu/peer/peer-build.tgz is carried (a build packed by an earlier run: tar czf of /tmp/peer-fh
+# and /tmp/peer-site), that build unpacked in a few seconds; then for each BIN an FHElium table
+# and oplat BIN beside it, while 15 s are left.
 peer_oplat() {
-  need 220 peer || return 0
-  echo "== peer"; local t0=$(date +%s) b f
-  timeout $(( $(left) - 30 )) bash .peer/build-and-time.sh .peer > $OUT/logs/peer-run.log 2>&1; echo "peer rc=$? ($(( $(date +%s)-t0 )) s)"
+  local t0=$(date +%s) b f
+  if [ -f .gpu/peer/peer-build.tgz ]; then
+    # A build packed by an earlier run (run 210: /tmp/peer-fh and /tmp/peer-site, 5 MB).
+    need 40 peer || return 0
+    echo "== peer (prebuilt)"; tar xzf .gpu/peer/peer-build.tgz -C /tmp; echo "peer unpack rc=$? ($(( $(date +%s)-t0 )) s)"
+  else
+    need 220 peer || return 0
+    echo "== peer"
+    timeout $(( $(left) - 30 )) bash .peer/build-and-time.sh .peer > $OUT/logs/peer-run.log 2>&1; echo "peer rc=$? ($(( $(date +%s)-t0 )) s)"
+  fi
   export FHELIUM_BENCH_DEVICE=0 PYTHONPATH=/tmp/peer-fh:/tmp/peer-site
   for b in "$@"; do
     need 15 "peer oplat $b" || break
