@@ -132,6 +132,16 @@ struct SplitLimb {
     }
 };
 
+// The split-limb kernels' parameters (those of ntt_fwd_gs's plain form) and their start: the
+// column tile t1, the row tile s, the block's limb L.
+#define SPLIT_PARAMS                                                                            \
+    const u64 *__restrict__ in, u64 *__restrict__ out, const Prime *__restrict__ primes,        \
+        const WP *__restrict__ twf, uint32_t prime_off, u64 ys, u64 zs
+#define SPLIT_START                                                                             \
+    __shared__ __align__(16) u64 t1[2048];                                                      \
+    __shared__ __align__(16) u64 s[2048];                                                       \
+    const SplitLimb L(in, out, primes, twf, prime_off, ys, zs)
+
 // Run 68's prototype: the forward NTT of a limb by quarters, no limb barrier. After the
 // first two stages (half-spans N/2, N/4) the four quarters of the limb are independent
 // transforms; each quarter is computed by a cluster of 2 blocks (one TPC), which forms the
@@ -218,24 +228,16 @@ __device__ __forceinline__ void q4_fwd(const SplitLimb& L, u64* t1, u64* s) {
     split_fwd_rows<64, A>(s, t1, tw, q, 32 * qt + 16 * rank, 16 * rank, dst);
 }
 extern "C" __global__ void __cluster_dims__(2, 1, 1) __launch_bounds__(GS_THREADS, 1)
-    ntt_fwd_q4(const u64* __restrict__ in, u64* __restrict__ out,
-               const Prime* __restrict__ primes, const WP* __restrict__ twf, uint32_t prime_off,
-               u64 ys, u64 zs) {
-    __shared__ __align__(16) u64 t1[2048];
-    __shared__ __align__(16) u64 s[2048];
-    const SplitLimb L(in, out, primes, twf, prime_off, ys, zs);
+    ntt_fwd_q4(SPLIT_PARAMS) {
+    SPLIT_START;
     q4_fwd<Harvey>(L, t1, s);
 }
 // ntt_fwd_q4 with the engine's arithmetic choice (decision 0511): binary64 butterflies for
 // the primes below F64_Q, the integer ones (Harvey, as run 68) for the wide prime; every
 // block's limb is one prime, so the choice is per block. The same words as ntt_fwd_q4.
 extern "C" __global__ void __cluster_dims__(2, 1, 1) __launch_bounds__(GS_THREADS, 1)
-    ntt_fwd_q4f(const u64* __restrict__ in, u64* __restrict__ out,
-                const Prime* __restrict__ primes, const WP* __restrict__ twf,
-                uint32_t prime_off, u64 ys, u64 zs) {
-    __shared__ __align__(16) u64 t1[2048];
-    __shared__ __align__(16) u64 s[2048];
-    const SplitLimb L(in, out, primes, twf, prime_off, ys, zs);
+    ntt_fwd_q4f(SPLIT_PARAMS) {
+    SPLIT_START;
     if (L.q < F64_Q) {
         q4_fwd<LooseF>(L, t1, s);
     } else {
@@ -252,12 +254,8 @@ extern "C" __global__ void __cluster_dims__(2, 1, 1) __launch_bounds__(GS_THREAD
 // + c: rows a in [64hh, 64hh + 64); block `rank` holds columns [32 rank, 32 rank + 32) in the
 // column phase (t1: 64 x 32) and rows 64hh + 16 rank + [0, 16) in the row phase.
 extern "C" __global__ void __cluster_dims__(4, 1, 1) __launch_bounds__(GS_THREADS, 1)
-    ntt_fwd_h2(const u64* __restrict__ in, u64* __restrict__ out,
-               const Prime* __restrict__ primes, const WP* __restrict__ twf, uint32_t prime_off,
-               u64 ys, u64 zs) {
-    __shared__ __align__(16) u64 t1[2048];
-    __shared__ __align__(16) u64 s[2048];
-    const SplitLimb L(in, out, primes, twf, prime_off, ys, zs);
+    ntt_fwd_h2(SPLIT_PARAMS) {
+    SPLIT_START;
     const u64 q = L.q, two_q = 2 * q;
     const WP* tw = L.tw;
     const u64* src = L.src;
