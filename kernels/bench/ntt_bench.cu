@@ -69,6 +69,7 @@ extern "C" __global__ void __launch_bounds__(KS_IP_THREADS)
 #include <random>
 #include <vector>
 #include <cstdlib>
+#include <cstring>
 #include <string>
 
 
@@ -490,6 +491,20 @@ int main(int argc, char** argv) {
         const u64 f = (u64)((unsigned __int128)post[i].w * tw[(size_t)i * NN + 1].w % q);
         postf[i] = Post{post[i], WP{f, (u64)(((unsigned __int128)f << 64) / q)}};
     }
+#ifdef F64TW
+    // variants.py's f64tw: the primes below F64_Q get their twiddles as (double w, double w / q)
+    // bit patterns (LooseF::mulmod_tw); the scaling table (postf) keeps its integer words.
+    for (int i = 0; i < 9; i++) {
+        const u64 q = primes[i].q;
+        if (q >= F64_Q) continue;
+        for (int j = 0; j < NN; j++) {
+            WP& t = tw[(size_t)i * NN + j];
+            const double wd = (double)t.w, wq = wd / (double)q;
+            memcpy(&t.w, &wd, 8);
+            memcpy(&t.wp, &wq, 8);
+        }
+    }
+#endif
     std::vector<u64> h(words * sets);
     for (size_t i = 0; i < h.size(); i++) h[i] = rng() % primes[(i / NN) % limbs % 9].q;
     u64 *in, *out;

@@ -383,6 +383,29 @@ if src.count(GPG) == 2:
 # inner product's trigger at its start / its limb barrier, were variants here for runs 196-198;
 # the second landed as gs_inv_ntt's TRIG, decision 0508; their records are in docs/perf.md.)
 
+# f64tw (forty-first session): LooseF's twiddle products from a table that holds, for the
+# primes below F64_Q, the twiddle as a double and w / q rounded (the harness converts its table
+# when built with -DF64TW): the quotient round(x (w / q)) is formed from x beside x w instead of
+# after it, and the twiddle needs no conversion (num: two instructions). |round(x wq) - x w / q|
+# <= 0.5 + |x| 2^-53 < 0.625 for |x| < 2^50, so r = fma(-qf, q, ph) + pl stays exact and below
+# 0.625 q (the words equal base's). Only the paired kernels' rows (46-49) are meaningful in such
+# a build: every integer kernel reads the converted table as Shoup pairs.
+MULMOD = "    __device__ __forceinline__ static double mulmod(double x, double w, double qd, double qi) {\n"
+MULMOD_TW = """    __device__ __forceinline__ static double mulmod_tw(double x, WP w, double qd) {
+        const double wd = d(w.w), wq = d(w.wp);
+        const double ph = __dmul_rn(x, wd);
+        const double pl = __fma_rn(x, wd, -ph);
+        const double qf = __dsub_rn(__fma_rn(x, wq, 6755399441055744.0), 6755399441055744.0);
+        return __dadd_rn(__fma_rn(-qf, qd, ph), pl);
+    }
+"""
+variants["f64tw"] = (
+    src.replace(MULMOD, MULMOD_TW + MULMOD)
+    .replace("r = mulmod(d(y), num(w.w), qd, qi);", "r = mulmod_tw(d(y), w, qd);")
+    .replace("y = b(mulmod(__dsub_rn(xd, yd), num(w.w), qd, qi));", "y = b(mulmod_tw(__dsub_rn(xd, yd), w, qd));")
+)
+assert variants["f64tw"].count("mulmod_tw(") == 3
+
 for name, text in variants.items():
     if name != "base" and text == src:
         sys.exit(f"variant {name}: pattern not found")
