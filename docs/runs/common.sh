@@ -55,6 +55,8 @@ peer_oplat() {
     need 220 peer || return 0
     echo "== peer"
     timeout $(( $(left) - 30 )) bash .peer/build-and-time.sh .peer > $OUT/logs/peer-run.log 2>&1; echo "peer rc=$? ($(( $(date +%s)-t0 )) s)"
+    # Packed for the next sessions (copy $OUT's peer-build.tgz to .gpu/peer/ and carry it).
+    tar czf $OUT/peer-build.tgz -C /tmp peer-fh peer-site 2>/dev/null || rm -f $OUT/peer-build.tgz
   fi
   export FHELIUM_BENCH_DEVICE=0 PYTHONPATH=/tmp/peer-fh:/tmp/peer-site
   for b in "$@"; do
