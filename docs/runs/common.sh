@@ -21,14 +21,16 @@ header() { nvidia-smi --query-gpu=name,driver_version,clocks.max.sm,memory.total
 # finish: the logs packed as $OUT/logs.tgz and the run's wall time (every run's last lines).
 finish() { tar czf $OUT/logs.tgz -C $OUT/logs . && rm -rf $OUT/logs; echo "total $(( $(date +%s) - T0 )) s"; }
 # harness_passes "V1 V2 ..." [ROWS]: ntt_bench rows (default 46-49, the paired kernels) of
-# .gpu/exp2/bench_<v>, three passes alternated, then each variant's hashes from pass 1.
+# $HARNESS/bench_<v> (HARNESS defaults to .gpu/exp2), three passes alternated, every timed row
+# printed, then each variant's hashes from pass 1. (Runs 210-211 wrote this loop inline for
+# .gpu/exp3 and per-variant rows.)
 harness_passes() {
-  local vs=$1 rows=${2:-46-49} pass v
+  local vs=$1 rows=${2:-46-49} dir=${HARNESS:-.gpu/exp2} pass v
   for pass in 1 2 3; do
     for v in $vs; do
       need 20 "$v $pass" || return 0
-      ROWS=$rows timeout 60 .gpu/exp2/bench_$v 8 2 > $OUT/logs/$v-$pass.txt 2>&1
-      echo "== $v pass $pass rc=$?"; grep -E "^(fwd|inv)-gp" $OUT/logs/$v-$pass.txt
+      ROWS=$rows timeout 60 $dir/bench_$v 8 2 > $OUT/logs/$v-$pass.txt 2>&1
+      echo "== $v pass $pass rc=$?"; grep -E " burst_us " $OUT/logs/$v-$pass.txt
     done
   done
   for v in $vs; do echo "$v: $(grep -h hash $OUT/logs/$v-1.txt | tr -s ' ' | tr '\n' ' ')"; done
