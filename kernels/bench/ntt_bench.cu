@@ -505,6 +505,20 @@ int main(int argc, char** argv) {
         }
     }
 #endif
+#ifdef TW8
+    // variants.py's tw8: the primes below F64_Q get their twiddles as 8-byte doubles, entry j at
+    // the u64 slot j of the prime's region (the second half of the region is left as it was).
+    for (int i = 0; i < 9; i++) {
+        const u64 q = primes[i].q;
+        if (q >= F64_Q) continue;
+        std::vector<u64> ws(NN);
+        for (int j = 0; j < NN; j++) {
+            const double wd = (double)tw[(size_t)i * NN + j].w;
+            memcpy(&ws[j], &wd, 8);
+        }
+        memcpy(&tw[(size_t)i * NN], ws.data(), (size_t)NN * 8);
+    }
+#endif
     std::vector<u64> h(words * sets);
     for (size_t i = 0; i < h.size(); i++) h[i] = rng() % primes[(i / NN) % limbs % 9].q;
     u64 *in, *out;

@@ -406,6 +406,96 @@ variants["f64tw"] = (
 )
 assert variants["f64tw"].count("mulmod_tw(") == 3
 
+# tw8 (forty-second session): the twiddle tables of the primes below F64_Q as 8-byte doubles
+# (w only; the harness converts its table when built with -DTW8: entry j of such a prime's table
+# is the u64 slot j of its region), read by the LooseF rounds of the gs family and the paired
+# kernels through ldw<A> / tw7a<A>: half the twiddle bytes of those rounds (LooseF never used
+# Shoup's word, which the 16-byte loads brought in), tw7's seven loads as one scalar and three
+# 16-byte pair loads, and no conversion of the twiddle (num: two instructions). Unlike f64tw it
+# keeps no second live word. The words stay those of base (the same double, exact below 2^52).
+# Only rows 46-49 (and the gs rows) are meaningful in such a build: the integer kernels read the
+# converted table as Shoup pairs.
+LDWP_END = """    return WP{v.x, v.y};
+#endif
+}
+"""
+TW8_LOADS = """// tw8: A's twiddle j of table tw (LooseF: the table's u64 slot j, a double's bits).
+template <class A>
+__device__ __forceinline__ WP ldw(const WP* tw, uint32_t j) {
+    if constexpr (A::TWD) {
+        return WP{__ldg(reinterpret_cast<const unsigned long long*>(tw) + j), 0};
+    } else {
+        return ldwp(tw + j);
+    }
+}
+"""
+TW7_END = """    for (int i = 0; i < 4; i++) t.w2[i] = ldwp(tw + 4 * B + i);
+    return t;
+}
+"""
+TW7A = """template <class A>
+__device__ __forceinline__ Tw7 tw7a(const WP* tw, uint32_t B) {
+    if constexpr (A::TWD) {
+        const unsigned long long* d = reinterpret_cast<const unsigned long long*>(tw);
+        Tw7 t;
+        t.w0 = WP{__ldg(d + B), 0};
+        const ulonglong2 a = __ldg(reinterpret_cast<const ulonglong2*>(d + 2 * B));
+        const ulonglong2 b = __ldg(reinterpret_cast<const ulonglong2*>(d + 4 * B));
+        const ulonglong2 c = __ldg(reinterpret_cast<const ulonglong2*>(d + 4 * B + 2));
+        t.w1[0] = WP{a.x, 0};
+        t.w1[1] = WP{a.y, 0};
+        t.w2[0] = WP{b.x, 0};
+        t.w2[1] = WP{b.y, 0};
+        t.w2[2] = WP{c.x, 0};
+        t.w2[3] = WP{c.y, 0};
+        return t;
+    } else {
+        return tw7(tw, B);
+    }
+}
+"""
+v = src
+for s, tag in (("struct Harvey {\n", False), ("struct Loose {\n", False), ("struct LooseF {\n", True)):
+    assert v.count(s) == 1, s
+    v = v.replace(s, s + f"    static constexpr bool TWD = {'true' if tag else 'false'};\n")
+assert v.count(LDWP_END) == 1 and v.count(TW7_END) == 1
+v = v.replace(LDWP_END, LDWP_END + TW8_LOADS).replace(TW7_END, TW7_END + TW7A)
+v = v.replace("tw7(tw, ", "tw7a<A>(tw, ")
+for old in ("ldwp(tw + 64 + a / 2)", "ldwp(tw + (SUB + row) * 64 + b / 2)"):
+    assert v.count(old) >= 2, old
+    v = v.replace(old, "ldw<A>(tw, " + old[len("ldwp(tw + "):])
+# LooseF's butterflies: the twiddle is a double already.
+for old in ("r = mulmod(d(y), num(w.w), qd, qi);", "y = b(mulmod(__dsub_rn(xd, yd), num(w.w), qd, qi));"):
+    assert v.count(old) == 1, old
+    v = v.replace(old, old.replace("num(w.w)", "d(w.w)"))
+variants["tw8"] = v
+
+# ld1 / ld1e (forty-second session, same words): the paired kernels' group 1 issues its first
+# phase's loads only when group 0's have landed (named barrier 4: group 0 arrives, group 1 waits
+# before its loads), so that at the launch's start the SMs ask L2 for one component's 2 MiB at a
+# time instead of both components' 4 MiB at once; group 1's loads then land during group 0's
+# rounds, before its gate. ld1: group 0 arrives after its first radix-8 round (its loaded words
+# used); ld1e: right after its loads land (the arrive takes the words as operands).
+FWD_LD = "        for (int e = 0; e < 8; e++) x[e] = A::in(base[(hi + 16 * e) * SUB + col]);\n        if (th.g == 1) gate_wait();\n        fwd8<A, 4>(x, tw7(tw, 1), q);\n"
+INV_LD = "            x[2 * i + 1] = A::in(x[2 * i + 1]);\n        }\n        if (th.g == 1) gate_wait();\n        inv_rows_first<A>(sr, x, tw, row, lo, hi, q);\n"
+FWD_PRE = "        u64 x[8];\n#pragma unroll\n        for (int e = 0; e < 8; e++) x[e] = A::in(base[(hi + 16 * e) * SUB + col]);\n"
+INV_PRE = "        u64 x[8];\n#pragma unroll\n        for (int i = 0; i < 4; i++) {\n            ld2sh(src + lines.roff(hi)"
+ARR = 'if (th.g == 0 && blockDim.x == GS_THREADS) asm volatile("bar.arrive 4, 256;" ::: "memory");'
+ARRX = ('if (th.g == 0 && blockDim.x == GS_THREADS) asm volatile("bar.arrive 4, 256;" :: "l"(x[0]), "l"(x[1]), '
+        '"l"(x[2]), "l"(x[3]), "l"(x[4]), "l"(x[5]), "l"(x[6]), "l"(x[7]) : "memory");')
+WAIT1 = '        if (th.g == 1) asm volatile("bar.sync 4, 256;" ::: "memory");\n'
+if src.count(FWD_LD) == 1 and src.count(INV_LD) == 1 and src.count(FWD_PRE) == 1 and src.count(INV_PRE) == 1:
+    for name in ("ld1", "ld1e"):
+        v = src.replace(FWD_PRE, WAIT1 + FWD_PRE).replace(INV_PRE, WAIT1 + INV_PRE)
+        if name == "ld1":
+            v = v.replace(FWD_LD, FWD_LD + "        " + ARR + "\n")
+            v = v.replace(INV_LD, INV_LD + "        " + ARR + "\n")
+        else:
+            v = v.replace(FWD_LD, FWD_LD.replace("        if (th.g == 1) gate_wait();\n", "        " + ARRX + "\n        if (th.g == 1) gate_wait();\n"))
+            v = v.replace(INV_LD, INV_LD.replace("        if (th.g == 1) gate_wait();\n", "        " + ARRX + "\n        if (th.g == 1) gate_wait();\n"))
+        assert v.count("bar.arrive 4") == 2 and v.count("bar.sync 4") == 2, name
+        variants[name] = v
+
 for name, text in variants.items():
     if name != "base" and text == src:
         sys.exit(f"variant {name}: pattern not found")
