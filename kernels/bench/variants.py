@@ -454,21 +454,24 @@ __device__ __forceinline__ Tw7 tw7a(const WP* tw, uint32_t B) {
     }
 }
 """
-v = src
-for s, tag in (("struct Harvey {\n", False), ("struct Loose {\n", False), ("struct LooseF {\n", True)):
-    assert v.count(s) == 1, s
-    v = v.replace(s, s + f"    static constexpr bool TWD = {'true' if tag else 'false'};\n")
-assert v.count(LDWP_END) == 1 and v.count(TW7_END) == 1
-v = v.replace(LDWP_END, LDWP_END + TW8_LOADS).replace(TW7_END, TW7_END + TW7A)
-v = v.replace("tw7(tw, ", "tw7a<A>(tw, ")
-for old in ("ldwp(tw + 64 + a / 2)", "ldwp(tw + (SUB + row) * 64 + b / 2)"):
-    assert v.count(old) >= 2, old
-    v = v.replace(old, "ldw<A>(tw, " + old[len("ldwp(tw + "):])
-# LooseF's butterflies: the twiddle is a double already.
-for old in ("r = mulmod(d(y), num(w.w), qd, qi);", "y = b(mulmod(__dsub_rn(xd, yd), num(w.w), qd, qi));"):
-    assert v.count(old) == 1, old
-    v = v.replace(old, old.replace("num(w.w)", "d(w.w)"))
-variants["tw8"] = v
+def tw8(v):
+    for s, tag in (("struct Harvey {\n", False), ("struct Loose {\n", False), ("struct LooseF {\n", True)):
+        assert v.count(s) == 1, s
+        v = v.replace(s, s + f"    static constexpr bool TWD = {'true' if tag else 'false'};\n")
+    assert v.count(LDWP_END) == 1 and v.count(TW7_END) == 1
+    v = v.replace(LDWP_END, LDWP_END + TW8_LOADS).replace(TW7_END, TW7_END + TW7A)
+    v = v.replace("tw7(tw, ", "tw7a<A>(tw, ")
+    for old in ("ldwp(tw + 64 + a / 2)", "ldwp(tw + (SUB + row) * 64 + b / 2)"):
+        assert v.count(old) >= 2, old
+        v = v.replace(old, "ldw<A>(tw, " + old[len("ldwp(tw + "):])
+    # LooseF's butterflies: the twiddle is a double already.
+    for old in ("r = mulmod(d(y), num(w.w), qd, qi);", "y = b(mulmod(__dsub_rn(xd, yd), num(w.w), qd, qi));"):
+        assert v.count(old) == 1, old
+        v = v.replace(old, old.replace("num(w.w)", "d(w.w)"))
+    return v
+
+
+variants["tw8"] = tw8(src)
 
 # ld1 / ld1e (forty-second session, same words): the paired kernels' group 1 issues its first
 # phase's loads only when group 0's have landed (named barrier 4: group 0 arrives, group 1 waits
@@ -495,6 +498,8 @@ if src.count(FWD_LD) == 1 and src.count(INV_LD) == 1 and src.count(FWD_PRE) == 1
             v = v.replace(INV_LD, INV_LD.replace("        if (th.g == 1) gate_wait();\n", "        " + ARRX + "\n        if (th.g == 1) gate_wait();\n"))
         assert v.count("bar.arrive 4") == 2 and v.count("bar.sync 4") == 2, name
         variants[name] = v
+        # tw8 with it (tw8's edits after the load order's, whose patterns name tw7).
+        variants["tw8" + name] = tw8(v)
 
 for name, text in variants.items():
     if name != "base" and text == src:
