@@ -459,8 +459,9 @@ def tw8(v):
         assert v.count(s) == 1, s
         v = v.replace(s, s + f"    static constexpr bool TWD = {'true' if tag else 'false'};\n")
     assert v.count(LDWP_END) == 1 and v.count(TW7_END) == 1
-    v = v.replace(LDWP_END, LDWP_END + TW8_LOADS).replace(TW7_END, TW7_END + TW7A)
+    # (tw7's callers first: TW7A's own fallback calls tw7.)
     v = v.replace("tw7(tw, ", "tw7a<A>(tw, ")
+    v = v.replace(LDWP_END, LDWP_END + TW8_LOADS).replace(TW7_END, TW7_END + TW7A)
     for old in ("ldwp(tw + 64 + a / 2)", "ldwp(tw + (SUB + row) * 64 + b / 2)"):
         assert v.count(old) >= 2, old
         v = v.replace(old, "ldw<A>(tw, " + old[len("ldwp(tw + "):])
