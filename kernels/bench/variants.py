@@ -503,6 +503,15 @@ if src.count(FWD_LD) == 1 and src.count(INV_LD) == 1 and src.count(FWD_PRE) == 1
         # tw8 with it (tw8's edits after the load order's, whose patterns name tw7).
         variants["tw8" + name] = tw8(v)
 
+# fwx2 (forty-second session, wrong words, the same bytes): ntt_fwd_gp's exchange stores (the
+# column phase's last round, 8-byte words down the group's column: 4 rows of 64 bytes per warp
+# store) as 16-byte pairs along the block's own 8 rows (2 rows of 256 bytes per warp store), as
+# invst2 did for the inverse's last stores: the bound of any store shape on the forward's
+# exchange, whose stores and fence precede the limb barrier (run 95: ~1730 cycles).
+FWD_XST = "            limb[a * SUB + col] = x0;\n            limb[(a + 1) * SUB + col] = x1;\n"
+if src.count(FWD_XST) == 1:
+    variants["fwx2"] = src.replace(FWD_XST, "            st2(limb + lines.coff + (8 * blockIdx.x + th.t / 16) * SUB + 2 * (th.t % 16) + 32 * i, x0, x1);\n")
+
 for name, text in variants.items():
     if name != "base" and text == src:
         sys.exit(f"variant {name}: pattern not found")
