@@ -512,6 +512,21 @@ FWD_XST = "            limb[a * SUB + col] = x0;\n            limb[(a + 1) * SUB
 if src.count(FWD_XST) == 1:
     variants["fwx2"] = src.replace(FWD_XST, "            st2(limb + lines.coff + (8 * blockIdx.x + th.t / 16) * SUB + 2 * (th.t % 16) + 32 * i, x0, x1);\n")
 
+# gpnosync / gpnofence / gpnowait (forty-second session, wrong words: bounds): the paired
+# kernels' limb barrier (pair_sync) without its inter-block part (the group's own barrier only),
+# without its fence (the atomic and the wait kept), and without its wait (the fence and the
+# atomic kept): what the exchange's synchronization costs in today's kernels (run 64 measured
+# `nosync` on the *_gs kernels of the time: -1.1 us per call).
+GP_SYNC = """        __threadfence();
+        atomicAdd(ctr, 1u);
+        while ((int)(ld_acquire(ctr) - target) < 0) {
+        }
+"""
+if src.count(GP_SYNC) == 1:
+    variants["gpnosync"] = src.replace(GP_SYNC, "        (void)ctr;\n        (void)target;\n")
+    variants["gpnofence"] = src.replace(GP_SYNC, GP_SYNC.replace("        __threadfence();\n", ""))
+    variants["gpnowait"] = src.replace(GP_SYNC, "        __threadfence();\n        atomicAdd(ctr, 1u);\n        (void)target;\n")
+
 for name, text in variants.items():
     if name != "base" and text == src:
         sys.exit(f"variant {name}: pattern not found")
