@@ -527,6 +527,65 @@ if src.count(GP_SYNC) == 1:
     variants["gpnofence"] = src.replace(GP_SYNC, GP_SYNC.replace("        __threadfence();\n", ""))
     variants["gpnowait"] = src.replace(GP_SYNC, "        __threadfence();\n        atomicAdd(ctr, 1u);\n        (void)target;\n")
 
+# gptag (forty-second session, same words; timing only: see the note on stale words): the
+# paired kernels' binary64 groups exchange tagged words and meet without the fence (run 215:
+# the fence costs ~0.6 us forward, ~0.45 inverse). A phase-1 word (a LooseF double d, |d| < 2^51)
+# is stored as the low 52 bits of d + 1.5 2^52 under a 12-bit tag in the top bits, the tag taken
+# from the launch's counter target (every thread computes it: pair_target); the counter is
+# counted and waited on without the fence, and a phase-2 reader accepts a word only under its
+# launch's tag (0x100-0xFD7), reloading it otherwise, so the words need no ordering beyond a 64-bit store's
+# atomicity. The integer (wide) groups keep the fence. Stale words: here the output limb holds
+# the previous launch's canonical words (top 12 bits < 0x100) or other tags; an engine form needs a
+# scratch that holds nothing but tagged words (cleared when the tags wrap).
+if src.count("if (th.t == 0) target = pair_target(ctr);\n") == 2:
+    v = src
+    for s, tag in (("struct Harvey {\n", False), ("struct Loose {\n", False), ("struct LooseF {\n", True)):
+        v = v.replace(s, s + f"    static constexpr bool TAG = {'true' if tag else 'false'};\n")
+    helpers = """// gptag: a LooseF word under tag g (12 bits), and back; the load waits for its tag.
+__device__ __forceinline__ u64 tag_w(u64 x, unsigned g) {
+    const u64 y = (u64)__double_as_longlong(__dadd_rn(__longlong_as_double((long long)x), 6755399441055744.0));
+    return (y & 0xFFFFFFFFFFFFFull) | ((u64)g << 52);
+}
+__device__ __forceinline__ u64 ld_tag(const u64* p, unsigned g) {
+    u64 v = ldcg(p);
+    while ((unsigned)(v >> 52) != g) v = *(const volatile u64*)p;
+    const double y = __longlong_as_double((long long)((v & 0xFFFFFFFFFFFFFull) | 0x4330000000000000ull));
+    return (u64)__double_as_longlong(__dsub_rn(y, 6755399441055744.0));
+}
+// Tags 0x100-0xFD7: a canonical word (< 2^60) has its top 12 bits below 0x100, and 0xFFF is the
+// harness's poison.
+__device__ __forceinline__ unsigned tag_of(unsigned target) { return 0x100u + (target / GP_BLOCKS) % 3800u; }
+// The limb barrier without the fence (tagged groups).
+__device__ __forceinline__ void pair_sync_nf(const PairThread& th, unsigned* ctr, unsigned target) {
+    gsync(th.g);
+    if (th.t == 0) {
+        atomicAdd(ctr, 1u);
+        while ((int)(ld_acquire(ctr) - target) < 0) {
+        }
+    }
+    gsync(th.g);
+}
+"""
+    anchor2 = "__device__ __forceinline__ unsigned* pair_ctr("
+    assert v.count(anchor2) == 1
+    v = v.replace(anchor2, helpers + anchor2)
+    v = v.replace("    if (th.t == 0) target = pair_target(ctr);\n",
+                  "    if (th.t == 0 || A::TAG) target = pair_target(ctr);\n    const unsigned tg = tag_of(target);\n    (void)tg;\n")
+    v = v.replace("    pair_sync(th, ctr, target);  // every", "    if constexpr (A::TAG) pair_sync_nf(th, ctr, target); else pair_sync(th, ctr, target);  // every")
+    FS = "            limb[a * SUB + col] = x0;\n            limb[(a + 1) * SUB + col] = x1;\n"
+    assert v.count(FS) == 1
+    v = v.replace(FS, "            if constexpr (A::TAG) {\n                x0 = tag_w(x0, tg);\n                x1 = tag_w(x1, tg);\n            }\n" + FS)
+    FL = "        for (int e = 0; e < 8; e++) x[e] = ldcg(limb + lines.roff(hi) + lo + 16 * e);\n"
+    assert v.count(FL) == 1
+    v = v.replace(FL, "        for (int e = 0; e < 8; e++) x[e] = A::TAG ? ld_tag(limb + lines.roff(hi) + lo + 16 * e, tg) : ldcg(limb + lines.roff(hi) + lo + 16 * e);\n")
+    IS = "        for (int e = 0; e < 8; e++) limb[lines.roff(hi) + lo + 16 * e] = A::mid(x[e], q);\n"
+    assert v.count(IS) == 1
+    v = v.replace(IS, "        for (int e = 0; e < 8; e++) limb[lines.roff(hi) + lo + 16 * e] = A::TAG ? tag_w(A::mid(x[e], q), tg) : A::mid(x[e], q);\n")
+    IL = "            u64 x0 = ldcg(limb + a * SUB + col), x1 = ldcg(limb + (a + 1) * SUB + col);\n"
+    assert v.count(IL) == 1
+    v = v.replace(IL, "            u64 x0 = A::TAG ? ld_tag(limb + a * SUB + col, tg) : ldcg(limb + a * SUB + col);\n            u64 x1 = A::TAG ? ld_tag(limb + (a + 1) * SUB + col, tg) : ldcg(limb + (a + 1) * SUB + col);\n")
+    variants["gptag"] = v
+
 for name, text in variants.items():
     if name != "base" and text == src:
         sys.exit(f"variant {name}: pattern not found")
