@@ -586,6 +586,29 @@ __device__ __forceinline__ void pair_sync_nf(const PairThread& th, unsigned* ctr
     v = v.replace(IL, "            u64 x0 = A::TAG ? ld_tag(limb + a * SUB + col, tg) : ldcg(limb + a * SUB + col);\n            u64 x1 = A::TAG ? ld_tag(limb + (a + 1) * SUB + col, tg) : ldcg(limb + (a + 1) * SUB + col);\n")
     variants["gptag"] = v
 
+# gpnofencew / gpnofencef (forty-second session, timing bounds like gpnofence): the fence left
+# out of the limb barrier of the integer (wide-prime) groups only, or of the binary64 groups only.
+# Run 216: gptag (the binary64 groups fence-free, their words tagged) gained nothing, so the
+# launch's end would be the wide groups' chain (run 176: the mixed blocks are the tail).
+if src.count(GP_SYNC) == 1 and src.count("    pair_sync(th, ctr, target);  // every") == 2:
+    NF = """__device__ __forceinline__ void pair_sync_nf(const PairThread& th, unsigned* ctr, unsigned target) {
+    gsync(th.g);
+    if (th.t == 0) {
+        atomicAdd(ctr, 1u);
+        while ((int)(ld_acquire(ctr) - target) < 0) {
+        }
+    }
+    gsync(th.g);
+}
+"""
+    anchor3 = "__device__ __forceinline__ unsigned* pair_ctr("
+    for name, wide in (("gpnofencew", True), ("gpnofencef", False)):
+        v = src.replace(anchor3, NF + anchor3)
+        cond = "q >= F64_Q" if wide else "q < F64_Q"
+        v = v.replace("    pair_sync(th, ctr, target);  // every",
+                      f"    if ({cond}) pair_sync_nf(th, ctr, target); else pair_sync(th, ctr, target);  // every")
+        variants[name] = v
+
 for name, text in variants.items():
     if name != "base" and text == src:
         sys.exit(f"variant {name}: pattern not found")
