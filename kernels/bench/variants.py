@@ -537,6 +537,17 @@ if src.count(GP_SYNC) == 1:
 # atomicity. The integer (wide) groups keep the fence. Stale words: here the output limb holds
 # the previous launch's canonical words (top 12 bits < 0x100) or other tags; an engine form needs a
 # scratch that holds nothing but tagged words (cleared when the tags wrap).
+PAIR_SYNC_NF = """// The paired limb barrier without the fence (gptag's tagged groups; the gpnofence* bounds).
+__device__ __forceinline__ void pair_sync_nf(const PairThread& th, unsigned* ctr, unsigned target) {
+    gsync(th.g);
+    if (th.t == 0) {
+        atomicAdd(ctr, 1u);
+        while ((int)(ld_acquire(ctr) - target) < 0) {
+        }
+    }
+    gsync(th.g);
+}
+"""
 if src.count("if (th.t == 0) target = pair_target(ctr);\n") == 2:
     v = src
     for s, tag in (("struct Harvey {\n", False), ("struct Loose {\n", False), ("struct LooseF {\n", True)):
@@ -555,20 +566,10 @@ __device__ __forceinline__ u64 ld_tag(const u64* p, unsigned g) {
 // Tags 0x100-0xFD7: a canonical word (< 2^60) has its top 12 bits below 0x100, and 0xFFF is the
 // harness's poison.
 __device__ __forceinline__ unsigned tag_of(unsigned target) { return 0x100u + (target / GP_BLOCKS) % 3800u; }
-// The limb barrier without the fence (tagged groups).
-__device__ __forceinline__ void pair_sync_nf(const PairThread& th, unsigned* ctr, unsigned target) {
-    gsync(th.g);
-    if (th.t == 0) {
-        atomicAdd(ctr, 1u);
-        while ((int)(ld_acquire(ctr) - target) < 0) {
-        }
-    }
-    gsync(th.g);
-}
 """
     anchor2 = "__device__ __forceinline__ unsigned* pair_ctr("
     assert v.count(anchor2) == 1
-    v = v.replace(anchor2, helpers + anchor2)
+    v = v.replace(anchor2, helpers + PAIR_SYNC_NF + anchor2)
     v = v.replace("    if (th.t == 0) target = pair_target(ctr);\n",
                   "    if (th.t == 0 || A::TAG) target = pair_target(ctr);\n    const unsigned tg = tag_of(target);\n    (void)tg;\n")
     v = v.replace("    pair_sync(th, ctr, target);  // every", "    if constexpr (A::TAG) pair_sync_nf(th, ctr, target); else pair_sync(th, ctr, target);  // every")
@@ -588,22 +589,12 @@ __device__ __forceinline__ void pair_sync_nf(const PairThread& th, unsigned* ctr
 
 # gpnofencew / gpnofencef (forty-second session, timing bounds like gpnofence): the fence left
 # out of the limb barrier of the integer (wide-prime) groups only, or of the binary64 groups only.
-# Run 216: gptag (the binary64 groups fence-free, their words tagged) gained nothing, so the
-# launch's end would be the wide groups' chain (run 176: the mixed blocks are the tail).
+# Run 216: gptag (the binary64 groups fence-free, their words tagged) gained nothing. Run 217:
+# either alone -0.1 us, both (gpnofence) -0.5 to -0.6: the launch's end waits on both kinds.
 if src.count(GP_SYNC) == 1 and src.count("    pair_sync(th, ctr, target);  // every") == 2:
-    NF = """__device__ __forceinline__ void pair_sync_nf(const PairThread& th, unsigned* ctr, unsigned target) {
-    gsync(th.g);
-    if (th.t == 0) {
-        atomicAdd(ctr, 1u);
-        while ((int)(ld_acquire(ctr) - target) < 0) {
-        }
-    }
-    gsync(th.g);
-}
-"""
     anchor3 = "__device__ __forceinline__ unsigned* pair_ctr("
     for name, wide in (("gpnofencew", True), ("gpnofencef", False)):
-        v = src.replace(anchor3, NF + anchor3)
+        v = src.replace(anchor3, PAIR_SYNC_NF + anchor3)
         cond = "q >= F64_Q" if wide else "q < F64_Q"
         v = v.replace("    pair_sync(th, ctr, target);  // every",
                       f"    if ({cond}) pair_sync_nf(th, ctr, target); else pair_sync(th, ctr, target);  // every")
