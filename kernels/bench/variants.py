@@ -626,6 +626,56 @@ __device__ __forceinline__ u64 ld_tag4(const u64* p, unsigned g) {
     assert "pair_sync(th, ctr, target);" not in v.split("GS_KERNEL ntt_fwd_gp")[0].split("__device__ __forceinline__ void gp_fwd")[1]
     variants["gptag2"] = v
 
+# gptag3 (forty-second session, same words): gptag2 with the readers' checks batched: a
+# thread's eight exchange words loaded first, one combined tag test, a re-poll only on a miss,
+# then the untagging (the forward's row loads and the inverse's column loads).
+if "gptag2" in variants:
+    v = variants["gptag2"]
+    fix = """// gptag3: a thread's eight loaded exchange words checked at once (A::TAG: 12-bit tags at bit 52,
+// else 4-bit tags at bit 60), re-polled only on a miss, then untagged.
+template <class A, class At>
+__device__ __forceinline__ void tag_fix(u64 (&x)[8], At at, unsigned tg, unsigned tg4) {
+    const unsigned sh = A::TAG ? 52 : 60, g = A::TAG ? tg : tg4;
+    bool ok = true;
+#pragma unroll
+    for (int e = 0; e < 8; e++) ok &= (unsigned)(x[e] >> sh) == g;
+    if (!ok) {
+#pragma unroll
+        for (int e = 0; e < 8; e++)
+            while ((unsigned)(x[e] >> sh) != g) x[e] = *(const volatile u64*)at(e);
+    }
+#pragma unroll
+    for (int e = 0; e < 8; e++) {
+        if constexpr (A::TAG) {
+            const double y = __longlong_as_double((long long)((x[e] & 0xFFFFFFFFFFFFFull) | 0x4330000000000000ull));
+            x[e] = (u64)__double_as_longlong(__dsub_rn(y, 6755399441055744.0));
+        } else {
+            x[e] &= 0x0FFFFFFFFFFFFFFFull;
+        }
+    }
+}
+"""
+    a2 = "__device__ __forceinline__ unsigned* pair_ctr("
+    v = v.replace(a2, fix + a2)
+    FL2 = "        for (int e = 0; e < 8; e++) x[e] = A::TAG ? ld_tag(limb + lines.roff(hi) + lo + 16 * e, tg) : ld_tag4(limb + lines.roff(hi) + lo + 16 * e, tg4);\n"
+    assert v.count(FL2) == 1
+    v = v.replace(FL2, "        for (int e = 0; e < 8; e++) x[e] = ldcg(limb + lines.roff(hi) + lo + 16 * e);\n"
+                  "        tag_fix<A>(x, [&](int e) { return limb + lines.roff(hi) + lo + 16 * e; }, tg, tg4);\n")
+    IL2 = """        for (int i = 0; i < 4; i++) {
+            const uint32_t a = 2 * (hi + 16 * i);
+            u64 x0 = A::TAG ? ld_tag(limb + a * SUB + col, tg) : ld_tag4(limb + a * SUB + col, tg4);
+            u64 x1 = A::TAG ? ld_tag(limb + (a + 1) * SUB + col, tg) : ld_tag4(limb + (a + 1) * SUB + col, tg4);
+"""
+    assert v.count(IL2) == 1
+    v = v.replace(IL2, """        for (int e = 0; e < 8; e++) x[e] = ldcg(limb + (2 * (hi + 16 * (e / 2)) + e % 2) * SUB + col);
+        tag_fix<A>(x, [&](int e) { return limb + (2 * (hi + 16 * (e / 2)) + e % 2) * SUB + col; }, tg, tg4);
+#pragma unroll
+        for (int i = 0; i < 4; i++) {
+            const uint32_t a = 2 * (hi + 16 * i);
+            u64 x0 = x[2 * i], x1 = x[2 * i + 1];
+""")
+    variants["gptag3"] = v
+
 # gpnofencew / gpnofencef (forty-second session, timing bounds like gpnofence): the fence left
 # out of the limb barrier of the integer (wide-prime) groups only, or of the binary64 groups only.
 # Run 216: gptag (the binary64 groups fence-free, their words tagged) gained nothing. Run 217:
