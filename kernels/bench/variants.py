@@ -527,6 +527,12 @@ if src.count(GP_SYNC) == 1:
     variants["gpnofence"] = src.replace(GP_SYNC, GP_SYNC.replace("        __threadfence();\n", ""))
     variants["gpnowait"] = src.replace(GP_SYNC, "        __threadfence();\n        atomicAdd(ctr, 1u);\n        (void)target;\n")
 
+def sub(v, n, old, new):
+    """v with old (which must occur n times) replaced by new."""
+    assert v.count(old) == n, old[:70]
+    return v.replace(old, new)
+
+
 # gptag (forty-second session, same words; timing only: see the note on stale words): the
 # paired kernels' binary64 groups exchange tagged words and meet without the fence (run 215:
 # the fence costs ~0.6 us forward, ~0.45 inverse). A phase-1 word (a LooseF double d, |d| < 2^51)
@@ -568,23 +574,18 @@ __device__ __forceinline__ u64 ld_tag(const u64* p, unsigned g) {
 __device__ __forceinline__ unsigned tag_of(unsigned target) { return 0x100u + (target / GP_BLOCKS) % 3800u; }
 """
     anchor2 = "__device__ __forceinline__ unsigned* pair_ctr("
-    assert v.count(anchor2) == 1
-    v = v.replace(anchor2, helpers + PAIR_SYNC_NF + anchor2)
+    v = sub(v, 1, anchor2, helpers + PAIR_SYNC_NF + anchor2)
     v = v.replace("    if (th.t == 0) target = pair_target(ctr);\n",
                   "    if (th.t == 0 || A::TAG) target = pair_target(ctr);\n    const unsigned tg = tag_of(target);\n    (void)tg;\n")
     v = v.replace("    pair_sync(th, ctr, target);  // every", "    if constexpr (A::TAG) pair_sync_nf(th, ctr, target); else pair_sync(th, ctr, target);  // every")
     FS = "            limb[a * SUB + col] = x0;\n            limb[(a + 1) * SUB + col] = x1;\n"
-    assert v.count(FS) == 1
-    v = v.replace(FS, "            if constexpr (A::TAG) {\n                x0 = tag_w(x0, tg);\n                x1 = tag_w(x1, tg);\n            }\n" + FS)
+    v = sub(v, 1, FS, "            if constexpr (A::TAG) {\n                x0 = tag_w(x0, tg);\n                x1 = tag_w(x1, tg);\n            }\n" + FS)
     FL = "        for (int e = 0; e < 8; e++) x[e] = ldcg(limb + lines.roff(hi) + lo + 16 * e);\n"
-    assert v.count(FL) == 1
-    v = v.replace(FL, "        for (int e = 0; e < 8; e++) x[e] = A::TAG ? ld_tag(limb + lines.roff(hi) + lo + 16 * e, tg) : ldcg(limb + lines.roff(hi) + lo + 16 * e);\n")
+    v = sub(v, 1, FL, "        for (int e = 0; e < 8; e++) x[e] = A::TAG ? ld_tag(limb + lines.roff(hi) + lo + 16 * e, tg) : ldcg(limb + lines.roff(hi) + lo + 16 * e);\n")
     IS = "        for (int e = 0; e < 8; e++) limb[lines.roff(hi) + lo + 16 * e] = A::mid(x[e], q);\n"
-    assert v.count(IS) == 1
-    v = v.replace(IS, "        for (int e = 0; e < 8; e++) limb[lines.roff(hi) + lo + 16 * e] = A::TAG ? tag_w(A::mid(x[e], q), tg) : A::mid(x[e], q);\n")
+    v = sub(v, 1, IS, "        for (int e = 0; e < 8; e++) limb[lines.roff(hi) + lo + 16 * e] = A::TAG ? tag_w(A::mid(x[e], q), tg) : A::mid(x[e], q);\n")
     IL = "            u64 x0 = ldcg(limb + a * SUB + col), x1 = ldcg(limb + (a + 1) * SUB + col);\n"
-    assert v.count(IL) == 1
-    v = v.replace(IL, "            u64 x0 = A::TAG ? ld_tag(limb + a * SUB + col, tg) : ldcg(limb + a * SUB + col);\n            u64 x1 = A::TAG ? ld_tag(limb + (a + 1) * SUB + col, tg) : ldcg(limb + (a + 1) * SUB + col);\n")
+    v = sub(v, 1, IL, "            u64 x0 = A::TAG ? ld_tag(limb + a * SUB + col, tg) : ldcg(limb + a * SUB + col);\n            u64 x1 = A::TAG ? ld_tag(limb + (a + 1) * SUB + col, tg) : ldcg(limb + (a + 1) * SUB + col);\n")
     variants["gptag"] = v
 
 # gptag2 (forty-second session, same words; timing as gptag's note): gptag with the wide
@@ -605,17 +606,13 @@ __device__ __forceinline__ u64 ld_tag4(const u64* p, unsigned g) {
 }
 """
     a2 = "__device__ __forceinline__ unsigned* pair_ctr("
-    assert v.count(a2) == 1
-    v = v.replace(a2, helpers4 + a2)
+    v = sub(v, 1, a2, helpers4 + a2)
     old = "    if (th.t == 0 || A::TAG) target = pair_target(ctr);\n    const unsigned tg = tag_of(target);\n    (void)tg;\n"
-    assert v.count(old) == 2
-    v = v.replace(old, "    target = pair_target(ctr);\n    const unsigned tg = tag_of(target), tg4 = 1u + (target / GP_BLOCKS) % 14u;\n    (void)tg;\n    (void)tg4;\n")
+    v = sub(v, 2, old, "    target = pair_target(ctr);\n    const unsigned tg = tag_of(target), tg4 = 1u + (target / GP_BLOCKS) % 14u;\n    (void)tg;\n    (void)tg4;\n")
     old = "    if constexpr (A::TAG) pair_sync_nf(th, ctr, target); else pair_sync(th, ctr, target);  // every"
-    assert v.count(old) == 2
-    v = v.replace(old, "    pair_sync_nf(th, ctr, target);  // every")
+    v = sub(v, 2, old, "    pair_sync_nf(th, ctr, target);  // every")
     old = "                x1 = tag_w(x1, tg);\n            }\n"
-    assert v.count(old) == 1
-    v = v.replace(old, old + "            else {\n                x0 = tag4(csub(csub(csub(csub(x0, 8 * q), 4 * q), 2 * q), q), tg4);\n                x1 = tag4(csub(csub(csub(csub(x1, 8 * q), 4 * q), 2 * q), q), tg4);\n            }\n")
+    v = sub(v, 1, old, old + "            else {\n                x0 = tag4(csub(csub(csub(csub(x0, 8 * q), 4 * q), 2 * q), q), tg4);\n                x1 = tag4(csub(csub(csub(csub(x1, 8 * q), 4 * q), 2 * q), q), tg4);\n            }\n")
     for a, b in (("ld_tag(limb + lines.roff(hi) + lo + 16 * e, tg) : ldcg(limb + lines.roff(hi) + lo + 16 * e)",
                   "ld_tag(limb + lines.roff(hi) + lo + 16 * e, tg) : ld_tag4(limb + lines.roff(hi) + lo + 16 * e, tg4)"),
                  ("tag_w(A::mid(x[e], q), tg) : A::mid(x[e], q)", "tag_w(A::mid(x[e], q), tg) : tag4(csub(csub(x[e], 2 * q), q), tg4)"),
