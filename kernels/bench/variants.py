@@ -563,11 +563,15 @@ __device__ __forceinline__ u64 tag_w(u64 x, unsigned g) {
     const u64 y = (u64)__double_as_longlong(__dadd_rn(__longlong_as_double((long long)x), 6755399441055744.0));
     return (y & 0xFFFFFFFFFFFFFull) | ((u64)g << 52);
 }
+// tag_w's inverse: the LooseF word under the tag.
+__device__ __forceinline__ u64 untag_w(u64 v) {
+    const double y = __longlong_as_double((long long)((v & 0xFFFFFFFFFFFFFull) | 0x4330000000000000ull));
+    return (u64)__double_as_longlong(__dsub_rn(y, 6755399441055744.0));
+}
 __device__ __forceinline__ u64 ld_tag(const u64* p, unsigned g) {
     u64 v = ldcg(p);
     while ((unsigned)(v >> 52) != g) v = *(const volatile u64*)p;
-    const double y = __longlong_as_double((long long)((v & 0xFFFFFFFFFFFFFull) | 0x4330000000000000ull));
-    return (u64)__double_as_longlong(__dsub_rn(y, 6755399441055744.0));
+    return untag_w(v);
 }
 // Tags 0x100-0xFD7: a canonical word (< 2^60) has its top 12 bits below 0x100, and 0xFFF is the
 // harness's poison.
@@ -644,8 +648,7 @@ __device__ __forceinline__ void tag_fix(u64 (&x)[8], At at, unsigned tg, unsigne
 #pragma unroll
     for (int e = 0; e < 8; e++) {
         if constexpr (A::TAG) {
-            const double y = __longlong_as_double((long long)((x[e] & 0xFFFFFFFFFFFFFull) | 0x4330000000000000ull));
-            x[e] = (u64)__double_as_longlong(__dsub_rn(y, 6755399441055744.0));
+            x[e] = untag_w(x[e]);
         } else {
             x[e] &= 0x0FFFFFFFFFFFFFFFull;
         }
