@@ -807,6 +807,16 @@ struct Loose {
     // rounds, and the inverse's words at the exchange between its phases (below 4q already).
     __device__ __forceinline__ static u64 in(u64 x) { return x; }
     __device__ __forceinline__ static u64 mid(u64 x, u64) { return x; }
+    // The paired kernels' exchange words (decision 0514): a word made canonical (below q <
+    // 2^60: the forward's first-phase words are below 11q, the inverse's below 4q) under the
+    // launch's tag tg in bits 60-63, and back.
+    __device__ __forceinline__ static u64 xput_fwd(u64 x, u64 q, unsigned tg) {
+        return csub(csub(csub(csub(x, 8 * q), 4 * q), 2 * q), q) | ((u64)tg << 60);
+    }
+    __device__ __forceinline__ static u64 xput_inv(u64 x, u64 q, unsigned tg) {
+        return csub(csub(x, 2 * q), q) | ((u64)tg << 60);
+    }
+    __device__ __forceinline__ static u64 xget(u64 v) { return v & 0x0FFFFFFFFFFFFFFFull; }
 };
 
 // LooseF: Loose's butterflies in binary64 arithmetic, for primes below F64_Q (2^41; the paired
@@ -881,6 +891,19 @@ struct LooseF {
     __device__ __forceinline__ static u64 mid(u64 x, u64 q) {
         const double qd = (double)q, qi = 1.0 / qd, xd = d(x);
         return b(__fma_rn(-quot(xd, qi), qd, xd));
+    }
+    // The exchange words (as Loose's): a word d (an integer, |d| < 15q < 2^45 in the forward,
+    // |d| <= 0.5q + 1 after the inverse's mid) as the 52-bit integer d + 2^51 (the low bits of
+    // d + 1.5 2^52, exact) under tag tg in bits 60-63, and back (a zero comes back as +0.0,
+    // which no result can tell from -0.0: canon and the butterflies treat them alike).
+    __device__ __forceinline__ static u64 xput_fwd(u64 x, u64, unsigned tg) {
+        return (b(__dadd_rn(d(x), 6755399441055744.0)) & 0xFFFFFFFFFFFFFull) | ((u64)tg << 60);
+    }
+    __device__ __forceinline__ static u64 xput_inv(u64 x, u64 q, unsigned tg) {
+        return xput_fwd(mid(x, q), q, tg);
+    }
+    __device__ __forceinline__ static u64 xget(u64 v) {
+        return b(__dsub_rn(d((v & 0xFFFFFFFFFFFFFull) | 0x4330000000000000ull), 6755399441055744.0));
     }
 };
 
@@ -995,6 +1018,19 @@ __device__ __forceinline__ unsigned ld_relaxed(const unsigned* p) {
     unsigned v;
     asm volatile("ld.relaxed.gpu.global.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
     return v;
+}
+// A 64-bit word read / written as one relaxed atomic access at device scope (the paired
+// kernels' tagged exchange words, which nothing else orders: decision 0514). No "memory"
+// clobber: the compiler may move other memory accesses around them (the block barriers, which
+// have one, order them where it matters); asm volatile keeps them in program order among
+// themselves and makes every poll a new load.
+__device__ __forceinline__ u64 ld_rlx64(const u64* p) {
+    u64 v;
+    asm volatile("ld.relaxed.gpu.global.u64 %0, [%1];" : "=l"(v) : "l"(p));
+    return v;
+}
+__device__ __forceinline__ void st_rlx64(u64* p, u64 v) {
+    asm volatile("st.relaxed.gpu.global.u64 [%0], %1;" ::"l"(p), "l"(v));
 }
 // Adds 1 to *p, ordered after every earlier memory access of the thread (and, after a block
 // barrier, of the block).
@@ -1806,17 +1842,20 @@ GS_KERNEL ntt_inv_gs(NTT_INV_PARAMS, unsigned* sync_ctr) {
 // twiddle lines of ntt_fwd_gs / ntt_inv_gs per block). Grid (2 CL, limbs, 1), GS_THREADS
 // threads, cooperative. Launched with GS_THREADS / 2 threads, a block is group 0 alone: one
 // component over 2 CL blocks per limb (twice the blocks of ntt_fwd_gs / ntt_inv_gs), no gate. Input canonical (the engine's values), output canonical; dense
-// layout: limb y of component z at z * zs + y * ys.
+// layout: limb y of component z at z * zs + y * ys. xch: the stream's exchange scratch, 2 N
+// words per limb row (see GP_TAGS), zeroed before the stream's first launch.
 // Each component is a pipeline of its own (decision 0503, "Components in turn"): threads
 // 0-127 (group 0) work on component 0, threads 128-255 (group 1) on component 1, each group
 // meeting only itself in between rounds (named barriers 1 and 2, gsync) and the same group of
 // the prime's other blocks at its component's limb barrier (counter sync_ctr + 2y + 1 for
 // component 0, sync_ctr + 2 (y + GP_CTR2) + 1 for component 1: odd words, which the *_gs
-// kernels leave alone; each a multiple of 2 CL between launches). Group 1 loads its first
+// kernels leave alone; each a multiple of 2 CL between launches). The groups exchange their
+// first phase's words through the stream's exchange scratch xch, tagged, and their limb barrier
+// has no fence (decision 0514: gp_xch, pair_sync below). Group 1 loads its first
 // phase's words at once but starts its rounds only when group 0 has issued its first phase's
 // stores (the forward) or finished its first phase's second round (the inverse; run 163) (the
 // gate, named barrier 3: gate_open / gate_wait), so that component 0's limb
-// barrier (its stores reaching L2, the fence, the counter, the wait) runs while component 1
+// barrier (its stores reaching L2, the counter, the wait) runs while component 1
 // computes its first phase, and component 0's second phase while component 1 waits for its
 // barrier: one component's latency hidden behind the other's arithmetic (run 96: 0.5 us less
 // per forward NTT than both components' rounds side by side, run 97: 0.4-0.5 us per inverse).
@@ -1828,6 +1867,42 @@ GS_KERNEL ntt_inv_gs(NTT_INV_PARAMS, unsigned* sync_ctr) {
 #define GP_CTR2 128
 __device__ __forceinline__ unsigned pair_target(const unsigned* ctr) {
     return (ld_relaxed(ctr) & ~(unsigned)(GP_BLOCKS - 1)) + GP_BLOCKS;
+}
+// The exchange (decision 0514). A group's first phase writes its words not into the output but
+// into the stream's exchange scratch, region (y, c) = xch + (2y + c) N for the counter of limb
+// row y, component c (every launch that counts on that counter writes all N words of the
+// region, and nothing else writes it; the engine zeroes the scratch with the counters), each
+// word as one relaxed 64-bit store under the launch's tag gp_tag(target) in bits 60-63
+// (A::xput_fwd / xput_inv). The second phase reads its words with relaxed loads and takes a
+// word only under its launch's tag, loading it again until it is (xch_take). So the words need
+// no fence before the counter: a reader never takes a word before its store has reached it,
+// whatever the order the stores reach L2 in. A region's words hold tag 0 (zeroed) or the tag of
+// the previous launch on its counter: targets advance by GP_BLOCKS per launch, so consecutive
+// launches' tags (1 + target / GP_BLOCKS mod GP_TAGS) differ, also where the 32-bit counter
+// wraps (2^28 = 2 mod 14). The output, which may be a recycled buffer holding any words, is
+// only written, by the second phase. The barrier still orders the second phase's writes of
+// the output after every group's first-phase reads of the input (in place, in == out): a
+// group counts only after its first-phase loads have returned (their words are stored before
+// the group's barrier).
+#define GP_TAGS 14
+__device__ __forceinline__ unsigned gp_tag(unsigned target) {
+    return 1u + (target / GP_BLOCKS) % GP_TAGS;
+}
+// A thread's eight exchange words x (loaded from at(e)) under tag tg: checked at once, loaded
+// again one by one only when one is not yet under tg (run 219: quicker than a check per word),
+// then untagged by A.
+template <class A, class At>
+__device__ __forceinline__ void xch_take(u64 (&x)[8], At at, unsigned tg) {
+    bool ok = true;
+#pragma unroll
+    for (int e = 0; e < 8; e++) ok &= (unsigned)(x[e] >> 60) == tg;
+    if (!ok) {
+#pragma unroll
+        for (int e = 0; e < 8; e++)
+            while ((unsigned)(x[e] >> 60) != tg) x[e] = ld_rlx64(at(e));
+    }
+#pragma unroll
+    for (int e = 0; e < 8; e++) x[e] = A::xget(x[e]);
 }
 #ifndef FHE_EMU
 // Group g's barrier (named barrier 1 + g, its 128 threads).
@@ -1854,6 +1929,9 @@ struct PairLines {
     __device__ __forceinline__ uint32_t col(uint32_t l) const {
         return (uint32_t)coff + 8 * k + (l & 7);
     }
+    // The same line in the group's exchange region (no component offset).
+    __device__ __forceinline__ uint32_t xrow(uint32_t l) const { return row(l) * SUB; }
+    __device__ __forceinline__ uint32_t xcol(uint32_t l) const { return 8 * k + (l & 7); }
 };
 // The paired kernels' column tile word of (tile line c, index a): line c ^ 8 in the rows a
 // where bit 0 of a ^ (a >> 1) is set, so that every column round's warp access (8 lines of one
@@ -1872,11 +1950,11 @@ struct PairThread {
     __device__ __forceinline__ uint32_t chi() const { return t >> 3; }
 };
 // Group g's limb barrier: its 2 CL groups (one per block of the prime) meet on ctr (as
-// limb_sync, for 128 threads).
+// limb_sync, for 128 threads, without the fence: the exchange words are tagged instead,
+// decision 0514; the fence cost ~0.5 us per launch, run 217).
 __device__ __forceinline__ void pair_sync(const PairThread& th, unsigned* ctr, unsigned target) {
     gsync(th.g);
     if (th.t == 0) {
-        __threadfence();
         atomicAdd(ctr, 1u);
         while ((int)(ld_acquire(ctr) - target) < 0) {
         }
@@ -1916,6 +1994,10 @@ __device__ __forceinline__ void gp_col_mid(u64* s, uint32_t line, uint32_t ah, u
 struct GpRole {
     uint32_t y, c;
 };
+// Role r's exchange region (see GP_TAGS).
+__device__ __forceinline__ u64* gp_xch(u64* xch, const GpRole& r) {
+    return xch + (2 * (u64)r.y + r.c) * NN;
+}
 __device__ __forceinline__ GpRole gp_role(uint32_t g, const Prime* __restrict__ primes,
                                           uint32_t prime_off) {
     const uint32_t L = gridDim.y;
@@ -1941,17 +2023,17 @@ struct GpGroup {
 template <class A>
 __device__ __forceinline__ void gp_fwd(u64* s, const GpGroup& G, const u64* __restrict__ in,
                                        u64* __restrict__ out, const WP* __restrict__ tw, u64 ys,
-                                       u64 zs, unsigned* sync_ctr) {
+                                       u64 zs, unsigned* sync_ctr, u64* xch) {
     const PairThread& th = G.th;
     const GpRole r = G.r;
     const u64 q = G.q;
     u64* sr = s + CL_WORDS;
     const PairLines lines{blockIdx.x, r.c * zs};
     unsigned* ctr = pair_ctr(sync_ctr, r.y, r.c);
-    unsigned target = 0;
-    if (th.t == 0) target = pair_target(ctr);
+    const unsigned target = pair_target(ctr), tg = gp_tag(target);
     const u64* base = in + r.y * ys;
     u64* limb = out + r.y * ys;
+    u64* xl = gp_xch(xch, r);
     {
         // Column phase of the group's component (gs_fwd_cols_at's rounds): line lo, index
         // a = hi + 16e.
@@ -1971,18 +2053,20 @@ __device__ __forceinline__ void gp_fwd(u64* s, const GpGroup& G, const u64* __re
             const uint32_t a = 2 * (hi + 16 * i);
             u64 x0 = s[gp_cw(lo, a)], x1 = s[gp_cw(lo, a + 1)];
             A::template ct<true>(x0, x1, ldwp(tw + 64 + a / 2), q);
-            limb[a * SUB + col] = x0;
-            limb[(a + 1) * SUB + col] = x1;
+            st_rlx64(xl + a * SUB + lines.xcol(lo), A::xput_fwd(x0, q, tg));
+            st_rlx64(xl + (a + 1) * SUB + lines.xcol(lo), A::xput_fwd(x1, q, tg));
         }
         if (th.g == 0 && blockDim.x == GS_THREADS) gate_open();  // no group 1: no gate
     }
-    pair_sync(th, ctr, target);  // every column of the group's component is in out
+    pair_sync(th, ctr, target);  // every group has read its input (in place: see GP_TAGS)
     const uint32_t lo = th.tid % 16, hi = th.tid / 16;
     {
-        // Row phase, round 1: b = lo + 16e of tile row hi.
+        // Row phase, round 1: b = lo + 16e of tile row hi, from the exchange.
         u64 x[8];
+        const u64* xr = xl + lines.xrow(hi) + lo;
 #pragma unroll
-        for (int e = 0; e < 8; e++) x[e] = ldcg(limb + lines.roff(hi) + lo + 16 * e);
+        for (int e = 0; e < 8; e++) x[e] = ld_rlx64(xr + 16 * e);
+        xch_take<A>(x, [&](int e) { return xr + 16 * e; }, tg);
         fwd8<A, 2>(x, tw7(tw, SUB + lines.row(hi)), q);
 #pragma unroll
         for (int e = 0; e < 8; e++) sr[gs_rw(hi, lo + 16 * e)] = x[e];
@@ -2000,15 +2084,15 @@ __device__ __forceinline__ void gp_fwd(u64* s, const GpGroup& G, const u64* __re
 }
 GS_KERNEL ntt_fwd_gp(const u64* __restrict__ in, u64* __restrict__ out,
                      const Prime* __restrict__ primes, const WP* __restrict__ twf,
-                     uint32_t prime_off, u64 ys, u64 zs, unsigned* sync_ctr) {
+                     uint32_t prime_off, u64 ys, u64 zs, unsigned* sync_ctr, u64* xch) {
     CL_SHARED(s);
     grid_dep_wait();
     const GpGroup G(primes, prime_off);
     const WP* tw = twf + (u64)G.pid * NN;
     if (G.q < F64_Q) {
-        gp_fwd<LooseF>(s, G, in, out, tw, ys, zs, sync_ctr);
+        gp_fwd<LooseF>(s, G, in, out, tw, ys, zs, sync_ctr, xch);
     } else {
-        gp_fwd<Loose>(s, G, in, out, tw, ys, zs, sync_ctr);
+        gp_fwd<Loose>(s, G, in, out, tw, ys, zs, sync_ctr, xch);
     }
 }
 // The inverse of group G's lines (its role G.r) by paired blocks (as gp_fwd, rows first),
@@ -2016,17 +2100,18 @@ GS_KERNEL ntt_fwd_gp(const u64* __restrict__ in, u64* __restrict__ out,
 template <class A>
 __device__ __forceinline__ void gp_inv(u64* s, const GpGroup& G, const u64* __restrict__ in,
                                        u64* __restrict__ out, const WP* __restrict__ tw,
-                                       const Post& c, u64 ys, u64 zs, unsigned* sync_ctr) {
+                                       const Post& c, u64 ys, u64 zs, unsigned* sync_ctr,
+                                       u64* xch) {
     const PairThread& th = G.th;
     const GpRole r = G.r;
     const u64 q = G.q;
     u64* sr = s + CL_WORDS;
     const PairLines lines{blockIdx.x, r.c * zs};
     unsigned* ctr = pair_ctr(sync_ctr, r.y, r.c);
-    unsigned target = 0;
-    if (th.t == 0) target = pair_target(ctr);
+    const unsigned target = pair_target(ctr), tg = gp_tag(target);
     const u64* src = in + r.y * ys;
     u64* limb = out + r.y * ys;
+    u64* xl = gp_xch(xch, r);
     {
         // Row phase (gs_inv_ntt's rounds), round 1: pairs b = 2 (lo + 16i) of tile row hi.
         const uint32_t lo = th.tid % 16, hi = th.tid / 16, row = lines.row(hi);
@@ -2050,22 +2135,29 @@ __device__ __forceinline__ void gp_inv(u64* s, const GpGroup& G, const u64* __re
         // gp_fwd: run 163 (harness) measured the inverse 0.3 us quicker per launch this way,
         // the forward 0.05-0.1 us slower (and 0.35 slower a round earlier).
         if (th.g == 0 && blockDim.x == GS_THREADS) gate_open();  // no group 1: no gate
-        // Round 3: b = lo + 16e of row hi, into the output limb.
+        // Round 3: b = lo + 16e of row hi, into the exchange.
 #pragma unroll
         for (int e = 0; e < 8; e++) x[e] = sr[gs_rw(hi, lo + 16 * e)];
         inv8<A>(x, tw7(tw, SUB + row), q);
+        u64* xr = xl + lines.xrow(hi) + lo;
 #pragma unroll
-        for (int e = 0; e < 8; e++) limb[lines.roff(hi) + lo + 16 * e] = A::mid(x[e], q);
+        for (int e = 0; e < 8; e++) st_rlx64(xr + 16 * e, A::xput_inv(x[e], q, tg));
     }
-    pair_sync(th, ctr, target);  // every row of the group's component is in out
+    pair_sync(th, ctr, target);  // every group has read its input (in place: see GP_TAGS)
     {
-        // Column phase: line lo, pairs a = 2 (hi + 16i), then a = hi + 16e.
+        // Column phase: line lo, pairs a = 2 (hi + 16i), then a = hi + 16e; x[2i + j] is the
+        // exchange's row 2 (hi + 16i) + j.
         const uint32_t lo = th.cline(), hi = th.chi(), col = lines.col(lo);
+        const u64* xc = xl + lines.xcol(lo);
+        const auto at = [&](int e) { return xc + (2 * (hi + 16 * (e / 2)) + e % 2) * SUB; };
         u64 x[8];
+#pragma unroll
+        for (int e = 0; e < 8; e++) x[e] = ld_rlx64(at(e));
+        xch_take<A>(x, at, tg);
 #pragma unroll
         for (int i = 0; i < 4; i++) {
             const uint32_t a = 2 * (hi + 16 * i);
-            u64 x0 = ldcg(limb + a * SUB + col), x1 = ldcg(limb + (a + 1) * SUB + col);
+            u64 x0 = x[2 * i], x1 = x[2 * i + 1];
             A::gs(x0, x1, ldwp(tw + 64 + a / 2), q);
             s[gp_cw(lo, a)] = x0;
             s[gp_cw(lo, a + 1)] = x1;
@@ -2083,15 +2175,15 @@ __device__ __forceinline__ void gp_inv(u64* s, const GpGroup& G, const u64* __re
 GS_KERNEL ntt_inv_gp(const u64* __restrict__ in, u64* __restrict__ out,
                      const Prime* __restrict__ primes, const WP* __restrict__ twi,
                      const Post* __restrict__ post, uint32_t prime_off, u64 ys, u64 zs,
-                     unsigned* sync_ctr) {
+                     unsigned* sync_ctr, u64* xch) {
     CL_SHARED(s);
     grid_dep_wait();
     const GpGroup G(primes, prime_off);
     const WP* tw = twi + (u64)G.pid * NN;
     if (G.q < F64_Q) {
-        gp_inv<LooseF>(s, G, in, out, tw, post[G.pid], ys, zs, sync_ctr);
+        gp_inv<LooseF>(s, G, in, out, tw, post[G.pid], ys, zs, sync_ctr, xch);
     } else {
-        gp_inv<Loose>(s, G, in, out, tw, post[G.pid], ys, zs, sync_ctr);
+        gp_inv<Loose>(s, G, in, out, tw, post[G.pid], ys, zs, sync_ctr, xch);
     }
 }
 

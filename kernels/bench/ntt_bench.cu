@@ -537,6 +537,12 @@ int main(int argc, char** argv) {
     // paired kernels' component 1 counts on word 2 (y + GP_CTR2) + 1.
     CK(cudaMalloc(&ctr, 64 * 512 * 4));
     CK(cudaMemset(ctr, 0, 64 * 512 * 4));
+    // Each region's exchange scratch of the paired kernels (2 N words per limb row, zeroed with
+    // the counters, as the engine's: decision 0514).
+    u64* xch;
+    const size_t xch_words = 2 * (size_t)limbs * NN;
+    CK(cudaMalloc(&xch, 64 * xch_words * 8));
+    CK(cudaMemset(xch, 0, 64 * xch_words * 8));
     CK(cudaMemcpy(in, h.data(), words * sets * 8, cudaMemcpyHostToDevice));
     CK(cudaMemcpy(dp, primes.data(), 9 * sizeof(Prime), cudaMemcpyHostToDevice));
     CK(cudaMemcpy(dtw, tw.data(), tw.size() * sizeof(WP), cudaMemcpyHostToDevice));
@@ -636,7 +642,9 @@ int main(int argc, char** argv) {
     auto launch = [&](int which, int set) -> cudaError_t {
         const u64* src = in + (size_t)set * words;
         u64* dst = out + (size_t)set * words;
-        unsigned* c = ctr + (region++ % 64) * 512;
+        const unsigned reg = region++ % 64;
+        unsigned* c = ctr + reg * 512;
+        u64* xc = xch + reg * xch_words;
         const WP* nopre = nullptr;
         uint32_t off = 0, mode = 0, ginv = 0, soff = 0, sbz = 0;
         u64 ys = NN, zs = (u64)limbs * NN;
@@ -783,11 +791,16 @@ int main(int argc, char** argv) {
             // because nothing else runs; run 170 timed what the cooperative launch costs).
             if (comps != 2) return cudaErrorInvalidValue;
             static const bool coop = getenv("GP_PLAIN") == nullptr;
+            // One counter region and exchange scratch, as one engine stream's (the scratch
+            // stays in L2 between launches; cycling 64 regions' scratch, 128 MiB, did not:
+            // run 220).
+            c = ctr;
+            xc = xch;
             if (which == 46) {
-                void* args[] = {&src, &dst, &dp, &dtw, &off, &ys, &zs, &c};
+                void* args[] = {&src, &dst, &dp, &dtw, &off, &ys, &zs, &c, &xc};
                 return go((void*)ntt_fwd_gp, dim3(16, limbs, 1), dim3(GS_THREADS), args, coop);
             }
-            void* args[] = {&src, &dst, &dp, &dtw, &dpostf, &off, &ys, &zs, &c};
+            void* args[] = {&src, &dst, &dp, &dtw, &dpostf, &off, &ys, &zs, &c, &xc};
             return go((void*)ntt_inv_gp, dim3(16, limbs, 1), dim3(GS_THREADS), args, coop);
         } else if (which == 54 || which == 55) {
             // Rows 50-53: the paired kernels by a plain launch in clusters of 16 along x (the
@@ -795,11 +808,13 @@ int main(int argc, char** argv) {
             // co-scheduled by the hardware, so no cooperative launch; run 103's probe: such a
             // launch costs ~0.35 us less per single call than a cooperative one).
             if (comps != 2) return cudaErrorInvalidValue;
+            c = ctr;  // one region, as rows 46-49
+            xc = xch;
             if (which == 54) {
-                void* args[] = {&src, &dst, &dp, &dtw, &off, &ys, &zs, &c};
+                void* args[] = {&src, &dst, &dp, &dtw, &off, &ys, &zs, &c, &xc};
                 return go((void*)ntt_fwd_gp, dim3(16, limbs, 1), dim3(GS_THREADS), args, false, 16);
             }
-            void* args[] = {&src, &dst, &dp, &dtw, &dpostf, &off, &ys, &zs, &c};
+            void* args[] = {&src, &dst, &dp, &dtw, &dpostf, &off, &ys, &zs, &c, &xc};
             return go((void*)ntt_inv_gp, dim3(16, limbs, 1), dim3(GS_THREADS), args, false, 16);
         } else if (which == 42 || which == 43 || which == 44) {
             void* args[] = {&src, &dst, &dp, &dtw, &nopre, &off, &ys, &zs, &ys, &zs,

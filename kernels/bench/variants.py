@@ -297,8 +297,10 @@ __device__ __forceinline__ bool gp_mixed(const Prime* __restrict__ primes, uint3
         }
 """)
     INV_MID = "limb[lines.roff(hi) + lo + 16 * e] = A::mid(x[e], q);"
-    assert src.count(INV_MID) == 1
-    variants["invnomid"] = src.replace(INV_MID, "limb[lines.roff(hi) + lo + 16 * e] = x[e];")
+    if src.count(INV_MID) == 1:
+        variants["invnomid"] = src.replace(INV_MID, "limb[lines.roff(hi) + lo + 16 * e] = x[e];")
+    else:
+        print("invnomid: skipped (the exchange's mid is in xput_inv since decision 0514)")
     # allf64 (wrong words on the wide prime): LooseF for every group of the paired kernels, the
     # bound of what the wide prime's integer groups still cost in the current layout.
     WIDE = "    if (G.q < F64_Q) {\n"
@@ -315,7 +317,10 @@ __device__ __forceinline__ bool gp_mixed(const Prime* __restrict__ primes, uint3
     F1 = "        for (int e = 0; e < 8; e++) s[gp_cw(lo, hi + 16 * e)] = x[e];\n        gsync(th.g);\n"
     F2 = "        gp_col_mid<true, 2, A>(s, lo, hi >> 1, hi & 1, tw, q);\n        gsync(th.g);\n"
     I1 = "        inv_rows_first<A>(sr, x, tw, row, lo, hi, q);\n        gsync(th.g);\n"
+    # The inverse's first-phase stores: into the output before decision 0514, the exchange after.
     IST = "        for (int e = 0; e < 8; e++) limb[lines.roff(hi) + lo + 16 * e] = A::mid(x[e], q);\n"
+    if IST not in src:
+        IST = "        for (int e = 0; e < 8; e++) st_rlx64(xr + 16 * e, A::xput_inv(x[e], q, tg));\n"
     for a in (F1, F2, I1, IST):
         assert src.count(a) == 1, a
     # mx: nogatemix with every block waiting again; UNI opens the uniform blocks' gate, MIXO the
@@ -676,6 +681,14 @@ __device__ __forceinline__ void tag_fix(u64 (&x)[8], At at, unsigned tg, unsigne
 """)
     variants["gptag3"] = v
 
+# The forty-second session's exchange probes above (fwx2, gpnosync, gpnofence, gpnowait, gptag,
+# gptag2, gptag3) and gpnofencew / gpnofencef below patch the paired kernels before decision 0514
+# (gptag3 is now the kernels' exchange): `git show 81e1a02:kernels/ckks.cu > /tmp/ckks-81e1a02.cu`
+# and pass src= that file to write them.
+if "gptag" not in variants:
+    print("fwx2 gpnosync gpnofence gpnowait gptag gptag2 gptag3 gpnofencew gpnofencef: skipped "
+          "(they patch the kernels before decision 0514)")
+
 # gpnofencew / gpnofencef (forty-second session, timing bounds like gpnofence): the fence left
 # out of the limb barrier of the integer (wide-prime) groups only, or of the binary64 groups only.
 # Run 216: gptag (the binary64 groups fence-free, their words tagged) gained nothing. Run 217:
@@ -688,6 +701,19 @@ if src.count(GP_SYNC) == 1 and src.count("    pair_sync(th, ctr, target);  // ev
         v = v.replace("    pair_sync(th, ctr, target);  // every",
                       f"    if ({cond}) pair_sync_nf(th, ctr, target); else pair_sync(th, ctr, target);  // every")
         variants[name] = v
+
+# xchweak (forty-third session, same words; timing only): decision 0514's exchange words by
+# plain stores and ld.global.cg loads (run 219's gptag3 accesses) instead of relaxed 64-bit
+# atomics (asm volatile): what the relaxed form costs, if anything.
+ST_RLX = """    asm volatile("st.relaxed.gpu.global.u64 [%0], %1;" ::"l"(p), "l"(v));
+"""
+# (The first loads only: xch_take's polls stay relaxed loads, which the compiler cannot hoist.)
+XL_F = "        for (int e = 0; e < 8; e++) x[e] = ld_rlx64(xr + 16 * e);\n"
+XL_I = "        for (int e = 0; e < 8; e++) x[e] = ld_rlx64(at(e));\n        xch_take"
+if src.count(ST_RLX) == 1 and src.count(XL_F) == 1 and src.count(XL_I) == 1:
+    v = sub(src, 1, ST_RLX, "    *p = v;\n")
+    v = sub(v, 1, XL_F, XL_F.replace("ld_rlx64(", "ldcg("))
+    variants["xchweak"] = sub(v, 1, XL_I, XL_I.replace("ld_rlx64(", "ldcg("))
 
 for name, text in variants.items():
     if name != "base" and text == src:

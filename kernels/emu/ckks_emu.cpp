@@ -6,6 +6,7 @@
 //
 //   g++ -std=c++20 -O2 -ffp-contract=off -pthread kernels/emu/ckks_emu.cpp -o /tmp/ckks_emu && /tmp/ckks_emu
 #include <barrier>
+#include <chrono>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -110,6 +111,9 @@ static unsigned long long ldcg(const unsigned long long* p) {
 static unsigned ld_acquire(const unsigned* p) { return __atomic_load_n(p, __ATOMIC_ACQUIRE); }
 static unsigned ld_relaxed(const unsigned* p) { return __atomic_load_n(p, __ATOMIC_RELAXED); }
 static void arrive_release(unsigned* p) { __atomic_fetch_add(p, 1u, __ATOMIC_RELEASE); }
+// The paired kernels' exchange words: relaxed 64-bit atomics, as on the device.
+static unsigned long long ld_rlx64(const unsigned long long* p) { return __atomic_load_n(p, __ATOMIC_RELAXED); }
+static void st_rlx64(unsigned long long* p, unsigned long long v) { __atomic_store_n(p, v, __ATOMIC_RELAXED); }
 static unsigned atomicAdd(unsigned* p, unsigned v) { return __atomic_fetch_add(p, v, __ATOMIC_ACQ_REL); }
 static void __threadfence() { __atomic_thread_fence(__ATOMIC_SEQ_CST); }
 // One tile per concurrently running block (up to 2 CL: the paired *_gp kernels).
@@ -416,6 +420,13 @@ static void check_loose() {
                 const u64 wy = mulm(b0 % q, w, q);
                 if (a != addm(a0 % q, wy, q) || b != subm(a0 % q, wy, q)) fail("ct_out", q, a0, b0);
             }
+            {  // the paired kernels' exchange words (decision 0514): canonical under the tag
+                const unsigned tg = 1 + (unsigned)(r() % 14);
+                const u64 f = below(11 * q), v = below(4 * q);
+                const u64 tf = Loose::xput_fwd(f, q, tg), tv = Loose::xput_inv(v, q, tg);
+                if ((unsigned)(tf >> 60) != tg || Loose::xget(tf) != f % q) fail("xput_fwd", q, f, tg);
+                if ((unsigned)(tv >> 60) != tg || Loose::xget(tv) != v % q) fail("xput_inv", q, v, tg);
+            }
             {
                 u64 a = below(4 * q), b = below(4 * q), a0 = a, b0 = b;
                 Loose::gs(a, b, wp, q);
@@ -429,7 +440,7 @@ static void check_loose() {
         failures++;
         std::printf("FAIL loose arithmetic: %zu of %zu trials\n", bad, n);
     } else {
-        std::printf("ok   loose arithmetic (%zu trials x 4 butterflies, 9 primes)\n", n);
+        std::printf("ok   loose arithmetic (%zu trials x 4 butterflies + exchange words, 9 primes)\n", n);
     }
 }
 
@@ -484,6 +495,12 @@ static void check_loosef() {
                 LooseF::ct_out(c, e, wp, q);
                 if (c != addm(md(a0, q), wy, q) || e != subm(md(a0, q), wy, q))
                     fail("ct_out", q, a0, b0);
+                // The exchange word (decision 0514) of a forward word: the tag in bits 60-63,
+                // the same integer back.
+                const unsigned tg = 1 + (unsigned)(r() % 14);
+                const u64 t = LooseF::xput_fwd(dv(a0), q, tg);
+                if ((unsigned)(t >> 60) != tg || iv(LooseF::xget(t)) != a0)
+                    fail("xput_fwd", q, a0, tg);
             }
             {  // inverse: sums up to 2^49 each (x - y up to 2^50)
                 const long long a0 = near(1ll << 49), b0 = near(1ll << 49);
@@ -501,10 +518,22 @@ static void check_loosef() {
                 const long long mi = iv(LooseF::mid(dv(a0 + b0), q));
                 if (2 * (mi < 0 ? -mi : mi) > (long long)q + 2 || md(mi, q) != md(a0 + b0, q))
                     fail("mid", q, a0, b0);
+                const unsigned tg = 1 + (unsigned)(r() % 14);
+                const u64 t = LooseF::xput_inv(dv(a0 + b0), q, tg);
+                if ((unsigned)(t >> 60) != tg || iv(LooseF::xget(t)) != mi)
+                    fail("xput_inv", q, a0 + b0, tg);
             }
             {  // conversions of canonical (and below-4q) words
                 const u64 x = r() % (4 * q);
                 if (iv(LooseF::in(x)) != (long long)x) fail("in", q, (long long)x, 0);
+            }
+            if (i == 0) {  // the exchange's ends: +-0 and the largest forward words
+                for (long long v : {0ll, 15 * (long long)q - 1, 1 - 15 * (long long)q}) {
+                    const u64 t = LooseF::xput_fwd(dv(v), q, 14);
+                    if ((unsigned)(t >> 60) != 14 || iv(LooseF::xget(t)) != v) fail("xput edge", q, v, 0);
+                }
+                const u64 nz = LooseF::xput_fwd(LooseF::b(-0.0), q, 3);
+                if (nz != LooseF::xput_fwd(0, q, 3) || LooseF::xget(nz) != 0) fail("xput -0", q, 0, 0);
             }
         }
     }
@@ -512,7 +541,7 @@ static void check_loosef() {
         failures++;
         std::printf("FAIL binary64 arithmetic: %zu of %zu trials (%d primes)\n", bad, n, primes);
     } else {
-        std::printf("ok   binary64 arithmetic (%zu trials x 6 checks, %d primes)\n", n, primes);
+        std::printf("ok   binary64 arithmetic (%zu trials x 8 checks, %d primes)\n", n, primes);
     }
 }
 
@@ -534,15 +563,16 @@ int main() {
         auto a = random_rows(C, L, off);
         const std::vector<u64> want = ref_fwd_rows(T, a, C, L, off);
         std::vector<unsigned> pctr(2 * (GP_CTR2 + L), 0u);
+        std::vector<u64> pxch(2 * (size_t)L * NN, 0ull);  // the counters' exchange scratch
         std::vector<u64> out(a.size(), ~0ull), back(a.size(), ~0ull);
         launch_cluster(dim3{2 * CL, L, 1}, GS_THREADS, [&] {
-            ntt_fwd_gp(P(a), M(out), PR(T), WPP(T.twf), off, n, cs, pctr.data());
+            ntt_fwd_gp(P(a), M(out), PR(T), WPP(T.twf), off, n, cs, pctr.data(), pxch.data());
         });
         expect_eq("forward NTT, transposed rows (paired blocks)", out,
                   want);
         launch_cluster(dim3{2 * CL, L, 1}, GS_THREADS, [&] {
             ntt_inv_gp(P(out), M(back), PR(T), WPP(T.twi), POSTP(T.n_inv), off, n, cs,
-                       pctr.data());
+                       pctr.data(), pxch.data());
         });
         expect_eq("inverse NTT round trip, transposed rows (paired blocks)", back, a);
         std::vector<u64> a4(a.size()), f4(a.size());
@@ -554,13 +584,13 @@ int main() {
         std::fill(out.begin(), out.end(), ~0ull);
         std::fill(back.begin(), back.end(), ~0ull);
         launch_cluster(dim3{2 * CL, L, 1}, GS_THREADS, [&] {
-            ntt_fwd_gp(P(a4), M(out), PR(T), WPP(T.twf), off, n, cs, pctr.data());
+            ntt_fwd_gp(P(a4), M(out), PR(T), WPP(T.twf), off, n, cs, pctr.data(), pxch.data());
         });
         expect_eq("forward NTT of words below 4q, transposed rows (paired blocks)",
                   out, want);
         launch_cluster(dim3{2 * CL, L, 1}, GS_THREADS, [&] {
             ntt_inv_gp(P(f4), M(back), PR(T), WPP(T.twi), POSTP(T.n_inv), off, n, cs,
-                       pctr.data());
+                       pctr.data(), pxch.data());
         });
         expect_eq("inverse NTT of words below 4q, transposed rows (paired blocks)",
                   back, a);
@@ -571,6 +601,87 @@ int main() {
                             pctr[i]);
                 std::exit(1);
             }
+    }
+    // 1c. The paired kernels' exchange (decision 0514) across launches of one counter region:
+    // 30 launches (more than twice GP_TAGS) of one limb row, both components, alternating
+    // forward / inverse and, every two launches, a binary64 prime (6) / the wide prime (7) on the
+    // same counters and scratch, whose counters wrap past 2^32 on the way; each into an output
+    // holding words under every tag (as a recycled buffer may). After each launch: the words
+    // against the reference, and every scratch word of both regions under the launch's tag.
+    {
+        std::vector<unsigned> xc(2 * (GP_CTR2 + 1), 0u);
+        xc[1] = xc[2 * GP_CTR2 + 1] = 0u - 6u * GP_BLOCKS;
+        std::vector<u64> xs(2 * (size_t)NN, 0ull);
+        size_t bad_words = 0, bad_tags = 0;
+        for (int k = 0; k < 30; k++) {
+            const unsigned off = 6 + (unsigned)(k / 2) % 2;
+            const bool fwd = k % 2 == 0;
+            const u64 n = NN, cs = NN;
+            const auto a = random_rows(2, 1, off);
+            const auto f = ref_fwd_rows(T, a, 2, 1, off);
+            const std::vector<u64>& in = fwd ? a : f;
+            const std::vector<u64>& want = fwd ? f : a;
+            std::vector<u64> out(a.size());
+            for (size_t i = 0; i < out.size(); i++) out[i] = ((u64)(i % 16) << 60) | (rng() >> 4);
+            launch_cluster(dim3{2 * CL, 1, 1}, GS_THREADS, [&] {
+                if (fwd)
+                    ntt_fwd_gp(P(in), M(out), PR(T), WPP(T.twf), off, n, cs, xc.data(), xs.data());
+                else
+                    ntt_inv_gp(P(in), M(out), PR(T), WPP(T.twi), POSTP(T.n_inv), off, n, cs,
+                               xc.data(), xs.data());
+            });
+            for (size_t i = 0; i < out.size(); i++) bad_words += out[i] != want[i];
+            for (unsigned c = 0; c < 2; c++) {
+                const unsigned tg = gp_tag(xc[c == 0 ? 1 : 2 * GP_CTR2 + 1]);
+                for (size_t i = 0; i < NN; i++) bad_tags += (unsigned)(xs[c * NN + i] >> 60) != tg;
+            }
+        }
+        if (bad_words || bad_tags || xc[1] != 24u * GP_BLOCKS || xc[2 * GP_CTR2 + 1] != xc[1]) {
+            failures++;
+            std::printf("FAIL exchange across 30 launches: %zu words wrong, %zu scratch words "
+                        "not under their launch's tag, counters %u %u\n",
+                        bad_words, bad_tags, xc[1], xc[2 * GP_CTR2 + 1]);
+        } else {
+            std::printf("ok   exchange across 30 launches (tags wrap, counters wrap, binary64 and "
+                        "wide primes on one region, recycled outputs)\n");
+        }
+    }
+    // 1d. xch_take's second look: eight words under the previous tag that another thread
+    // replaces one by one after the first check; the words come back untagged, for both kinds.
+    {
+        size_t bad = 0;
+        for (int kind = 0; kind < 2; kind++) {
+            const unsigned tg = 1 + (unsigned)kind * 13;  // 1 (after 14) and 14
+            const unsigned old = tg == 1 ? GP_TAGS : tg - 1;
+            const u64 q = QS[kind == 0 ? 7 : 6];
+            std::vector<u64> mem(8);
+            auto put = [&](u64 v, unsigned g) {
+                return kind == 0 ? Loose::xput_fwd(v, q, g)
+                                 : LooseF::xput_fwd(LooseF::b((double)v), q, g);
+            };
+            for (int e = 0; e < 8; e++) mem[e] = put(1000 + e, old);
+            u64 x[8];
+            for (int e = 0; e < 8; e++) x[e] = mem[e];
+            std::thread wr([&] {
+                for (int e = 7; e >= 0; e--) {
+                    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+                    st_rlx64(&mem[e], put(7 * (u64)e + 5, tg));
+                }
+            });
+            auto at = [&](int e) { return (const u64*)&mem[e]; };
+            if (kind == 0) xch_take<Loose>(x, at, tg); else xch_take<LooseF>(x, at, tg);
+            wr.join();
+            for (int e = 0; e < 8; e++) {
+                const u64 got = kind == 0 ? x[e] : (u64)(long long)LooseF::d(x[e]);
+                bad += got != 7 * (u64)e + 5;
+            }
+        }
+        if (bad) {
+            failures++;
+            std::printf("FAIL xch_take after late words: %zu of 16 words wrong\n", bad);
+        } else {
+            std::printf("ok   xch_take waits for late words (integer and binary64)\n");
+        }
     }
     // 1. forward / inverse NTT over 2 components x 3 limbs from prime id 5 (5, 6, 7).
     {
@@ -635,18 +746,19 @@ int main() {
         // first limb's counters start just below 2^32 so their targets wrap.
         if (C == 2) {
             std::vector<unsigned> pctr(2 * (GP_CTR2 + L), 0u);
+            std::vector<u64> pxch(2 * (size_t)L * NN, 0ull);
             pctr[1] = 0u - 2u * CL;
             pctr[2 * GP_CTR2 + 1] = 0u - 2u * CL;
             const std::vector<unsigned> pctr0 = pctr;
             auto fwd_gp = [&](const std::vector<u64>& in, std::vector<u64>& out) {
                 launch_cluster(dim3{2 * CL, L, 1}, GS_THREADS, [&] {
-                    ntt_fwd_gp(P(in), M(out), PR(T), WPP(T.twf), off, n, cs, pctr.data());
+                    ntt_fwd_gp(P(in), M(out), PR(T), WPP(T.twf), off, n, cs, pctr.data(), pxch.data());
                 });
             };
             auto inv_gp = [&](const std::vector<u64>& in, std::vector<u64>& out) {
                 launch_cluster(dim3{2 * CL, L, 1}, GS_THREADS, [&] {
                     ntt_inv_gp(P(in), M(out), PR(T), WPP(T.twi), POSTP(T.n_inv), off, n, cs,
-                               pctr.data());
+                               pctr.data(), pxch.data());
                 });
             };
             std::vector<u64> out_p(a.size(), ~0ull), back_p(a.size(), ~0ull);
@@ -681,6 +793,7 @@ int main() {
             // per limb; component 1's words must stay untouched, only component 0's counters
             // move.
             std::vector<unsigned> c1(2 * (GP_CTR2 + L), 0u);
+            std::vector<u64> x1(2 * (size_t)L * NN, 0ull);
             std::vector<u64> o1(a.size(), ~0ull), b1(a.size(), ~0ull);
             const size_t one = (size_t)L * NN;
             std::vector<u64> want1(a.size(), ~0ull), a1(a.size(), ~0ull);
@@ -688,12 +801,12 @@ int main() {
             std::copy(a.begin(), a.begin() + one, a1.begin());
             for (int rep = 0; rep < 2; rep++) {
                 launch_cluster(dim3{2 * CL, L, 1}, GS_THREADS / 2, [&] {
-                    ntt_fwd_gp(P(a), M(o1), PR(T), WPP(T.twf), off, n, cs, c1.data());
+                    ntt_fwd_gp(P(a), M(o1), PR(T), WPP(T.twf), off, n, cs, c1.data(), x1.data());
                 });
                 expect_eq("forward NTT 1 x 3 limbs (paired kernel, one group)", o1, want1);
                 launch_cluster(dim3{2 * CL, L, 1}, GS_THREADS / 2, [&] {
                     ntt_inv_gp(P(o1), M(b1), PR(T), WPP(T.twi), POSTP(T.n_inv), off, n, cs,
-                               c1.data());
+                               c1.data(), x1.data());
                 });
                 expect_eq("inverse NTT round trip 1 x 3 limbs (paired kernel, one group)", b1, a1);
             }

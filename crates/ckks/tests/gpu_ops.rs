@@ -880,6 +880,121 @@ fn paired_ntts_between_other_synced_kernels_stay_exact() {
     );
 }
 
+/// Decision 0514: the paired NTT kernels exchange tagged words (tags 1-14 in bits 60-63, from
+/// the stream's counters) through the stream's exchange scratch and never read the output, so
+/// nothing a recycled output holds can pass for an exchanged word. For each poison byte
+/// 0x1A..0xEA (every reused word under tag 1..14), 14 consecutive paired NTTs of a level-1
+/// ciphertext (a wide and a binary64 limb row) on one stream, alternating direction: every
+/// pairing of the output's tag with the launch's tag, exact each time.
+#[test]
+fn paired_ntts_exact_into_outputs_under_every_tag() {
+    let Some(fx) = fixture() else { return };
+    fx.gpu.set_ntt_kernels(NttKernels::GlobalSync);
+    let ct = fresh(&fx.cpu, 50, 1);
+    let ct_ntt = fx
+        .cpu
+        .coefficient_domain_to_ntt_domain(&ct)
+        .expect("cpu ntt");
+    let (d, dn) = (fx.up(&ct), fx.up(&ct_ntt));
+    let paired = fx.gpu.paired_ntt_launches();
+    for tag in 1..=14u8 {
+        for j in 0..14 {
+            let byte = (tag << 4) | 0x0A;
+            fx.gpu
+                .poison_pool_with(4 * 9 * 16384 * 9, byte, &fx.stream)
+                .expect("poison");
+            let (what, want, got) = if j % 2 == 0 {
+                (
+                    "NTT",
+                    &ct_ntt,
+                    fx.gpu.coefficient_domain_to_ntt_domain(&d, &fx.stream),
+                )
+            } else {
+                (
+                    "INTT",
+                    &ct,
+                    fx.gpu.ntt_domain_to_coefficient_domain(&dn, &fx.stream),
+                )
+            };
+            let got = got.unwrap_or_else(|e| panic!("{what}: {e}"));
+            let host = fx
+                .gpu
+                .download_ciphertext(&got, &fx.stream)
+                .expect("download");
+            common::assert_same_words(
+                &format!("{what} {j} into words under tag {tag} (poison {byte:#04x})"),
+                &host,
+                want,
+            );
+        }
+    }
+    assert_eq!(
+        fx.gpu.paired_ntt_launches() - paired,
+        14 * 14,
+        "every NTT ran the paired kernels"
+    );
+}
+
+/// Decision 0514's scratch across many launches: 40 paired NTTs on one stream (the 4-bit
+/// tags wrap almost three times), cycling the level so that one limb row's counter region
+/// serves binary64 and wide primes in turn, each exact; the scratch is made once per stream
+/// that runs a paired launch (2 N words per prime: `exchange_bytes`), none before.
+#[test]
+fn paired_ntts_stay_exact_across_tag_wraps_and_levels() {
+    let Some(fx) = fixture() else { return };
+    fx.gpu.set_ntt_kernels(NttKernels::GlobalSync);
+    assert_eq!(
+        fx.gpu.exchange_bytes(),
+        (0, 0),
+        "no scratch before a paired launch"
+    );
+    let levels = [6usize, 0, 3, 1, 5];
+    let cases: Vec<_> = levels
+        .iter()
+        .map(|&level| {
+            let ct = fresh(&fx.cpu, 60 + level as u64, level);
+            let ct_ntt = fx
+                .cpu
+                .coefficient_domain_to_ntt_domain(&ct)
+                .expect("cpu ntt");
+            (level, fx.up(&ct), fx.up(&ct_ntt), ct, ct_ntt)
+        })
+        .collect();
+    let paired = fx.gpu.paired_ntt_launches();
+    for i in 0..40 {
+        let (level, d, dn, ct, ct_ntt) = &cases[i % levels.len()];
+        if (i / levels.len()).is_multiple_of(2) {
+            fx.check(&format!("launch {i}: NTT at level {level}"), ct_ntt, || {
+                fx.gpu.coefficient_domain_to_ntt_domain(d, &fx.stream)
+            });
+        } else {
+            fx.check(&format!("launch {i}: INTT at level {level}"), ct, || {
+                fx.gpu.ntt_domain_to_coefficient_domain(dn, &fx.stream)
+            });
+        }
+    }
+    assert_eq!(fx.gpu.paired_ntt_launches() - paired, 40);
+    let per_stream = 2 * 9 * 16384 * 8;
+    assert_eq!(
+        fx.gpu.exchange_bytes(),
+        (1, per_stream),
+        "one stream's scratch"
+    );
+    let other = fx.gpu.stream().expect("stream");
+    let (_, d, _, _, want) = &cases[0];
+    let got = fx
+        .gpu
+        .coefficient_domain_to_ntt_domain(d, &other)
+        .expect("ntt on another stream");
+    let host = fx.gpu.download_ciphertext(&got, &other).expect("download");
+    common::assert_same_words("NTT on a second stream", &host, want);
+    assert_eq!(
+        fx.gpu.exchange_bytes(),
+        (2, 2 * per_stream),
+        "a scratch per stream"
+    );
+}
+
 #[test]
 fn rotate_with_key_matches_cpu_for_several_steps_and_levels() {
     let Some(fx) = fixture() else { return };

@@ -109,6 +109,8 @@ fn kernels_pass_the_host_emulator() {
         "forward NTT of signed rows shared by every limb (two-pass)",
         "forward NTT 2 x 3 limbs (paired blocks)",
         "inverse NTT round trip (paired blocks)",
+        "exchange across 30 launches",
+        "xch_take waits for late words",
         "ModUp as a work queue (global exchange)",
         "key inner product + inverse NTT (global exchange)",
         "relinearize inner product, rows added times P (global exchange)",

@@ -262,6 +262,18 @@ const _: () = assert!(2 * (2 * GP_CTR2 - 1) + 1 < 2 * SYNC_SLOTS);
 /// that needs it); launches on further streams run the cluster kernels, which need none.
 const MAX_SYNC_STREAMS: usize = 1024;
 
+/// One stream's barrier state (see `CudaEngine::sync_streams`).
+struct StreamSync {
+    /// The `*_gs` / `*_gp` kernels' counters, then `ntt_fwd_gq`'s queue state
+    /// (`STREAM_STATE_WORDS` words, zeroed before the stream's first launch that reads them).
+    state: DeviceBuffer<u32>,
+    /// The paired NTT kernels' exchange scratch (decision 0514): `2 x gp_rows x N` words, two
+    /// regions of N per limb row (one per component), made and zeroed on the stream's first
+    /// paired launch. Each word is zero or holds the tag of the last launch that counted on
+    /// its region's counter (kernels/ckks.cu, `GP_TAGS`), so it lives as long as the counters.
+    xch: Option<DeviceBuffer<u32>>,
+}
+
 /// Which kernels run the engine's NTTs and key switches. Every choice gives the same words;
 /// they differ in speed (docs/perf.md, decision 0503) and in what the driver must support.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -790,6 +802,20 @@ fn stream_key(stream: &Stream) -> usize {
     stream.as_inner() as usize
 }
 
+/// `words` 32-bit words of device memory for work on `stream`, zeroed in stream order (the
+/// engine's per-stream barrier state and exchange scratch, kept until the engine is dropped).
+fn zeroed_words(op: &'static str, words: usize, stream: &Stream) -> Result<DeviceBuffer<u32>> {
+    // SAFETY: a stream-ordered allocation that only work on `stream` uses, zeroed on `stream`
+    // before any kernel reads it; the engine keeps it until it is dropped.
+    let mut buf = drv(op, unsafe {
+        DeviceBuffer::<u32>::uninitialized_async(words, stream)
+    })?;
+    // SAFETY: an enqueued fill of the live buffer above, ordered before every launch on
+    // `stream` that reads it.
+    drv(op, unsafe { buf.set_32_async(0, stream) })?;
+    Ok(buf)
+}
+
 /// Keeps `buf` in `bins` for the next allocation of its length on `stream`, or frees it in
 /// stream order when recycling is off or the bins are full.
 fn recycle_into(
@@ -1194,8 +1220,9 @@ pub struct CudaEngine {
     // are); launches on different streams, which may run at the same time, never share it. A
     // stream handle comes back only after the destroyed stream's work has completed (the
     // driver releases it then), so a new stream with an old handle inherits idle state.
+    // The paired NTT kernels' exchange scratch sits beside the counters (StreamSync::xch).
     // Before `_cu`: freed while the context is retained.
-    sync_streams: Mutex<rustc_hash::FxHashMap<usize, DeviceBuffer<u32>>>,
+    sync_streams: Mutex<rustc_hash::FxHashMap<usize, StreamSync>>,
     // Result and scratch buffers freed in stream order, for the next allocation of their
     // length on the same stream (crate::recycle). Before `_cu`: its buffers are freed while
     // the context is still retained (values hold clones and may free theirs later).
@@ -1528,11 +1555,25 @@ impl CudaEngine {
 
     /// How many streams hold barrier state of their own (4 KiB of device memory each, made on
     /// a stream's first launch of a kernel whose blocks meet across the device: the
-    /// [`NttKernels::GlobalSync`] NTT and key-switch kernels). Launches on different streams
-    /// never share it, so they may run at the same time.
+    /// [`NttKernels::GlobalSync`] NTT and key-switch kernels; plus the paired NTT kernels'
+    /// exchange scratch, [`Self::exchange_bytes`], on a stream's first paired launch).
+    /// Launches on different streams never share it, so they may run at the same time.
     #[must_use]
     pub fn barrier_streams(&self) -> usize {
         self.sync_streams.lock().len()
+    }
+
+    /// Device memory held for the paired NTT kernels' exchange (`ntt_fwd_gp` / `ntt_inv_gp`,
+    /// decision 0514): `(streams, bytes)`, the streams that ran a paired launch and the bytes
+    /// their exchange scratch takes together (2 x N words per prime of the chain per stream:
+    /// 2.25 MiB at the preset's 9 primes). Held until the engine is dropped, like the counters
+    /// beside it.
+    #[must_use]
+    pub fn exchange_bytes(&self) -> (usize, u64) {
+        let map = self.sync_streams.lock();
+        map.values()
+            .filter_map(|s| s.xch.as_ref())
+            .fold((0, 0), |(n, b), x| (n + 1, b + 4 * x.len() as u64))
     }
 
     /// The most streams that get barrier state ([`Self::barrier_streams`]); launches on
@@ -1664,10 +1705,12 @@ impl CudaEngine {
 
     /// Launches a paired NTT kernel (`ntt_fwd_gp` / `ntt_inv_gp`: the `comps` (1 or 2)
     /// components of each of `limbs` limbs, 2 x CL_BLOCKS blocks per limb, 128 threads per
-    /// component) as [`Self::launch_gs`] does, counting it in `paired_launches`; `Ok(false)`:
-    /// nothing enqueued (also for more than `GP_CTR2` limbs or other component counts), the
-    /// caller runs the `*_gs` kernel. One component takes half the blocks' threads and spreads
-    /// a limb over twice the SMs the `*_gs` kernels use.
+    /// component) cooperatively with the stream's counters and exchange scratch appended
+    /// ([`Self::gp_state`]), counting it in `paired_launches`; `Ok(false)`: nothing enqueued
+    /// (also for more limbs than [`Self::gp_rows`], other component counts, more blocks than
+    /// one wave holds, a stream without barrier state), the caller runs the `*_gs` kernel.
+    /// One component takes half the blocks' threads and spreads a limb over twice the SMs the
+    /// `*_gs` kernels use.
     fn launch_gp(
         &self,
         op: &'static str,
@@ -1677,12 +1720,27 @@ impl CudaEngine {
         stream: &Stream,
         args: &[Arg],
     ) -> Result<bool> {
-        if limbs > GP_CTR2 || !(1..=2).contains(&comps) {
+        if limbs > self.gp_rows() || !(1..=2).contains(&comps) {
             return Ok(false);
         }
         let block = GS_THREADS / 2 * comps as u32;
         let grid = (2 * CL_BLOCKS, limbs as u32, 1);
-        let launched = self.launch_synced(op, kernel, grid, block, stream, args)?;
+        if grid.0 as usize * limbs > self.gs_capacity as usize {
+            return Ok(false);
+        }
+        let Some((ctr, xch)) = self.gp_state(op, stream)? else {
+            return Ok(false);
+        };
+        let launched = self.try_launch(
+            op,
+            kernel,
+            grid,
+            block,
+            stream,
+            args,
+            &[Arg::U64(ctr), Arg::U64(xch)],
+            true,
+        )?;
         if launched {
             self.paired_launches
                 .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
@@ -1862,24 +1920,51 @@ impl CudaEngine {
     /// launch that needs it; `None` once MAX_SYNC_STREAMS streams hold state (the caller runs
     /// kernels that need none).
     fn sync_state(&self, op: &'static str, stream: &Stream) -> Result<Option<u64>> {
+        Ok(self.sync_entry(op, stream, false)?.map(|(state, _)| state))
+    }
+
+    /// The limb rows a paired NTT launch may span: one per prime of the chain (a launch's rows
+    /// are primes `prime_off..prime_off + limbs`), at most `GP_CTR2` (the counters' layout).
+    fn gp_rows(&self) -> usize {
+        self.moduli.len().min(GP_CTR2)
+    }
+
+    /// `stream`'s counters and exchange scratch for a paired NTT launch (see
+    /// [`Self::sync_state`]; the scratch made and zeroed in stream order on the first).
+    fn gp_state(&self, op: &'static str, stream: &Stream) -> Result<Option<(u64, u64)>> {
+        Ok(self
+            .sync_entry(op, stream, true)?
+            .and_then(|(state, xch)| xch.map(|x| (state, x))))
+    }
+
+    /// The addresses of `stream`'s barrier state and (made when `xch` asks for it, else as it
+    /// is) its exchange scratch; `None` once MAX_SYNC_STREAMS streams hold state. Each buffer
+    /// is made in stream order and zeroed on `stream` before any launch that reads it.
+    fn sync_entry(
+        &self,
+        op: &'static str,
+        stream: &Stream,
+        xch: bool,
+    ) -> Result<Option<(u64, Option<u64>)>> {
         let mut map = self.sync_streams.lock();
-        if let Some(state) = map.get(&stream_key(stream)) {
-            return Ok(Some(state.as_device_ptr().as_raw()));
+        let key = stream_key(stream);
+        if !map.contains_key(&key) {
+            if map.len() >= MAX_SYNC_STREAMS {
+                return Ok(None);
+            }
+            let state = zeroed_words(op, STREAM_STATE_WORDS, stream)?;
+            map.insert(key, StreamSync { state, xch: None });
         }
-        if map.len() >= MAX_SYNC_STREAMS {
+        let Some(entry) = map.get_mut(&key) else {
             return Ok(None);
+        };
+        if xch && entry.xch.is_none() {
+            entry.xch = Some(zeroed_words(op, 4 * self.gp_rows() * KERNEL_N, stream)?);
         }
-        // SAFETY: a stream-ordered allocation that only work on `stream` uses, zeroed on
-        // `stream` before any kernel reads it; the engine keeps it until it is dropped.
-        let mut state = drv(op, unsafe {
-            DeviceBuffer::<u32>::uninitialized_async(STREAM_STATE_WORDS, stream)
-        })?;
-        // SAFETY: an enqueued fill of the live buffer above, ordered before every launch on
-        // `stream` that reads it.
-        drv(op, unsafe { state.set_32_async(0, stream) })?;
-        let addr = state.as_device_ptr().as_raw();
-        map.insert(stream_key(stream), state);
-        Ok(Some(addr))
+        Ok(Some((
+            entry.state.as_device_ptr().as_raw(),
+            entry.xch.as_ref().map(|x| x.as_device_ptr().as_raw()),
+        )))
     }
 
     /// A buffer of `words` words for work on `stream`: one the engine recycled from an earlier
@@ -2547,18 +2632,25 @@ impl CudaEngine {
     /// The buffers waiting in the engine's recycling bins for `stream` are poisoned too (they
     /// are what the next allocations on `stream` take first).
     pub fn poison_pool(&self, words: usize, stream: &Stream) -> Result<()> {
+        self.poison_pool_with(words, 0xFF, stream)
+    }
+
+    /// [`Self::poison_pool`] with every byte set to `byte` instead of `0xFF` (tests choose the
+    /// top four bits of every poisoned word this way, e.g. to fill outputs with words that
+    /// look like the paired NTT kernels' tagged exchange words, decision 0514).
+    pub fn poison_pool_with(&self, words: usize, byte: u8, stream: &Stream) -> Result<()> {
         const OP: &str = "poison_pool";
         // SAFETY: the buffer is only written (memset below, ordered on `stream`) and freed.
         let mut b = drv(OP, unsafe {
             DeviceBuffer::<u64>::uninitialized_async(words, stream)
         })?;
         // SAFETY: `b` is a live allocation of `words` words, ordered on `stream`.
-        drv(OP, unsafe { b.set_8_async(0xFF, stream) })?;
+        drv(OP, unsafe { b.set_8_async(byte, stream) })?;
         drv(OP, b.drop_async(stream))?;
         for mut buf in self.recycler.take_all(stream_key(stream)) {
             // SAFETY: `buf` was freed in stream order on `stream`, so the memset runs after
             // every earlier use of it.
-            drv(OP, unsafe { buf.set_8_async(0xFF, stream) })?;
+            drv(OP, unsafe { buf.set_8_async(byte, stream) })?;
             drv(OP, recycle_into(&self.recycler, buf, stream))?;
         }
         Ok(())
