@@ -1950,13 +1950,15 @@ struct PairThread {
     __device__ __forceinline__ uint32_t chi() const { return t >> 3; }
 };
 // Group g's limb barrier: its 2 CL groups (one per block of the prime) meet on ctr (as
-// limb_sync, for 128 threads, without the fence: the exchange words are tagged instead,
-// decision 0514; the fence cost ~0.5 us per launch, run 217).
+// limb_sync, for 128 threads), without the fence and with a relaxed wait: the exchange words
+// are tagged instead (decision 0514; the fence cost ~0.5 us per launch, run 217), and an
+// acquire would end in CCTL.IVALL, dropping the SM's L1 and the second phase's prefetched
+// twiddles with it (run 222; ~0.05-0.1 us per launch, run 223).
 __device__ __forceinline__ void pair_sync(const PairThread& th, unsigned* ctr, unsigned target) {
     gsync(th.g);
     if (th.t == 0) {
         atomicAdd(ctr, 1u);
-        while ((int)(ld_acquire(ctr) - target) < 0) {
+        while ((int)(ld_relaxed(ctr) - target) < 0) {
         }
     }
     gsync(th.g);
