@@ -1952,8 +1952,9 @@ struct PairThread {
 // Group g's limb barrier: its 2 CL groups (one per block of the prime) meet on ctr (as
 // limb_sync, for 128 threads), without the fence and with a relaxed wait: the exchange words
 // are tagged instead (decision 0514; the fence cost ~0.5 us per launch, run 217), and an
-// acquire would end in CCTL.IVALL, dropping the SM's L1 and the second phase's prefetched
-// twiddles with it (run 222; ~0.05-0.1 us per launch, run 223).
+// acquire would end in CCTL.IVALL, dropping the SM's L1 and with it the row twiddles the
+// block's other group (and the SM's other blocks) loaded for the second phase (run 222;
+// ~0.05-0.1 us per launch, run 223).
 __device__ __forceinline__ void pair_sync(const PairThread& th, unsigned* ctr, unsigned target) {
     gsync(th.g);
     if (th.t == 0) {

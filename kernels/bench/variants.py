@@ -718,7 +718,7 @@ if src.count(ST_RLX) == 1 and src.count(XL_F) == 1 and src.count(XL_I) == 1:
 # xchrlx / xchrlxw (forty-third session, same words; xchrlx is the kernels since run 223, so
 # these need src= f279c0a's ckks.cu): the paired limb barrier's wait by relaxed loads instead
 # of ld.acquire (run 222's SASS: the acquire ends in CCTL.IVALL, which drops the
-# SM's L1, the twiddles prefetched for the second phase with it; decision 0514's tagged words
+# SM's L1, the row twiddles the block's other group loaded with it; decision 0514's tagged words
 # need no acquire); xchrlxw with xchweak's accesses too.
 PS_ACQ = "        while ((int)(ld_acquire(ctr) - target) < 0) {\n        }\n    }\n    gsync(th.g);\n}\n__device__ __forceinline__ unsigned* pair_ctr("
 if src.count(PS_ACQ) == 1:
