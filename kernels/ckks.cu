@@ -1888,18 +1888,22 @@ __device__ __forceinline__ unsigned pair_target(const unsigned* ctr) {
 __device__ __forceinline__ unsigned gp_tag(unsigned target) {
     return 1u + (target / GP_BLOCKS) % GP_TAGS;
 }
-// A thread's eight exchange words x (loaded from at(e)) under tag tg: checked at once, loaded
-// again one by one only when one is not yet under tg (run 219: quicker than a check per word),
-// then untagged by A.
+// A thread's eight exchange words x (loaded from at(e)) under tag tg: checked at once (run 219:
+// quicker than a check per word); while any is not yet under tg, every such word is loaded
+// again, all of them in flight together (run 227: -0.1 to -0.3 us per forward launch against
+// re-polling one word at a time); then untagged by A.
 template <class A, class At>
 __device__ __forceinline__ void xch_take(u64 (&x)[8], At at, unsigned tg) {
     bool ok = true;
 #pragma unroll
     for (int e = 0; e < 8; e++) ok &= (unsigned)(x[e] >> 60) == tg;
-    if (!ok) {
+    while (!ok) {
 #pragma unroll
         for (int e = 0; e < 8; e++)
-            while ((unsigned)(x[e] >> 60) != tg) x[e] = ld_rlx64(at(e));
+            if ((unsigned)(x[e] >> 60) != tg) x[e] = ld_rlx64(at(e));
+        ok = true;
+#pragma unroll
+        for (int e = 0; e < 8; e++) ok &= (unsigned)(x[e] >> 60) == tg;
     }
 #pragma unroll
     for (int e = 0; e < 8; e++) x[e] = A::xget(x[e]);

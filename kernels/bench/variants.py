@@ -728,6 +728,27 @@ if src.count(PS_ACQ) == 1:
 else:
     print("xchrlx xchrlxw: skipped (the paired barrier's wait is relaxed since run 223)")
 
+# xchbatch (forty-third session, same words): xch_take's re-polls batched: while any of a
+# thread's eight words is not yet under its tag, every such word is loaded again, all in
+# flight together (run 225's patch did this together with dropping the wait).
+XT_POLL = """    if (!ok) {
+#pragma unroll
+        for (int e = 0; e < 8; e++)
+            while ((unsigned)(x[e] >> 60) != tg) x[e] = ld_rlx64(at(e));
+    }
+"""
+# (The kernels since run 227: write it with src= db52da8's ckks.cu.)
+if src.count(XT_POLL) == 1:
+    variants["xchbatch"] = src.replace(XT_POLL, """    while (!ok) {
+#pragma unroll
+        for (int e = 0; e < 8; e++)
+            if ((unsigned)(x[e] >> 60) != tg) x[e] = ld_rlx64(at(e));
+        ok = true;
+#pragma unroll
+        for (int e = 0; e < 8; e++) ok &= (unsigned)(x[e] >> 60) == tg;
+    }
+""")
+
 for name, text in variants.items():
     if name != "base" and text == src:
         sys.exit(f"variant {name}: pattern not found")
