@@ -1700,13 +1700,14 @@ impl CudaEngine {
             GS_THREADS,
             stream,
             args,
+            false,
         )
     }
 
     /// Launches a paired NTT kernel (`ntt_fwd_gp` / `ntt_inv_gp`: the `comps` (1 or 2)
     /// components of each of `limbs` limbs, 2 x CL_BLOCKS blocks per limb, 128 threads per
     /// component) cooperatively with the stream's counters and exchange scratch appended
-    /// ([`Self::gp_state`]), counting it in `paired_launches`; `Ok(false)`: nothing enqueued
+    /// ([`Self::launch_synced`]), counting it in `paired_launches`; `Ok(false)`: nothing enqueued
     /// (also for more limbs than [`Self::gp_rows`], other component counts, more blocks than
     /// one wave holds, a stream without barrier state), the caller runs the `*_gs` kernel.
     /// One component takes half the blocks' threads and spreads a limb over twice the SMs the
@@ -1725,22 +1726,7 @@ impl CudaEngine {
         }
         let block = GS_THREADS / 2 * comps as u32;
         let grid = (2 * CL_BLOCKS, limbs as u32, 1);
-        if grid.0 as usize * limbs > self.gs_capacity as usize {
-            return Ok(false);
-        }
-        let Some((ctr, xch)) = self.gp_state(op, stream)? else {
-            return Ok(false);
-        };
-        let launched = self.try_launch(
-            op,
-            kernel,
-            grid,
-            block,
-            stream,
-            args,
-            &[Arg::U64(ctr), Arg::U64(xch)],
-            true,
-        )?;
+        let launched = self.launch_synced(op, kernel, grid, block, stream, args, true)?;
         if launched {
             self.paired_launches
                 .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
@@ -1749,10 +1735,11 @@ impl CudaEngine {
     }
 
     /// A cooperative launch of a kernel whose `grid.0` blocks per limb (`grid.1 x grid.2`
-    /// limbs) meet on the stream's counters (appended to `args`), when the limbs fit the
-    /// counters and the blocks one wave of the device; `Ok(false)` otherwise, when the stream
-    /// has no barrier state (more than MAX_SYNC_STREAMS streams) or when the driver refused
-    /// (nothing enqueued).
+    /// limbs) meet on the stream's counters (appended to `args`, then, when `xch` is set, the
+    /// stream's exchange scratch: the paired NTT kernels), when the limbs fit the counters and
+    /// the blocks one wave of the device; `Ok(false)` otherwise, when the stream has no
+    /// barrier state (more than MAX_SYNC_STREAMS streams) or when the driver refused (nothing
+    /// enqueued).
     #[allow(clippy::too_many_arguments)]
     fn launch_synced(
         &self,
@@ -1762,25 +1749,24 @@ impl CudaEngine {
         block: u32,
         stream: &Stream,
         args: &[Arg],
+        xch: bool,
     ) -> Result<bool> {
         let limbs = grid.1 as usize * grid.2 as usize;
         // gs_capacity counts blocks of GS_THREADS; smaller blocks fit at least as many.
         if limbs > SYNC_SLOTS || grid.0 as usize * limbs > self.gs_capacity as usize {
             return Ok(false);
         }
-        let Some(ctr) = self.sync_state(op, stream)? else {
+        let Some((ctr, scratch)) = self.sync_entry(op, stream, xch)? else {
             return Ok(false);
         };
-        self.try_launch(
-            op,
-            kernel,
-            grid,
-            block,
-            stream,
-            args,
-            &[Arg::U64(ctr)],
-            true,
-        )
+        let both = [Arg::U64(ctr), Arg::U64(scratch.unwrap_or(0))];
+        let extra = match (xch, scratch) {
+            (false, _) => &both[..1],
+            (true, Some(_)) => &both[..],
+            // sync_entry makes the scratch when asked or fails: never launch without it.
+            (true, None) => return Ok(false),
+        };
+        self.try_launch(op, kernel, grid, block, stream, args, extra, true)
     }
 
     /// Launches `ntt_fwd_gq` over the `yz` limbs of a forward NTT with `args` (those of
@@ -1927,14 +1913,6 @@ impl CudaEngine {
     /// are primes `prime_off..prime_off + limbs`), at most `GP_CTR2` (the counters' layout).
     fn gp_rows(&self) -> usize {
         self.moduli.len().min(GP_CTR2)
-    }
-
-    /// `stream`'s counters and exchange scratch for a paired NTT launch (see
-    /// [`Self::sync_state`]; the scratch made and zeroed in stream order on the first).
-    fn gp_state(&self, op: &'static str, stream: &Stream) -> Result<Option<(u64, u64)>> {
-        Ok(self
-            .sync_entry(op, stream, true)?
-            .and_then(|(state, xch)| xch.map(|x| (state, x))))
     }
 
     /// The addresses of `stream`'s barrier state and (made when `xch` asks for it, else as it
