@@ -2,7 +2,7 @@
 # T0, left (seconds left of LIMIT), need N WHAT (false and a "skip" line when fewer than N
 # seconds are left), r NAME CMD... (runs CMD into $OUT/logs/NAME.log under a 150 s timeout and
 # prints its rc, time and the test / sanitizer summary lines).
-# header, finish, harness_passes, oplat, peer_oplat, ab_oplat and gpu_tests: see their comments below (run165.sh and
+# header, finish, harness_passes, oplat, peer_oplat, ab_oplat, gpu_tests, engine_check and layout_passes: see their comments below (run165.sh and
 # run166.sh in docs/runs are the templates: the recorded scripts keep the inline forms they ran
 # with).
 T0=$(date +%s)
@@ -93,4 +93,33 @@ gpu_tests() {
   [ -n "$ks" ] || return 0
   need 60 memcheck && r memcheck-ks $san --tool memcheck $w/gpu_ops --test-threads=1 $ks
   need 120 racecheck && r racecheck-ks $san --tool racecheck $w/gpu_ops --test-threads=1 ${ks%% *}
+}
+# engine_check NEW OLD [SANITIZE_FILTER]: the body runs 224 and 228 wrote inline. The GPU tests
+# of bundle .gpu/bin/NEW, gpu_oplat of .gpu/bin/OLD and NEW alternated three times (NTT rows),
+# FHElium (peer_oplat) beside NEW's gpu_oplat three times, then memcheck and racecheck of
+# gpu_ops's tests matching SANITIZE_FILTER (default paired_ntts_).
+engine_check() {
+  local new=$1 old=$2 f=${3:-paired_ntts_} san=/usr/local/cuda/bin/compute-sanitizer
+  gpu_tests .gpu/bin/$new
+  AB_PASSES=3 ab_oplat '^(coefficient_to_ntt|ntt_to_coefficient) +[0-9]' $old $new
+  W=.gpu/bin/$new
+  peer_oplat gpu_oplat gpu_oplat gpu_oplat
+  need 60 memcheck && r memcheck-$new $san --tool memcheck .gpu/bin/$new/gpu_ops --test-threads=1 $f
+  need 60 racecheck && r racecheck-$new $san --tool racecheck .gpu/bin/$new/gpu_ops --test-threads=1 $f
+}
+# layout_passes "V1 V2 ..." [LAYOUTS]: harness rows 46-49 of $HARNESS/bench_<v> in each prime
+# layout (WIDE=7: the engine's, the 60-bit prime last; 0: the harness's default, wide first),
+# three passes alternated, one line per run, then the hashes per layout (runs 230-231 inline).
+layout_passes() {
+  local vs=$1 lays=${2:-"7 0"} dir=${HARNESS:-.gpu/exp8} pass lay v
+  for pass in 1 2 3; do
+    for lay in $lays; do
+      for v in $vs; do
+        need 15 "$v $lay $pass" || return 0
+        WIDE=$lay ROWS=46-49 timeout 60 $dir/bench_$v 8 2 > $OUT/logs/$v-w$lay-$pass.txt 2>&1
+        echo "== $v WIDE=$lay pass $pass rc=$? $(grep -E '^(fwd|inv)-gp' $OUT/logs/$v-w$lay-$pass.txt | awk '{printf "%s %s  ", $1, $3}')"
+      done
+    done
+  done
+  for lay in $lays; do for v in $vs; do echo "$v WIDE=$lay: $(grep -h hash $OUT/logs/$v-w$lay-1.txt | tr -s ' ' | tr '\n' ' ')"; done; done
 }
