@@ -1115,6 +1115,51 @@ int main(int argc, char** argv) {
             printf("hash %-8s %016llx\n", names[w], hash(v));
         }
     }
+#ifdef HAS_GP_MARKS
+    // Per-group timeline of the paired kernels (variants.py's gpmarks): 50 single launches of
+    // rows 46 (forward) and 48 (inverse); per grid row and group, the medians of start, barrier
+    // arrival, barrier exit and end in globaltimer ns after the launch's first start, and how
+    // often that row / group ended last.
+    if (comps == 2 && limbs <= 64) {
+        const int nblk = 16 * limbs;
+        for (int which : {46, 48}) {
+            std::vector<std::vector<double>> t(limbs * 2 * 4);
+            std::vector<int> last(limbs * 2, 0);
+            std::vector<double> total;
+            for (int it = 0; it < 50; it++) {
+                CK(cudaStreamSynchronize(st));
+                CK(run(which, it % sets));
+                CK(cudaStreamSynchronize(st));
+                std::vector<unsigned long long> m(nblk * 2 * 4);
+                CK(cudaMemcpyFromSymbol(m.data(), g_gpmarks, m.size() * 8));
+                unsigned long long s0 = ~0ull, e1 = 0;
+                int lastg = 0;
+                for (int i = 0; i < nblk * 2; i++) {
+                    s0 = std::min(s0, m[i * 4]);
+                    if (m[i * 4 + 3] > e1) {
+                        e1 = m[i * 4 + 3];
+                        lastg = (i / 32) * 2 + i % 2;  // (grid row, group)
+                    }
+                }
+                last[lastg]++;
+                total.push_back((double)(e1 - s0));
+                for (int i = 0; i < nblk * 2; i++) {
+                    const int rg = (i / 32) * 2 + i % 2;
+                    for (int k = 0; k < 4; k++) t[rg * 4 + k].push_back((double)(m[i * 4 + k] - s0));
+                }
+            }
+            auto med = [](std::vector<double> v) {
+                std::sort(v.begin(), v.end());
+                return v[v.size() / 2];
+            };
+            printf("gpmarks %s: first start -> last end median %.0f ns\n", names[which], med(total));
+            for (int rg = 0; rg < limbs * 2; rg++)
+                printf("gpmarks %s row %d g%d: start %5.0f  arrive %5.0f  leave %5.0f  end %5.0f  last %d/50\n",
+                       names[which], rg / 2, rg % 2, med(t[rg * 4]), med(t[rg * 4 + 1]),
+                       med(t[rg * 4 + 2]), med(t[rg * 4 + 3]), last[rg]);
+        }
+    }
+#endif
 #ifdef HAS_MARKS
     // Per-block timeline of single forward launches: phase 1 (start -> before the limb
     // barrier), the barrier, phase 2 (-> end), in SM cycles; start / end skew across blocks in

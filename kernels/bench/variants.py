@@ -763,6 +763,35 @@ if src.count(XPUT_W) == 1:
         return r | ((u64)tg << 60);
     }""")
 
+# gpmarks (forty-third session, same words; a probe, timing distorted slightly): each group of
+# the paired kernels notes %globaltimer at its start, before and after its limb barrier and at
+# its end (after a group barrier) in g_gpmarks; ntt_bench.cu built with this variant prints,
+# per grid row and group, the medians over 50 single launches of each mark after the launch's
+# first start (HAS_GP_MARKS). Run 232: the engine's prime layout costs ~0.2 us of latency per
+# launch; this says which blocks wait.
+GPM = """// (variant gpmarks) Per-group timeline of the paired kernels: [((row 16 + block) 2 + g) 4 + k].
+#define HAS_GP_MARKS 1
+__device__ unsigned long long g_gpmarks[64 * 16 * 2 * 4];
+__device__ __forceinline__ void gp_mark(const PairThread& th, int k) {
+    if (th.t == 0) {
+        unsigned long long t;
+        asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t) :: "memory");
+        g_gpmarks[((blockIdx.y * gridDim.x + blockIdx.x) * 2 + th.g) * 4 + k] = t;
+    }
+}
+"""
+GP_SYNC_CALL = "    pair_sync(th, ctr, target);  // every group has read its input (in place: see GP_TAGS)\n"
+FWD_END = "                        [&](uint32_t pos, u64 x0, u64 x1) { st2(dst + pos, x0, x1); });\n}\n"
+INV_END = "        for (int e = 0; e < 8; e++) limb[(hi + 16 * e) * SUB + col] = x[e];\n    }\n}\n"
+START = "    u64* xl = gp_xch(xch, r);\n"
+if all(src.count(a) == n for a, n in ((GP_SYNC_CALL, 2), (FWD_END, 1), (INV_END, 1), (START, 2))):
+    v = sub(src, 1, "__device__ __forceinline__ unsigned* pair_ctr(", GPM + "__device__ __forceinline__ unsigned* pair_ctr(")
+    v = v.replace(START, START + "    gp_mark(th, 0);\n")
+    v = v.replace(GP_SYNC_CALL, "    gp_mark(th, 1);\n" + GP_SYNC_CALL + "    gp_mark(th, 2);\n")
+    v = v.replace(FWD_END, FWD_END[:-2] + "    gsync(th.g);\n    gp_mark(th, 3);\n}\n")
+    v = v.replace(INV_END, INV_END[:-2] + "    gsync(th.g);\n    gp_mark(th, 3);\n}\n")
+    variants["gpmarks"] = v
+
 for name, text in variants.items():
     if name != "base" and text == src:
         sys.exit(f"variant {name}: pattern not found")
