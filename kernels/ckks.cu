@@ -1888,12 +1888,14 @@ __device__ __forceinline__ unsigned pair_target(const unsigned* ctr) {
 __device__ __forceinline__ unsigned gp_tag(unsigned target) {
     return 1u + (target / GP_BLOCKS) % GP_TAGS;
 }
-// A thread's eight exchange words x (loaded from at(e)) under tag tg: checked at once (run 219:
-// quicker than a check per word); while any is not yet under tg, every such word is loaded
-// again, all of them in flight together (run 227: -0.1 to -0.3 us per forward launch against
-// re-polling one word at a time); then untagged by A.
+// A thread's eight exchange words x, loaded from at(e), under tag tg: all eight loaded, then
+// checked at once (run 219: quicker than a check per word); while any is not yet under tg,
+// every such word is loaded again, all of them in flight together (run 227: -0.1 to -0.3 us per
+// forward launch against re-polling one word at a time); then untagged by A.
 template <class A, class At>
 __device__ __forceinline__ void xch_take(u64 (&x)[8], At at, unsigned tg) {
+#pragma unroll
+    for (int e = 0; e < 8; e++) x[e] = ld_rlx64(at(e));
     bool ok = true;
 #pragma unroll
     for (int e = 0; e < 8; e++) ok &= (unsigned)(x[e] >> 60) == tg;
@@ -2071,8 +2073,6 @@ __device__ __forceinline__ void gp_fwd(u64* s, const GpGroup& G, const u64* __re
         // Row phase, round 1: b = lo + 16e of tile row hi, from the exchange.
         u64 x[8];
         const u64* xr = xl + lines.xrow(hi) + lo;
-#pragma unroll
-        for (int e = 0; e < 8; e++) x[e] = ld_rlx64(xr + 16 * e);
         xch_take<A>(x, [&](int e) { return xr + 16 * e; }, tg);
         fwd8<A, 2>(x, tw7(tw, SUB + lines.row(hi)), q);
 #pragma unroll
@@ -2158,8 +2158,6 @@ __device__ __forceinline__ void gp_inv(u64* s, const GpGroup& G, const u64* __re
         const u64* xc = xl + lines.xcol(lo);
         const auto at = [&](int e) { return xc + (2 * (hi + 16 * (e / 2)) + e % 2) * SUB; };
         u64 x[8];
-#pragma unroll
-        for (int e = 0; e < 8; e++) x[e] = ld_rlx64(at(e));
         xch_take<A>(x, at, tg);
 #pragma unroll
         for (int i = 0; i < 4; i++) {

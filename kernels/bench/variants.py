@@ -710,10 +710,15 @@ ST_RLX = """    asm volatile("st.relaxed.gpu.global.u64 [%0], %1;" ::"l"(p), "l"
 # (The first loads only: xch_take's polls stay relaxed loads, which the compiler cannot hoist.)
 XL_F = "        for (int e = 0; e < 8; e++) x[e] = ld_rlx64(xr + 16 * e);\n"
 XL_I = "        for (int e = 0; e < 8; e++) x[e] = ld_rlx64(at(e));\n        xch_take"
+# (Since the forty-third session's last kernel commit the first loads are xch_take's own: XL_T.)
+XL_T = "    for (int e = 0; e < 8; e++) x[e] = ld_rlx64(at(e));\n    bool ok = true;\n"
 if src.count(ST_RLX) == 1 and src.count(XL_F) == 1 and src.count(XL_I) == 1:
     v = sub(src, 1, ST_RLX, "    *p = v;\n")
     v = sub(v, 1, XL_F, XL_F.replace("ld_rlx64(", "ldcg("))
     variants["xchweak"] = sub(v, 1, XL_I, XL_I.replace("ld_rlx64(", "ldcg("))
+elif src.count(ST_RLX) == 1 and src.count(XL_T) == 1:
+    v = sub(src, 1, ST_RLX, "    *p = v;\n")
+    variants["xchweak"] = sub(v, 1, XL_T, XL_T.replace("ld_rlx64(", "ldcg("))
 
 # xchrlx / xchrlxw (forty-third session, same words; xchrlx is the kernels since run 223, so
 # these need src= f279c0a's ckks.cu): the paired limb barrier's wait by relaxed loads instead
