@@ -153,8 +153,19 @@ impl Fixture {
         want: &Ciphertext,
         f: impl FnOnce() -> Result<GpuCiphertext, CudaBackendError>,
     ) {
+        self.check_poisoned(what, want, 0xFF, f);
+    }
+
+    /// [`Fixture::check`] with every poisoned byte set to `byte`.
+    fn check_poisoned(
+        &self,
+        what: &str,
+        want: &Ciphertext,
+        byte: u8,
+        f: impl FnOnce() -> Result<GpuCiphertext, CudaBackendError>,
+    ) {
         self.gpu
-            .poison_pool(4 * 9 * 16384 * 9, &self.stream)
+            .poison_pool_with(4 * 9 * 16384 * 9, byte, &self.stream)
             .expect("poison");
         let got = f().unwrap_or_else(|e| panic!("{what}: {e}"));
         let host = self
@@ -900,32 +911,16 @@ fn paired_ntts_exact_into_outputs_under_every_tag() {
     for tag in 1..=14u8 {
         for j in 0..14 {
             let byte = (tag << 4) | 0x0A;
-            fx.gpu
-                .poison_pool_with(4 * 9 * 16384 * 9, byte, &fx.stream)
-                .expect("poison");
-            let (what, want, got) = if j % 2 == 0 {
-                (
-                    "NTT",
-                    &ct_ntt,
-                    fx.gpu.coefficient_domain_to_ntt_domain(&d, &fx.stream),
-                )
+            let under = format!("{j} into words under tag {tag} (poison {byte:#04x})");
+            if j % 2 == 0 {
+                fx.check_poisoned(&format!("NTT {under}"), &ct_ntt, byte, || {
+                    fx.gpu.coefficient_domain_to_ntt_domain(&d, &fx.stream)
+                });
             } else {
-                (
-                    "INTT",
-                    &ct,
-                    fx.gpu.ntt_domain_to_coefficient_domain(&dn, &fx.stream),
-                )
-            };
-            let got = got.unwrap_or_else(|e| panic!("{what}: {e}"));
-            let host = fx
-                .gpu
-                .download_ciphertext(&got, &fx.stream)
-                .expect("download");
-            common::assert_same_words(
-                &format!("{what} {j} into words under tag {tag} (poison {byte:#04x})"),
-                &host,
-                want,
-            );
+                fx.check_poisoned(&format!("INTT {under}"), &ct, byte, || {
+                    fx.gpu.ntt_domain_to_coefficient_domain(&dn, &fx.stream)
+                });
+            }
         }
     }
     assert_eq!(
