@@ -797,6 +797,31 @@ if all(src.count(a) == n for a, n in ((GP_SYNC_CALL, 2), (FWD_END, 1), (INV_END,
     v = v.replace(INV_END, INV_END[:-2] + "    gsync(th.g);\n    gp_mark(th, 3);\n}\n")
     variants["gpmarks"] = v
 
+# regk (forty-fourth session, same words): the paired kernels' counter and exchange regions
+# indexed by the role's grid row (the wide prime's groups region 0, its neighbour's 1, grid row
+# b >= 2 region b) instead of its limb row, so that WIDE=7 (the engine's layout) uses the regions
+# the default layout (wide prime first) does. If run 230's ~0.2 us follows the regions, the
+# layouts time alike with it.
+ROLE = ("struct GpRole {\n    uint32_t y, c;\n};",
+        "struct GpRole {\n    uint32_t y, c, k;\n};")
+ROLE_RET = (("return GpRole{blockIdx.y, g};", "return GpRole{blockIdx.y, g, blockIdx.y};"),
+            ("if (blockIdx.y >= 2) return GpRole{y, g};", "if (blockIdx.y >= 2) return GpRole{y, g, blockIdx.y};"),
+            ("return GpRole{g == 0 ? wide : other, blockIdx.y};",
+             "return GpRole{g == 0 ? wide : other, blockIdx.y, g == 0 ? 0u : 1u};"),
+            ("return xch + (2 * (u64)r.y + r.c) * NN;", "return xch + (2 * (u64)r.k + r.c) * NN;"))
+CTR_CALL = "    unsigned* ctr = pair_ctr(sync_ctr, r.y, r.c);\n"
+if src.count(ROLE[0]) == 1 and src.count(CTR_CALL) == 2 and all(src.count(a) == 1 for a, _ in ROLE_RET):
+    v = src.replace(*ROLE).replace(CTR_CALL, CTR_CALL.replace("r.y", "r.k"))
+    for a, b in ROLE_RET:
+        v = v.replace(a, b)
+    variants["regk"] = v
+    # regk with the gpmarks probe, for the timeline in both layouts.
+    if "gpmarks" in variants:
+        w = variants["gpmarks"].replace(*ROLE).replace(CTR_CALL, CTR_CALL.replace("r.y", "r.k"))
+        for a, b in ROLE_RET:
+            w = w.replace(a, b)
+        variants["regkmarks"] = w
+
 for name, text in variants.items():
     if name != "base" and text == src:
         sys.exit(f"variant {name}: pattern not found")

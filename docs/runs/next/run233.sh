@@ -1,18 +1,26 @@
 #!/bin/bash
-# Run 233 (forty-third session): which blocks wait in the engine's prime layout. bench_gpmarks
-# (variants.py's gpmarks on 873ee0b's kernels: each paired group notes %globaltimer at its
-# start, at its limb barrier's arrival and exit, and at its end) with WIDE=7 (the engine's
-# layout) and the default (wide prime first); per grid row and group the medians over 50 single
-# launches of rows 46 / 48, and how often each ended last. Carry [".gpu/exp9"], LIMIT=150.
+# Run 233 (forty-fourth session): first, the GPU tests of bundle .gpu/bin/f (9de7b58: gpu_ops's
+# tag test through Fixture::check_poisoned, not yet run on a GPU). Then the layout lead of run
+# 230 without its order caveat: bench_base (current kernels) in the engine's layout (WIDE=7)
+# and the default (wide prime first), alternated 0 7 7 0 0 7 (runs 230-232 always ran WIDE=7
+# first in a pass); then bench_gpmarks (variants.py's gpmarks: each paired group notes
+# %globaltimer at its start, limb barrier arrival and exit, and end) in the order 7 0 0 7: per
+# grid row and group the medians over 50 single launches of rows 46 / 48, and how often each
+# ended last. regk / regkmarks: the same with the counter and exchange regions indexed by grid
+# row (variants.py's regk), so WIDE=7 uses the default layout's regions. Carry [".gpu/bin/f",
+# ".gpu/exp9"], LIMIT=400.
 set -u
 . docs/runs/common.sh
 header
-# Each layout twice, in the order 7 0 0 7: runs 230-232 always measured WIDE=7 first in a pass,
-# so an order effect (the GPU's clocks after a process start) was not excluded there.
+gpu_tests .gpu/bin/f
+HARNESS=.gpu/exp9 layout_passes "base regk" "0 7 7 0"
 i=0
-for lay in 7 0 0 7; do
-  i=$((i + 1))
-  WIDE=$lay ROWS=46,48 timeout 60 .gpu/exp9/bench_gpmarks 8 2 > $OUT/logs/marks-$i-w$lay.txt 2>&1
-  echo "== $i WIDE=$lay rc=$?"; grep -E "^(fwd|inv)-gp|^gpmarks|^hash" $OUT/logs/marks-$i-w$lay.txt
+for m in gpmarks regkmarks; do
+  for lay in 7 0 0 7; do
+    i=$((i + 1))
+    need 20 "$m $i" || break
+    WIDE=$lay ROWS=46,48 timeout 60 .gpu/exp9/bench_$m 8 2 > $OUT/logs/$m-$i-w$lay.txt 2>&1
+    echo "== $m $i WIDE=$lay rc=$?"; grep -E "^(fwd|inv)-gp|^gpmarks|^hash" $OUT/logs/$m-$i-w$lay.txt
+  done
 done
 finish
