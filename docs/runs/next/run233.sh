@@ -8,7 +8,9 @@
 # grid row and group the medians over 50 single launches of rows 46 / 48, and how often each
 # ended last. regk / regkmarks: the same with the counter and exchange regions indexed by grid
 # row (variants.py's regk), so WIDE=7 uses the default layout's regions. Carry [".gpu/bin/f",
-# ".gpu/exp9"], LIMIT=400.
+# ".gpu/exp9"], LIMIT=400. Then the engine with regions by grid row (bundle .gpu/bin/g, branch
+# regk): gpu_ops, and gpu_oplat of f and g alternated three times (NTT rows). Carry
+# [".gpu/bin/f", ".gpu/bin/g", ".gpu/exp9"].
 set -u
 . docs/runs/common.sh
 header
@@ -23,4 +25,6 @@ for m in gpmarks regkmarks; do
     echo "== $m $i WIDE=$lay rc=$?"; grep -E "^(fwd|inv)-gp|^gpmarks|^hash" $OUT/logs/$m-$i-w$lay.txt
   done
 done
+need 60 "engine regk" && r gpu_ops-g .gpu/bin/g/gpu_ops --test-threads=1
+need 60 "engine ab" && AB_PASSES=3 ab_oplat '^(coefficient_to_ntt|ntt_to_coefficient) +[0-9]' f g
 finish
