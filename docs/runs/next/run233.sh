@@ -10,7 +10,8 @@
 # row (variants.py's regk), so WIDE=7 uses the default layout's regions. Carry [".gpu/bin/f",
 # ".gpu/exp9"], LIMIT=400. Then the engine with regions by grid row (bundle .gpu/bin/g, branch
 # regk): gpu_ops, and gpu_oplat of f and g alternated three times (NTT rows). Carry
-# [".gpu/bin/f", ".gpu/bin/g", ".gpu/exp9"].
+# [".gpu/bin/f", ".gpu/bin/g", ".gpu/exp9", ".gpu/peer", ".peer"], LIMIT=480. Last, time
+# allowing, FHElium (prebuilt) with f's and g's gpu_oplat beside it in turn.
 set -u
 . docs/runs/common.sh
 header
@@ -27,4 +28,6 @@ for m in gpmarks regkmarks; do
 done
 need 60 "engine regk" && r gpu_ops-g .gpu/bin/g/gpu_ops --test-threads=1
 need 60 "engine ab" && AB_PASSES=3 ab_oplat '^(coefficient_to_ntt|ntt_to_coefficient) +[0-9]' f g
+mkdir -p /tmp/w && ln -sf $PWD/.gpu/bin/f/gpu_oplat /tmp/w/f_oplat && ln -sf $PWD/.gpu/bin/g/gpu_oplat /tmp/w/g_oplat
+W=/tmp/w peer_oplat f_oplat g_oplat f_oplat g_oplat
 finish
