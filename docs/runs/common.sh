@@ -109,17 +109,22 @@ engine_check() {
 }
 # layout_passes "V1 V2 ..." [LAYOUTS]: harness rows 46-49 of $HARNESS/bench_<v> in each prime
 # layout (WIDE=7: the engine's, the 60-bit prime last; 0: the harness's default, wide first),
-# three passes alternated, one line per run, then the hashes per layout (runs 230-231 inline).
+# three passes alternated, one line and one log file (<v>-w<layout>-<pass>-<position>.txt) per
+# run, then the hashes per layout (runs 230-231 inline).
 layout_passes() {
-  local vs=$1 lays=${2:-"7 0"} dir=${HARNESS:-.gpu/exp8} pass lay v
+  local vs=$1 lays=${2:-"7 0"} dir=${HARNESS:-.gpu/exp8} pass lay v i f
   for pass in 1 2 3; do
+    i=0
     for lay in $lays; do
+      i=$((i + 1))
       for v in $vs; do
         need 15 "$v $lay $pass" || return 0
-        WIDE=$lay ROWS=46-49 timeout 60 $dir/bench_$v 8 2 > $OUT/logs/$v-w$lay-$pass.txt 2>&1
-        echo "== $v WIDE=$lay pass $pass rc=$? $(grep -E '^(fwd|inv)-gp' $OUT/logs/$v-w$lay-$pass.txt | awk '{printf "%s %s  ", $1, $3}')"
+        # One file per run: a layout may come twice in a pass (run 233's "0 7 7 0" overwrote).
+        f=$OUT/logs/$v-w$lay-$pass-$i.txt
+        WIDE=$lay ROWS=46-49 timeout 60 $dir/bench_$v 8 2 > $f 2>&1
+        echo "== $v WIDE=$lay pass $pass.$i rc=$? $(grep -E '^(fwd|inv)-gp' $f | awk '{printf "%s %s  ", $1, $3}')"
       done
     done
   done
-  for lay in $lays; do for v in $vs; do echo "$v WIDE=$lay: $(grep -h hash $OUT/logs/$v-w$lay-1.txt | tr -s ' ' | tr '\n' ' ')"; done; done
+  for lay in $(printf "%s\n" $lays | sort -u); do for v in $vs; do echo "$v WIDE=$lay: $(grep -h hash $(ls $OUT/logs/$v-w$lay-1-*.txt | head -1) | tr -s ' ' | tr '\n' ' ')"; done; done
 }
