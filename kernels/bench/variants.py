@@ -800,8 +800,8 @@ if all(src.count(a) == n for a, n in ((GP_SYNC_CALL, 2), (FWD_END, 1), (INV_END,
 # regk (forty-fourth session, same words): the paired kernels' counter and exchange regions
 # indexed by the role's grid row (the wide prime's groups region 0, its neighbour's 1, grid row
 # b >= 2 region b) instead of its limb row, so that WIDE=7 (the engine's layout) uses the regions
-# the default layout (wide prime first) does. If run 230's ~0.2 us follows the regions, the
-# layouts time alike with it.
+# the default layout (wide prime first) does. Run 233: no change in either layout (and with the
+# layouts' order balanced, run 230's ~0.2 us between them was the order, not the layout).
 ROLE = ("struct GpRole {\n    uint32_t y, c;\n};",
         "struct GpRole {\n    uint32_t y, c, k;\n};")
 ROLE_RET = (("return GpRole{blockIdx.y, g};", "return GpRole{blockIdx.y, g, blockIdx.y};"),
@@ -810,17 +810,20 @@ ROLE_RET = (("return GpRole{blockIdx.y, g};", "return GpRole{blockIdx.y, g, bloc
              "return GpRole{g == 0 ? wide : other, blockIdx.y, g == 0 ? 0u : 1u};"),
             ("return xch + (2 * (u64)r.y + r.c) * NN;", "return xch + (2 * (u64)r.k + r.c) * NN;"))
 CTR_CALL = "    unsigned* ctr = pair_ctr(sync_ctr, r.y, r.c);\n"
-if src.count(ROLE[0]) == 1 and src.count(CTR_CALL) == 2 and all(src.count(a) == 1 for a, _ in ROLE_RET):
-    v = src.replace(*ROLE).replace(CTR_CALL, CTR_CALL.replace("r.y", "r.k"))
+
+
+def by_grid_row(text):
+    text = text.replace(*ROLE).replace(CTR_CALL, CTR_CALL.replace("r.y", "r.k"))
     for a, b in ROLE_RET:
-        v = v.replace(a, b)
-    variants["regk"] = v
+        text = text.replace(a, b)
+    return text
+
+
+if src.count(ROLE[0]) == 1 and src.count(CTR_CALL) == 2 and all(src.count(a) == 1 for a, _ in ROLE_RET):
+    variants["regk"] = by_grid_row(src)
     # regk with the gpmarks probe, for the timeline in both layouts.
     if "gpmarks" in variants:
-        w = variants["gpmarks"].replace(*ROLE).replace(CTR_CALL, CTR_CALL.replace("r.y", "r.k"))
-        for a, b in ROLE_RET:
-            w = w.replace(a, b)
-        variants["regkmarks"] = w
+        variants["regkmarks"] = by_grid_row(variants["gpmarks"])
 
 for name, text in variants.items():
     if name != "base" and text == src:
