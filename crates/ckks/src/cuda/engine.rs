@@ -1925,16 +1925,14 @@ impl CudaEngine {
         xch: bool,
     ) -> Result<Option<(u64, Option<u64>)>> {
         let mut map = self.sync_streams.lock();
-        let key = stream_key(stream);
-        if !map.contains_key(&key) {
-            if map.len() >= MAX_SYNC_STREAMS {
-                return Ok(None);
-            }
-            let state = zeroed_words(op, STREAM_STATE_WORDS, stream)?;
-            map.insert(key, StreamSync { state, xch: None });
-        }
-        let Some(entry) = map.get_mut(&key) else {
-            return Ok(None);
+        let full = map.len() >= MAX_SYNC_STREAMS;
+        let entry = match map.entry(stream_key(stream)) {
+            std::collections::hash_map::Entry::Occupied(e) => e.into_mut(),
+            std::collections::hash_map::Entry::Vacant(_) if full => return Ok(None),
+            std::collections::hash_map::Entry::Vacant(e) => e.insert(StreamSync {
+                state: zeroed_words(op, STREAM_STATE_WORDS, stream)?,
+                xch: None,
+            }),
         };
         if xch && entry.xch.is_none() {
             entry.xch = Some(zeroed_words(op, 4 * self.gp_rows() * KERNEL_N, stream)?);
