@@ -29,8 +29,13 @@ struct Fixture {
 }
 
 fn fixture() -> Option<Fixture> {
+    fixture_with(Preset::Slots8192Scale40Levels7Int64)
+}
+
+/// [`fixture`] for another preset.
+fn fixture_with(preset: Preset) -> Option<Fixture> {
     let required = std::env::var("FHELIUM_REQUIRE_GPU").is_ok_and(|v| v == "1");
-    let cpu = CpuEngine::with_seed(Preset::Slots8192Scale40Levels7Int64, SEED).expect("cpu engine");
+    let cpu = CpuEngine::with_seed(preset, SEED).expect("cpu engine");
     match CudaEngine::new(cpu.context(), 0) {
         Ok(gpu) => {
             let stream = gpu.stream().expect("stream");
@@ -220,6 +225,46 @@ fn ntt_both_directions_match_cpu_at_several_levels() {
                 "inverse NTT L{level} ({path}): paired kernel launches"
             );
         });
+    }
+}
+
+/// The paired NTT kernels choose their butterflies per prime (decision 0511): binary64 below
+/// 2^41, integer (`Loose`) above. The fixture's chain has one integer prime, its 60-bit base
+/// prime, in the two transposed limb rows; a 50-bit chain (`slots8192-scale50-levels5`) has
+/// integer primes in every row, and scale primes that are not 60-bit. Both directions at
+/// every level equal the CPU engine's words, each direction one paired launch.
+#[test]
+fn paired_ntts_of_a_50_bit_chain_match_cpu_at_every_level() {
+    let Some(fx) = fixture_with(Preset::Slots8192Scale50Levels5Int64) else {
+        return;
+    };
+    let q = &fx.cpu.context().config().q_primes;
+    assert!(
+        q.iter().all(|&p| p >= 1 << 41) && q.iter().any(|&p| p < 1 << 59),
+        "the chain {q:?} is not all integer primes with some below 60 bits"
+    );
+    fx.gpu.set_ntt_kernels(NttKernels::GlobalSync);
+    for level in 0..=fx.cpu.max_level() {
+        let ct = fresh(&fx.cpu, level as u64, level);
+        let want = fx
+            .cpu
+            .coefficient_domain_to_ntt_domain(&ct)
+            .expect("cpu ntt");
+        let (d, dn) = (fx.up(&ct), fx.up(&want));
+        let before = fx.gpu.paired_ntt_launches();
+        fx.check(
+            &format!("forward NTT, 50-bit chain, L{level}"),
+            &want,
+            || fx.gpu.coefficient_domain_to_ntt_domain(&d, &fx.stream),
+        );
+        fx.check(&format!("inverse NTT, 50-bit chain, L{level}"), &ct, || {
+            fx.gpu.ntt_domain_to_coefficient_domain(&dn, &fx.stream)
+        });
+        assert_eq!(
+            fx.gpu.paired_ntt_launches() - before,
+            2,
+            "50-bit chain L{level}: paired kernel launches"
+        );
     }
 }
 
