@@ -460,7 +460,13 @@ int main(int argc, char** argv) {
         u64 q = ((1ull << 40) + 2 * 16384 * (u64)(i + 1) * 7919ull) | 1;
         // WIDE=a,b: the ~2^60 primes' indices (default 0, the harness's first prime; WIDE=7,8
         // is the engine's shape at the top level: the base prime last, then P).
-        if (wide_prime(i)) q = (1ull << 60) - 2 * 16384 * (1234567ull + 1000 * (u64)i) + 1;
+        // WIDED=k: the wide primes as 2^60 - 2 16384 (k + i) + 1 instead, within 2^32 of 2^60
+        // like the engine's 60-bit message primes (the default's are ~2^35.3 below it).
+        if (wide_prime(i)) {
+            const char* wd = getenv("WIDED");
+            const u64 k = wd != nullptr ? strtoull(wd, nullptr, 10) + (u64)i : 1234567ull + 1000 * (u64)i;
+            q = (1ull << 60) - 2 * 16384 * k + 1;
+        }
         primes[i].q = q;
         // -q^-1 mod 2^64 (Newton's iteration). Until run 116 this was 0, which made mont /
         // mont_reduce return a plain high word: the key-switch hashes of runs up to 116 are
