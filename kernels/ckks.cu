@@ -702,14 +702,14 @@ __device__ __forceinline__ void gs_bfly(u64& x, u64& y, WP w, u64 q) {
     x = u;
 }
 
-// Shoup's lazy product without the high product's low partial product xl * wpl (x = xh 2^32 +
-// xl, wp = wph 2^32 + wpl): Q' = xh wph + floor((xh wpl + xl wph) / 2^32), the middle sum
+// Shoup's lazy product (shoup_hi3: its quotient, shoup_lazy3: the product) without the high
+// product's low partial product xl * wpl (x = xh 2^32 + xl, wp = wph 2^32 + wpl): Q' = xh wph + floor((xh wpl + xl wph) / 2^32), the middle sum
 // exact in 65 bits. x wp / 2^64 = xh wph + M / 2^32 + xl wpl / 2^64 with the last term below
 // 1, so Q' is Shoup's quotient floor(x wp / 2^64) or one less, and x w - Q' q lies in [0, 3q)
 // (Shoup's [0, 2q) plus at most q) for any x < 2^64; computed mod 2^64 it is exact, as 3q <
 // 2^64. In PTX as 32-bit multiply-adds with carries (ptxas: 4 instructions where __umul64hi
 // takes 7; the same expression in C compiles to a 64-bit comparison for the carry).
-__device__ __forceinline__ u64 shoup_lazy3(u64 x, u64 w, u64 wp, u64 q) {
+__device__ __forceinline__ u64 shoup_hi3(u64 x, u64 wp) {
 #ifdef FHE_EMU
     const u64 xl = (uint32_t)x, xh = x >> 32, pl = (uint32_t)wp, ph = wp >> 32;
     const u64 m1 = xh * pl;
@@ -731,7 +731,26 @@ __device__ __forceinline__ u64 shoup_lazy3(u64 x, u64 w, u64 wp, u64 q) {
         : "=l"(hi)
         : "l"(x), "l"(wp));
 #endif
-    return x * w - hi * q;
+    return hi;
+}
+__device__ __forceinline__ u64 shoup_lazy3(u64 x, u64 w, u64 wp, u64 q) {
+    return x * w - shoup_hi3(x, wp) * q;
+}
+// shoup_lazy3's word with the second product accumulated onto the first, x w + hi (2^64 - q)
+// mod 2^64 (PTX mad.lo.u64: no negation): LooseN's product (decision 0515; in Loose it changed
+// nothing measurable, run 236).
+__device__ __forceinline__ u64 shoup_lazy3n(u64 x, u64 w, u64 wp, u64 q) {
+#ifdef FHE_EMU
+    return shoup_lazy3(x, w, wp, q);
+#else
+    u64 r;
+    asm("{\n\t.reg .u64 t;\n\t"
+        "mul.lo.u64 t, %1, %2;\n\t"
+        "mad.lo.u64 %0, %3, %4, t;\n\t}"
+        : "=l"(r)
+        : "l"(x), "l"(w), "l"(shoup_hi3(x, wp)), "l"(0 - q));
+    return r;
+#endif
 }
 
 // The butterfly arithmetic of the rounds of the kernels without clusters (*_gs, *_gp,
@@ -817,6 +836,53 @@ struct Loose {
         return csub(csub(x, 2 * q), q) | ((u64)tg << 60);
     }
     __device__ __forceinline__ static u64 xget(u64 v) { return v & 0x0FFFFFFFFFFFFFFFull; }
+};
+
+// LooseN: Loose for the primes just below 2^60, q = 2^60 - d with d < 2^32 (near60: the 60-bit
+// message primes, the base prime and the special primes, are the largest NTT primes below 2^60;
+// decision 0515). A word x < 2^64 is x = k 2^60 + l (k < 16, l < 2^60) and x = l + k d mod q, so
+// fold(x) = l + k d is congruent and below 2^60 + 15 d = q + 16 d < 2q, in three instructions
+// (shift, mask, one 32 x 32 + 64 multiply-add) where a conditional subtraction takes five and a
+// canonical word four of them. The forward's C stages fold x (below 2q instead of 8q: the words
+// stay below Loose's bounds); the inverse's x + y (below 8q) is folded instead of reduced by
+// 4q; the canonical words of ct_out and the exchange are fold then one csub; the products are
+// shoup_lazy3n's. Same words as Loose: every result is canonical or has Loose's congruences
+// below Loose's bounds. Only the *_gpn kernels take it (the engine launches them when every
+// prime >= F64_Q of the launch is near60): a third arithmetic in one kernel makes its binary64
+// path wait on instruction fetch (run 237).
+__device__ __forceinline__ bool near60(u64 q) {
+    return q < (1ull << 60) && q > (1ull << 60) - (1ull << 32);
+}
+struct LooseN : Loose {
+    __device__ __forceinline__ static u64 fold(u64 x, u64 q) {
+        const uint32_t d = (uint32_t)((1ull << 60) - q);
+        return (x & 0x0FFFFFFFFFFFFFFFull) + (u64)(uint32_t)(x >> 60) * d;
+    }
+    // fold, then one conditional subtraction: canonical for any x < 2^64.
+    __device__ __forceinline__ static u64 canon(u64 x, u64 q) { return csub(fold(x, q), q); }
+    template <bool C>
+    __device__ __forceinline__ static void ct(u64& x, u64& y, WP w, u64 q) {
+        const u64 a = C ? fold(x, q) : x;
+        const u64 t = shoup_lazy3n(y, w.w, w.wp, q);
+        x = a + t;
+        y = a + 3 * q - t;
+    }
+    __device__ __forceinline__ static void gs(u64& x, u64& y, WP w, u64 q) {
+        const u64 u = fold(x + y, q);
+        y = shoup_lazy3n(x + 4 * q - y, w.w, w.wp, q);
+        x = u;
+    }
+    __device__ __forceinline__ static void ct_out(u64& x0, u64& x1, WP w, u64 q) {
+        ct<false>(x0, x1, w, q);
+        x0 = canon(x0, q);
+        x1 = canon(x1, q);
+    }
+    __device__ __forceinline__ static u64 xput_fwd(u64 x, u64 q, unsigned tg) {
+        return canon(x, q) | ((u64)tg << 60);
+    }
+    __device__ __forceinline__ static u64 xput_inv(u64 x, u64 q, unsigned tg) {
+        return canon(x, q) | ((u64)tg << 60);
+    }
 };
 
 // LooseF: Loose's butterflies in binary64 arithmetic, for primes below F64_Q (2^41; the paired
@@ -2089,18 +2155,32 @@ __device__ __forceinline__ void gp_fwd(u64* s, const GpGroup& G, const u64* __re
     gs_fwd_rows_last<A>(sr, tw, q, lines.row(hi),
                         [&](uint32_t pos, u64 x0, u64 x1) { st2(dst + pos, x0, x1); });
 }
-GS_KERNEL ntt_fwd_gp(const u64* __restrict__ in, u64* __restrict__ out,
-                     const Prime* __restrict__ primes, const WP* __restrict__ twf,
-                     uint32_t prime_off, u64 ys, u64 zs, unsigned* sync_ctr, u64* xch) {
-    CL_SHARED(s);
-    grid_dep_wait();
+// The paired forward kernels (after their grid_dep_wait): the binary64 groups by LooseF, the
+// others by W (Loose: ntt_fwd_gp; LooseN: ntt_fwd_gpn, for launches whose every prime >= F64_Q
+// is near60).
+#define GP_FWD_PARAMS                                                                        \
+    const u64 *__restrict__ in, u64 *__restrict__ out, const Prime *__restrict__ primes,     \
+        const WP *__restrict__ twf, uint32_t prime_off, u64 ys, u64 zs, unsigned *sync_ctr,  \
+        u64 *xch
+template <class W>
+__device__ __forceinline__ void gp_fwd_entry(u64* s, GP_FWD_PARAMS) {
     const GpGroup G(primes, prime_off);
     const WP* tw = twf + (u64)G.pid * NN;
     if (G.q < F64_Q) {
         gp_fwd<LooseF>(s, G, in, out, tw, ys, zs, sync_ctr, xch);
     } else {
-        gp_fwd<Loose>(s, G, in, out, tw, ys, zs, sync_ctr, xch);
+        gp_fwd<W>(s, G, in, out, tw, ys, zs, sync_ctr, xch);
     }
+}
+GS_KERNEL ntt_fwd_gp(GP_FWD_PARAMS) {
+    CL_SHARED(s);
+    grid_dep_wait();
+    gp_fwd_entry<Loose>(s, in, out, primes, twf, prime_off, ys, zs, sync_ctr, xch);
+}
+GS_KERNEL ntt_fwd_gpn(GP_FWD_PARAMS) {
+    CL_SHARED(s);
+    grid_dep_wait();
+    gp_fwd_entry<LooseN>(s, in, out, primes, twf, prime_off, ys, zs, sync_ctr, xch);
 }
 // The inverse of group G's lines (its role G.r) by paired blocks (as gp_fwd, rows first),
 // scaled by c (inv8_last), by A's butterflies.
@@ -2177,19 +2257,30 @@ __device__ __forceinline__ void gp_inv(u64* s, const GpGroup& G, const u64* __re
         for (int e = 0; e < 8; e++) limb[(hi + 16 * e) * SUB + col] = x[e];
     }
 }
-GS_KERNEL ntt_inv_gp(const u64* __restrict__ in, u64* __restrict__ out,
-                     const Prime* __restrict__ primes, const WP* __restrict__ twi,
-                     const Post* __restrict__ post, uint32_t prime_off, u64 ys, u64 zs,
-                     unsigned* sync_ctr, u64* xch) {
-    CL_SHARED(s);
-    grid_dep_wait();
+// The paired inverse kernels, as the forward ones (ntt_inv_gp: Loose, ntt_inv_gpn: LooseN).
+#define GP_INV_PARAMS                                                                        \
+    const u64 *__restrict__ in, u64 *__restrict__ out, const Prime *__restrict__ primes,     \
+        const WP *__restrict__ twi, const Post *__restrict__ post, uint32_t prime_off, u64 ys, \
+        u64 zs, unsigned *sync_ctr, u64 *xch
+template <class W>
+__device__ __forceinline__ void gp_inv_entry(u64* s, GP_INV_PARAMS) {
     const GpGroup G(primes, prime_off);
     const WP* tw = twi + (u64)G.pid * NN;
     if (G.q < F64_Q) {
         gp_inv<LooseF>(s, G, in, out, tw, post[G.pid], ys, zs, sync_ctr, xch);
     } else {
-        gp_inv<Loose>(s, G, in, out, tw, post[G.pid], ys, zs, sync_ctr, xch);
+        gp_inv<W>(s, G, in, out, tw, post[G.pid], ys, zs, sync_ctr, xch);
     }
+}
+GS_KERNEL ntt_inv_gp(GP_INV_PARAMS) {
+    CL_SHARED(s);
+    grid_dep_wait();
+    gp_inv_entry<Loose>(s, in, out, primes, twi, post, prime_off, ys, zs, sync_ctr, xch);
+}
+GS_KERNEL ntt_inv_gpn(GP_INV_PARAMS) {
+    CL_SHARED(s);
+    grid_dep_wait();
+    gp_inv_entry<LooseN>(s, in, out, primes, twi, post, prime_off, ys, zs, sync_ctr, xch);
 }
 
 // The key inner product of one target row at M word pairs (pos[i], pos[i] + 1):

@@ -387,7 +387,7 @@ static void inv_ntt_emu(const Tables& T, const u64* in, u64* out, const std::vec
 // from below 4q to below 4q. Congruences checked mod q with 128-bit products.
 static void check_loose() {
     std::mt19937_64 r(777);
-    size_t bad = 0, n = 0;
+    size_t bad = 0, n = 0, n_near = 0;
     auto fail = [&](const char* what, u64 q, u64 a, u64 b) {
         if (bad++ < 5)
             std::printf("FAIL loose %s: q %llu inputs %llu %llu\n", what, (unsigned long long)q,
@@ -434,13 +434,60 @@ static void check_loose() {
                     b % q != mulm(subm(a0 % q, b0 % q, q), w, q))
                     fail("gs", q, a0, b0);
             }
+            if (!near60(q)) continue;
+            // LooseN (the primes within 2^32 below 2^60): the same bounds and congruences
+            // as Loose, and fold's own: congruent, below q + 16 d, for any word.
+            {
+                const u64 x = (i % 3 == 0) ? ~0ull - r() % (1ull << 36) : r();
+                const u64 f = LooseN::fold(x, q), d = (1ull << 60) - q;
+                if (f >= q + 16 * d || f % q != x % q) fail("LooseN fold", q, x, 0);
+                if (LooseN::canon(x, q) != x % q) fail("LooseN canon", q, x, 0);
+            }
+            for (int c = 0; c < 2; c++) {
+                const u64 bin = c ? 14 * q : 11 * q, bout = c ? 11 * q : 14 * q;
+                u64 a = below(bin), b = below(bin), a0 = a, b0 = b;
+                if (c) LooseN::ct<true>(a, b, wp, q); else LooseN::ct<false>(a, b, wp, q);
+                const u64 wy = mulm(b0 % q, w, q);
+                if (a >= bout || b >= bout || a % q != addm(a0 % q, wy, q) ||
+                    b % q != subm(a0 % q, wy, q))
+                    fail(c ? "LooseN ct<C>" : "LooseN ct<N>", q, a0, b0);
+            }
+            {
+                u64 a = below(11 * q), b = below(11 * q), a0 = a, b0 = b;
+                LooseN::ct_out(a, b, wp, q);
+                const u64 wy = mulm(b0 % q, w, q);
+                if (a != addm(a0 % q, wy, q) || b != subm(a0 % q, wy, q))
+                    fail("LooseN ct_out", q, a0, b0);
+            }
+            {
+                const unsigned tg = 1 + (unsigned)(r() % 14);
+                const u64 f = below(16 * q), v = below(4 * q);
+                const u64 tf = LooseN::xput_fwd(f, q, tg), tv = LooseN::xput_inv(v, q, tg);
+                if ((unsigned)(tf >> 60) != tg || LooseN::xget(tf) != f % q)
+                    fail("LooseN xput_fwd", q, f, tg);
+                if ((unsigned)(tv >> 60) != tg || LooseN::xget(tv) != v % q)
+                    fail("LooseN xput_inv", q, v, tg);
+            }
+            {
+                u64 a = below(4 * q), b = below(4 * q), a0 = a, b0 = b;
+                LooseN::gs(a, b, wp, q);
+                if (a >= 4 * q || b >= 3 * q || a % q != addm(a0 % q, b0 % q, q) ||
+                    b % q != mulm(subm(a0 % q, b0 % q, q), w, q))
+                    fail("LooseN gs", q, a0, b0);
+            }
+            n_near++;
         }
     }
     if (bad) {
         failures++;
         std::printf("FAIL loose arithmetic: %zu of %zu trials\n", bad, n);
     } else {
-        std::printf("ok   loose arithmetic (%zu trials x 4 butterflies + exchange words, 9 primes)\n", n);
+        std::printf("ok   loose arithmetic (%zu trials x 4 butterflies + exchange words, 9 primes; "
+                    "LooseN %zu trials on the primes near 2^60)\n", n, n_near);
+        if (n_near == 0) {
+            failures++;
+            std::printf("FAIL LooseN: no prime of the chain is near 2^60\n");
+        }
     }
 }
 
@@ -556,8 +603,14 @@ int main() {
     // Test 1 below runs primes 5, 6, 7: the engine's shape (the wide prime last), each block of
     // rows 1 and 2 an integer group (prime 7) beside a binary64 one (prime 6); test 1b runs
     // primes 7, 8 (a chain that starts wide: rows 0 and 1). Canonical inputs and words below 4q,
-    // both directions.
-    for (unsigned off : {6u, 7u}) {
+    // both directions. Passes 2 and 3 repeat passes 0 and 1 with ntt_fwd_gpn / ntt_inv_gpn (the
+    // wide primes 7 and 8 are near 2^60: LooseN, decision 0515).
+    for (int pass = 0; pass < 4; pass++) {
+        const unsigned off = pass % 2 == 0 ? 6u : 7u;
+        const bool gpn = pass >= 2;
+        if (pass == 2) std::printf("--   the same by ntt_fwd_gpn / ntt_inv_gpn (LooseN):\n");
+        auto fwd_gp = gpn ? ntt_fwd_gpn : ntt_fwd_gp;
+        auto inv_gp = gpn ? ntt_inv_gpn : ntt_inv_gp;
         unsigned L = off == 6 ? 3 : 2, C = 2;
         u64 n = NN, cs = (u64)L * NN;
         auto a = random_rows(C, L, off);
@@ -566,12 +619,12 @@ int main() {
         std::vector<u64> pxch(2 * (size_t)L * NN, 0ull);  // the counters' exchange scratch
         std::vector<u64> out(a.size(), ~0ull), back(a.size(), ~0ull);
         launch_cluster(dim3{2 * CL, L, 1}, GS_THREADS, [&] {
-            ntt_fwd_gp(P(a), M(out), PR(T), WPP(T.twf), off, n, cs, pctr.data(), pxch.data());
+            fwd_gp(P(a), M(out), PR(T), WPP(T.twf), off, n, cs, pctr.data(), pxch.data());
         });
         expect_eq("forward NTT, transposed rows (paired blocks)", out,
                   want);
         launch_cluster(dim3{2 * CL, L, 1}, GS_THREADS, [&] {
-            ntt_inv_gp(P(out), M(back), PR(T), WPP(T.twi), POSTP(T.n_inv), off, n, cs,
+            inv_gp(P(out), M(back), PR(T), WPP(T.twi), POSTP(T.n_inv), off, n, cs,
                        pctr.data(), pxch.data());
         });
         expect_eq("inverse NTT round trip, transposed rows (paired blocks)", back, a);
@@ -584,12 +637,12 @@ int main() {
         std::fill(out.begin(), out.end(), ~0ull);
         std::fill(back.begin(), back.end(), ~0ull);
         launch_cluster(dim3{2 * CL, L, 1}, GS_THREADS, [&] {
-            ntt_fwd_gp(P(a4), M(out), PR(T), WPP(T.twf), off, n, cs, pctr.data(), pxch.data());
+            fwd_gp(P(a4), M(out), PR(T), WPP(T.twf), off, n, cs, pctr.data(), pxch.data());
         });
         expect_eq("forward NTT of words below 4q, transposed rows (paired blocks)",
                   out, want);
         launch_cluster(dim3{2 * CL, L, 1}, GS_THREADS, [&] {
-            ntt_inv_gp(P(f4), M(back), PR(T), WPP(T.twi), POSTP(T.n_inv), off, n, cs,
+            inv_gp(P(f4), M(back), PR(T), WPP(T.twi), POSTP(T.n_inv), off, n, cs,
                        pctr.data(), pxch.data());
         });
         expect_eq("inverse NTT of words below 4q, transposed rows (paired blocks)",

@@ -144,7 +144,7 @@ fn drv<T>(op: &'static str, r: cust::error::CudaResult<T>) -> Result<T> {
 }
 
 /// Every kernel of `kernels/ckks.cu` the engine launches, in the order of [`K`].
-const KERNELS: [&str; 30] = [
+const KERNELS: [&str; 32] = [
     "ntt_fwd_cols",
     "ntt_fwd_rows",
     "ntt_inv_rows",
@@ -175,6 +175,8 @@ const KERNELS: [&str; 30] = [
     "aut_ntt",
     "ew_mul_int",
     "ks_inner_gh",
+    "ntt_fwd_gpn",
+    "ntt_inv_gpn",
 ];
 
 /// A kernel of [`KERNELS`] by position: launches index the engine's handle table directly
@@ -212,6 +214,8 @@ enum K {
     AutNtt,
     EwMulInt,
     KsInnerGh,
+    NttFwdGpn,
+    NttInvGpn,
 }
 
 /// What [`CudaEngine::launch`] accepts as a kernel: a [`K`] (direct index) or a kernel name
@@ -244,6 +248,25 @@ const CL_BLOCKS: u32 = 8;
 const CL_THREADS: u32 = 512;
 /// Threads per block of the `*_gs` NTT kernels (`GS_THREADS`: 8 words per thread).
 const GS_THREADS: u32 = 256;
+
+/// The kernels' `F64_Q`: primes below it take the binary64 butterflies (decision 0511).
+const F64_Q: u64 = 1 << 41;
+
+/// Whether `q` lies within 2^32 below 2^60 (the kernels' `near60`): the 60-bit message primes
+/// (the largest NTT primes below 2^60) do, and take `LooseN`'s folds (decision 0515).
+const fn near60(q: u64) -> bool {
+    q < 1 << 60 && q > (1 << 60) - (1 << 32)
+}
+
+/// Whether every prime of `moduli[prime_off..prime_off + rows]` at or above [`F64_Q`] is
+/// [`near60`], so that a paired NTT over those rows may run as `ntt_fwd_gpn` /
+/// `ntt_inv_gpn`; false for rows outside `moduli`.
+fn near60_rows(moduli: &[u64], prime_off: usize, rows: usize) -> bool {
+    prime_off
+        .checked_add(rows)
+        .and_then(|end| moduli.get(prime_off..end))
+        .is_some_and(|m| m.iter().all(|&q| q < F64_Q || near60(q)))
+}
 /// Limbs (grid y x z) one launch of the `*_gs` NTT kernels may span: two counter words each
 /// (the kernels use the first).
 const SYNC_SLOTS: usize = 256;
@@ -1373,6 +1396,8 @@ impl CudaEngine {
             K::KsInnerGs,
             K::NttFwdGp,
             K::NttInvGp,
+            K::NttFwdGpn,
+            K::NttInvGpn,
         ]
         .into_iter()
         .map(wave)
@@ -1712,10 +1737,16 @@ impl CudaEngine {
     /// one wave holds, a stream without barrier state), the caller runs the `*_gs` kernel.
     /// One component takes half the blocks' threads and spreads a limb over twice the SMs the
     /// `*_gs` kernels use.
+    ///
+    /// `kernel` is `ntt_fwd_gp` or `ntt_inv_gp`; when every integer prime of the rows
+    /// `prime_off..prime_off + limbs` is a 60-bit message prime ([`near60_rows`]), its `*_gpn`
+    /// form runs instead (decision 0515: the same words, the 60-bit groups' reductions folded).
+    #[allow(clippy::too_many_arguments)]
     fn launch_gp(
         &self,
         op: &'static str,
         kernel: K,
+        prime_off: usize,
         limbs: usize,
         comps: usize,
         stream: &Stream,
@@ -1724,6 +1755,11 @@ impl CudaEngine {
         if limbs > self.gp_rows() || !(1..=2).contains(&comps) {
             return Ok(false);
         }
+        let kernel = match kernel {
+            K::NttFwdGp if near60_rows(&self.moduli, prime_off, limbs) => K::NttFwdGpn,
+            K::NttInvGp if near60_rows(&self.moduli, prime_off, limbs) => K::NttInvGpn,
+            k => k,
+        };
         let block = GS_THREADS / 2 * comps as u32;
         let grid = (2 * CL_BLOCKS, limbs as u32, 1);
         let launched = self.launch_synced(op, kernel, grid, block, stream, args, true)?;
@@ -2748,6 +2784,7 @@ impl CudaEngine {
             && self.launch_gp(
                 op,
                 K::NttFwdGp,
+                f.prime_off as usize,
                 rows,
                 comps,
                 stream,
@@ -2904,6 +2941,7 @@ impl CudaEngine {
             && self.launch_gp(
                 op,
                 K::NttInvGp,
+                prime_off,
                 limbs,
                 comps,
                 stream,
@@ -4386,6 +4424,8 @@ mod tests {
             K::AutNtt,
             K::EwMulInt,
             K::KsInnerGh,
+            K::NttFwdGpn,
+            K::NttInvGpn,
         ];
         assert_eq!(all.len(), KERNELS.len());
         for (i, k) in all.iter().enumerate() {
@@ -4443,5 +4483,56 @@ mod tests {
         assert!(text.contains("CudaEngine::new"), "{text}");
         assert!(text.contains("prime id 1 = 1152921504606846976"), "{text}");
         assert!(super::check_device_primes("t", &[u64::MAX - 58]).is_err());
+    }
+
+    /// `F64_Q` and `near60` are the kernels' (kernels/ckks.cu), and they choose the paired NTT
+    /// kernels as decision 0515 says: the 40-bit and 30-bit chains' only integer prime is a
+    /// 60-bit message prime (`*_gpn` on every rows range), a 50-bit chain's scale primes are
+    /// integer primes outside `near60` (`*_gp` wherever one of them is in the range), and
+    /// rows beyond the chain are refused.
+    #[test]
+    fn the_gpn_kernels_run_where_every_integer_prime_is_a_60_bit_message_prime() {
+        use super::{near60, near60_rows, F64_Q};
+        use crate::{CkksConfig, Context, Preset};
+        let src = include_str!("../../../../kernels/ckks.cu");
+        assert!(src.contains("#define F64_Q (1ull << 41)"));
+        assert_eq!(F64_Q, 1 << 41);
+        assert!(src.contains("return q < (1ull << 60) && q > (1ull << 60) - (1ull << 32);"));
+        assert!(near60((1 << 60) - 1) && near60((1 << 60) - (1 << 32) + 1));
+        assert!(!near60(1 << 60) && !near60((1 << 60) - (1 << 32)) && !near60(F64_Q));
+        let moduli = |p: Preset| -> Vec<u64> {
+            let ctx = Context::new(CkksConfig::from_preset(p).expect("preset")).expect("context");
+            ctx.ntt_tables()
+                .iter()
+                .map(|t| t.modulus().value())
+                .collect()
+        };
+        for p in [
+            Preset::Slots8192Scale40Levels7Int64,
+            Preset::Slots8192Scale30Levels9Int64,
+        ] {
+            let m = moduli(p);
+            for off in 0..m.len() {
+                for rows in 1..=m.len() - off {
+                    assert!(near60_rows(&m, off, rows), "{p:?}: rows {off}..+{rows}");
+                }
+            }
+            assert!(!near60_rows(&m, 0, m.len() + 1), "{p:?}: beyond the chain");
+            assert!(
+                !near60_rows(&m, usize::MAX, 2),
+                "{p:?}: an offset that overflows"
+            );
+        }
+        let m = moduli(Preset::Slots8192Scale50Levels5Int64);
+        let first_50 = m
+            .iter()
+            .position(|&q| q >= F64_Q && !near60(q))
+            .expect("a 50-bit scale prime");
+        assert!(!near60_rows(&m, 0, m.len()));
+        assert!(!near60_rows(&m, first_50, 1));
+        assert!(
+            m.iter().any(|&q| near60(q)),
+            "the 50-bit chain's 60-bit primes"
+        );
     }
 }

@@ -201,7 +201,7 @@ pub(super) struct Node {
 /// allowed: `ks_moddown`'s addend under `adds_early`, set only for an addend written before
 /// the chain). (encrypt_message's and decrypt_message's kernels of kernels/encode.cu keep full
 /// edges: with the wait and programmatic edges they were no faster, run 123.)
-const GRID_WAIT_KERNELS: [&str; 8] = [
+const GRID_WAIT_KERNELS: [&str; 10] = [
     "ntt_fwd_gs",
     "ntt_inv_gs",
     "ntt_fwd_gq",
@@ -210,6 +210,8 @@ const GRID_WAIT_KERNELS: [&str; 8] = [
     "ks_moddown",
     "ntt_fwd_gp",
     "ntt_inv_gp",
+    "ntt_fwd_gpn",
+    "ntt_inv_gpn",
 ];
 
 impl std::fmt::Debug for Node {
