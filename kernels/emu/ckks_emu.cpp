@@ -15,6 +15,7 @@
 #include <functional>
 #include <optional>
 #include <random>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -384,14 +385,15 @@ static void inv_ntt_emu(const Tables& T, const u64* in, u64* out, const std::vec
 // prime: shoup_lazy3 over the whole u64 range of x (result below 3q, congruent to x * w); each
 // forward butterfly kind on words drawn just below its input bound (C stages: 14q, unmarked:
 // 11q) giving words below 11q / 14q; ct_out canonical from below 11q; the inverse butterfly
-// from below 4q to below 4q. Congruences checked mod q with 128-bit products.
+// from below 4q to below 4q; the same for LooseN on the primes near 2^60 (decision 0515), and its
+// fold. Congruences checked mod q with 128-bit products.
 static void check_loose() {
     std::mt19937_64 r(777);
     size_t bad = 0, n = 0, n_near = 0;
-    auto fail = [&](const char* what, u64 q, u64 a, u64 b) {
+    auto fail = [&](const std::string& what, u64 q, u64 a, u64 b) {
         if (bad++ < 5)
-            std::printf("FAIL loose %s: q %llu inputs %llu %llu\n", what, (unsigned long long)q,
-                        (unsigned long long)a, (unsigned long long)b);
+            std::printf("FAIL loose %s: q %llu inputs %llu %llu\n", what.c_str(),
+                        (unsigned long long)q, (unsigned long long)a, (unsigned long long)b);
     };
     for (int id = 0; id < NP; id++) {
         const u64 q = QS[id];
@@ -404,77 +406,55 @@ static void check_loose() {
             const u64 x = (i % 5 == 0) ? ~0ull - r() % 1024 : r();
             const u64 t = shoup_lazy3(x, w, wp.wp, q);
             if (t >= 3 * q || t % q != mulm(x % q, w, q)) fail("shoup_lazy3", q, x, w);
-            // Forward butterflies: (x, y) -> (x + w y, x - w y) mod q.
-            for (int c = 0; c < 2; c++) {
-                const u64 bin = c ? 14 * q : 11 * q, bout = c ? 11 * q : 14 * q;
-                u64 a = below(bin), b = below(bin), a0 = a, b0 = b;
-                if (c) Loose::ct<true>(a, b, wp, q); else Loose::ct<false>(a, b, wp, q);
-                const u64 wy = mulm(b0 % q, w, q);
-                if (a >= bout || b >= bout || a % q != addm(a0 % q, wy, q) ||
-                    b % q != subm(a0 % q, wy, q))
-                    fail(c ? "ct<C>" : "ct<N>", q, a0, b0);
-            }
-            {
-                u64 a = below(11 * q), b = below(11 * q), a0 = a, b0 = b;
-                Loose::ct_out(a, b, wp, q);
-                const u64 wy = mulm(b0 % q, w, q);
-                if (a != addm(a0 % q, wy, q) || b != subm(a0 % q, wy, q)) fail("ct_out", q, a0, b0);
-            }
-            {  // the paired kernels' exchange words (decision 0514): canonical under the tag
-                const unsigned tg = 1 + (unsigned)(r() % 14);
-                const u64 f = below(11 * q), v = below(4 * q);
-                const u64 tf = Loose::xput_fwd(f, q, tg), tv = Loose::xput_inv(v, q, tg);
-                if ((unsigned)(tf >> 60) != tg || Loose::xget(tf) != f % q) fail("xput_fwd", q, f, tg);
-                if ((unsigned)(tv >> 60) != tg || Loose::xget(tv) != v % q) fail("xput_inv", q, v, tg);
-            }
-            {
-                u64 a = below(4 * q), b = below(4 * q), a0 = a, b0 = b;
-                Loose::gs(a, b, wp, q);
-                if (a >= 4 * q || b >= 3 * q || a % q != addm(a0 % q, b0 % q, q) ||
-                    b % q != mulm(subm(a0 % q, b0 % q, q), w, q))
-                    fail("gs", q, a0, b0);
-            }
+            // Forward butterflies: (x, y) -> (x + w y, x - w y) mod q; ct_out; the exchange
+            // words (decision 0514: canonical under the tag, from below xput_bound in the
+            // forward); the inverse butterfly. Loose on every prime, LooseN (its own bounds
+            // within Loose's) on the primes near 2^60.
+            auto butterflies = [&](auto arith, const std::string& pre, u64 xput_bound) {
+                using A = decltype(arith);
+                for (int c = 0; c < 2; c++) {
+                    const u64 bin = c ? 14 * q : 11 * q, bout = c ? 11 * q : 14 * q;
+                    u64 a = below(bin), b = below(bin), a0 = a, b0 = b;
+                    if (c) A::template ct<true>(a, b, wp, q); else A::template ct<false>(a, b, wp, q);
+                    const u64 wy = mulm(b0 % q, w, q);
+                    if (a >= bout || b >= bout || a % q != addm(a0 % q, wy, q) ||
+                        b % q != subm(a0 % q, wy, q))
+                        fail(pre + (c ? "ct<C>" : "ct<N>"), q, a0, b0);
+                }
+                {
+                    u64 a = below(11 * q), b = below(11 * q), a0 = a, b0 = b;
+                    A::ct_out(a, b, wp, q);
+                    const u64 wy = mulm(b0 % q, w, q);
+                    if (a != addm(a0 % q, wy, q) || b != subm(a0 % q, wy, q))
+                        fail(pre + "ct_out", q, a0, b0);
+                }
+                {
+                    const unsigned tg = 1 + (unsigned)(r() % 14);
+                    const u64 f = below(xput_bound), v = below(4 * q);
+                    const u64 tf = A::xput_fwd(f, q, tg), tv = A::xput_inv(v, q, tg);
+                    if ((unsigned)(tf >> 60) != tg || A::xget(tf) != f % q)
+                        fail(pre + "xput_fwd", q, f, tg);
+                    if ((unsigned)(tv >> 60) != tg || A::xget(tv) != v % q)
+                        fail(pre + "xput_inv", q, v, tg);
+                }
+                {
+                    u64 a = below(4 * q), b = below(4 * q), a0 = a, b0 = b;
+                    A::gs(a, b, wp, q);
+                    if (a >= 4 * q || b >= 3 * q || a % q != addm(a0 % q, b0 % q, q) ||
+                        b % q != mulm(subm(a0 % q, b0 % q, q), w, q))
+                        fail(pre + "gs", q, a0, b0);
+                }
+            };
+            butterflies(Loose{}, "", 11 * q);
             if (!near60(q)) continue;
-            // LooseN (the primes within 2^32 below 2^60): the same bounds and congruences
-            // as Loose, and fold's own: congruent, below q + 16 d, for any word.
+            // LooseN's fold: congruent and below q + 16 d for any word; canon canonical.
             {
                 const u64 x = (i % 3 == 0) ? ~0ull - r() % (1ull << 36) : r();
                 const u64 f = LooseN::fold(x, q), d = (1ull << 60) - q;
                 if (f >= q + 16 * d || f % q != x % q) fail("LooseN fold", q, x, 0);
                 if (LooseN::canon(x, q) != x % q) fail("LooseN canon", q, x, 0);
             }
-            for (int c = 0; c < 2; c++) {
-                const u64 bin = c ? 14 * q : 11 * q, bout = c ? 11 * q : 14 * q;
-                u64 a = below(bin), b = below(bin), a0 = a, b0 = b;
-                if (c) LooseN::ct<true>(a, b, wp, q); else LooseN::ct<false>(a, b, wp, q);
-                const u64 wy = mulm(b0 % q, w, q);
-                if (a >= bout || b >= bout || a % q != addm(a0 % q, wy, q) ||
-                    b % q != subm(a0 % q, wy, q))
-                    fail(c ? "LooseN ct<C>" : "LooseN ct<N>", q, a0, b0);
-            }
-            {
-                u64 a = below(11 * q), b = below(11 * q), a0 = a, b0 = b;
-                LooseN::ct_out(a, b, wp, q);
-                const u64 wy = mulm(b0 % q, w, q);
-                if (a != addm(a0 % q, wy, q) || b != subm(a0 % q, wy, q))
-                    fail("LooseN ct_out", q, a0, b0);
-            }
-            {
-                const unsigned tg = 1 + (unsigned)(r() % 14);
-                const u64 f = below(16 * q), v = below(4 * q);
-                const u64 tf = LooseN::xput_fwd(f, q, tg), tv = LooseN::xput_inv(v, q, tg);
-                if ((unsigned)(tf >> 60) != tg || LooseN::xget(tf) != f % q)
-                    fail("LooseN xput_fwd", q, f, tg);
-                if ((unsigned)(tv >> 60) != tg || LooseN::xget(tv) != v % q)
-                    fail("LooseN xput_inv", q, v, tg);
-            }
-            {
-                u64 a = below(4 * q), b = below(4 * q), a0 = a, b0 = b;
-                LooseN::gs(a, b, wp, q);
-                if (a >= 4 * q || b >= 3 * q || a % q != addm(a0 % q, b0 % q, q) ||
-                    b % q != mulm(subm(a0 % q, b0 % q, q), w, q))
-                    fail("LooseN gs", q, a0, b0);
-            }
+            butterflies(LooseN{}, "LooseN ", 16 * q);
             n_near++;
         }
     }
