@@ -2085,7 +2085,8 @@ __device__ __forceinline__ GpRole gp_role(uint32_t g, const Prime* __restrict__ 
     return GpRole{g == 0 ? wide : other, blockIdx.y};
 }
 // The paired kernels' start: the thread's group, the group's role, its prime id and modulus
-// (the modulus chooses the group's butterflies: LooseF below F64_Q, else Loose).
+// (the modulus chooses the group's butterflies: LooseF below F64_Q, else the kernel's W, Loose
+// or LooseN).
 struct GpGroup {
     PairThread th;
     GpRole r;
