@@ -2,7 +2,7 @@
 # T0, left (seconds left of LIMIT), need N WHAT (false and a "skip" line when fewer than N
 # seconds are left), r NAME CMD... (runs CMD into $OUT/logs/NAME.log under a 150 s timeout and
 # prints its rc, time and the test / sanitizer summary lines).
-# header, finish, harness_passes, oplat, peer_oplat, ab_oplat, gpu_tests, engine_check and layout_passes: see their comments below (run165.sh and
+# header, finish, harness_passes, oplat, peer_oplat, ab_oplat, gpu_tests, engine_check, layout_passes and order_passes: see their comments below (run165.sh and
 # run166.sh in docs/runs are the templates: the recorded scripts keep the inline forms they ran
 # with).
 T0=$(date +%s)
@@ -127,4 +127,24 @@ layout_passes() {
     done
   done
   for lay in $(printf "%s\n" $lays | sort -u); do for v in $vs; do echo "$v WIDE=$lay: $(grep -h hash $(ls $OUT/logs/$v-w$lay-1-*.txt | head -1) | tr -s ' ' | tr '\n' ' ')"; done; done
+}
+# order_passes "V1 V2 V2 V1 ..." [ROWS]: harness rows (default 46-49) of $HARNESS/bench_<v> in
+# the given order (a variant may come twice: balance the order), three passes, one log per run
+# (<v>-<pass>-<position>.txt) and one line each, then each variant's hashes from pass 1; the
+# caller's environment (WIDE, WIDED) reaches the harness. Runs 235, 236 and 238 wrote it inline.
+order_passes() {
+  local vs=$1 rows=${2:-46-49} dir=${HARNESS:-.gpu/exp12} pass v i f
+  for pass in 1 2 3; do
+    i=0
+    for v in $vs; do
+      i=$((i + 1))
+      need 15 "$v $pass" || return 0
+      f=$OUT/logs/$v-$pass-$i.txt
+      ROWS=$rows timeout 60 $dir/bench_$v 8 2 > $f 2>&1
+      echo "== $v pass $pass.$i rc=$? $(grep -E '^(fwd|inv)-gp' $f | awk '{printf "%s %s  ", $1, $3}')"
+    done
+  done
+  for v in $(printf "%s\n" $vs | awk '!seen[$0]++'); do
+    echo "$v: $(grep -h hash $OUT/logs/$v-1-*.txt | sort -u | tr -s ' ' | tr '\n' ' ')"
+  done
 }
