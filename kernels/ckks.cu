@@ -703,8 +703,8 @@ __device__ __forceinline__ void gs_bfly(u64& x, u64& y, WP w, u64 q) {
 }
 
 // Shoup's lazy product (shoup_hi3: its quotient, shoup_lazy3: the product) without the high
-// product's low partial product xl * wpl (x = xh 2^32 + xl, wp = wph 2^32 + wpl): Q' = xh wph + floor((xh wpl + xl wph) / 2^32), the middle sum
-// exact in 65 bits. x wp / 2^64 = xh wph + M / 2^32 + xl wpl / 2^64 with the last term below
+// product's low partial product xl * wpl (x = xh 2^32 + xl, wp = wph 2^32 + wpl): Q' = xh wph +
+// floor((xh wpl + xl wph) / 2^32), the middle sum exact in 65 bits. x wp / 2^64 = xh wph + M / 2^32 + xl wpl / 2^64 with the last term below
 // 1, so Q' is Shoup's quotient floor(x wp / 2^64) or one less, and x w - Q' q lies in [0, 3q)
 // (Shoup's [0, 2q) plus at most q) for any x < 2^64; computed mod 2^64 it is exact, as 3q <
 // 2^64. In PTX as 32-bit multiply-adds with carries (ptxas: 4 instructions where __umul64hi
@@ -877,11 +877,12 @@ struct LooseN : Loose {
         x0 = canon(x0, q);
         x1 = canon(x1, q);
     }
+    // The exchange words: canonical (canon takes any word) under the tag, in both directions.
     __device__ __forceinline__ static u64 xput_fwd(u64 x, u64 q, unsigned tg) {
         return canon(x, q) | ((u64)tg << 60);
     }
     __device__ __forceinline__ static u64 xput_inv(u64 x, u64 q, unsigned tg) {
-        return canon(x, q) | ((u64)tg << 60);
+        return xput_fwd(x, q, tg);
     }
 };
 

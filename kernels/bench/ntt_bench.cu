@@ -464,7 +464,8 @@ int main(int argc, char** argv) {
         // like the engine's 60-bit message primes (the default's are ~2^35.3 below it).
         if (wide_prime(i)) {
             const char* wd = getenv("WIDED");
-            const u64 k = wd != nullptr ? strtoull(wd, nullptr, 10) + (u64)i : 1234567ull + 1000 * (u64)i;
+            const u64 k =
+                wd != nullptr ? strtoull(wd, nullptr, 10) + (u64)i : 1234567ull + 1000 * (u64)i;
             q = (1ull << 60) - 2 * 16384 * k + 1;
         }
         primes[i].q = q;
