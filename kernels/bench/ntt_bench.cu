@@ -803,12 +803,24 @@ int main(int argc, char** argv) {
             // run 220).
             c = ctr;
             xc = xch;
+            // GPN=1: the LooseN forms the engine launches when every wide prime is near60
+            // (decision 0515; with WIDED set, as the engine's primes are), where the source has
+            // them.
+            void* fk = (void*)ntt_fwd_gp;
+            void* ik = (void*)ntt_inv_gp;
+#ifdef GP_FWD_PARAMS
+            static const bool gpn = getenv("GPN") != nullptr && atoi(getenv("GPN")) != 0;
+            if (gpn) {
+                fk = (void*)ntt_fwd_gpn;
+                ik = (void*)ntt_inv_gpn;
+            }
+#endif
             if (which == 46) {
                 void* args[] = {&src, &dst, &dp, &dtw, &off, &ys, &zs, &c, &xc};
-                return go((void*)ntt_fwd_gp, dim3(16, limbs, 1), dim3(GS_THREADS), args, coop);
+                return go(fk, dim3(16, limbs, 1), dim3(GS_THREADS), args, coop);
             }
             void* args[] = {&src, &dst, &dp, &dtw, &dpostf, &off, &ys, &zs, &c, &xc};
-            return go((void*)ntt_inv_gp, dim3(16, limbs, 1), dim3(GS_THREADS), args, coop);
+            return go(ik, dim3(16, limbs, 1), dim3(GS_THREADS), args, coop);
         } else if (which == 54 || which == 55) {
             // Rows 50-53: the paired kernels by a plain launch in clusters of 16 along x (the
             // non-portable size: one prime's 16 blocks, which meet at the limb barrier, are
