@@ -131,7 +131,8 @@ layout_passes() {
 # order_passes "V1 V2 V2 V1 ..." [ROWS]: harness rows (default 46-49) of $HARNESS/bench_<v> in
 # the given order (a variant may come twice: balance the order), three passes, one log per run
 # (<v>-<pass>-<position>.txt) and one line each, then each variant's hashes from pass 1; the
-# caller's environment (WIDE, WIDED) reaches the harness. Runs 235, 236 and 238 wrote it inline.
+# caller's environment (WIDE, WIDED) reaches the harness; ROWPAT (default '^(fwd|inv)-gp') picks
+# the rows each line shows. Runs 235, 236 and 238 wrote it inline.
 order_passes() {
   local vs=$1 rows=${2:-46-49} dir=${HARNESS:-.gpu/exp12} pass v i f
   for pass in 1 2 3; do
@@ -141,7 +142,7 @@ order_passes() {
       need 15 "$v $pass" || return 0
       f=$OUT/logs/$v-$pass-$i.txt
       ROWS=$rows timeout 60 $dir/bench_$v 8 2 > $f 2>&1
-      echo "== $v pass $pass.$i rc=$? $(grep -E '^(fwd|inv)-gp' $f | awk '{printf "%s %s  ", $1, $3}')"
+      echo "== $v pass $pass.$i rc=$? $(grep -E "${ROWPAT:-^(fwd|inv)-gp}" $f | awk '{printf "%s %s  ", $1, $3}')"
     done
   done
   for v in $(printf "%s\n" $vs | awk '!seen[$0]++'); do
